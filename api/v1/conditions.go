@@ -1,0 +1,32 @@
+package v1
+
+// Condition types shared by every kind of this API. They read as statements.
+const (
+	// ConditionAvailable summarizes the others: the object's LINSTOR part works.
+	ConditionAvailable = "Available"
+	// ConditionProgressing is true while the operator is changing something.
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is true when something is wrong that needs attention.
+	ConditionDegraded = "Degraded"
+	// ConditionUpgradeable is false when upgrading the operator is unsafe now.
+	ConditionUpgradeable = "Upgradeable"
+)
+
+// Condition reasons. Reasons are CamelCase and stable: alerts match on them.
+const (
+	ReasonAsExpected         = "AsExpected"
+	ReasonReconciling        = "Reconciling"
+	ReasonNotObserved        = "NotObserved"
+	ReasonDuplicateCluster   = "DuplicateCluster"
+	ReasonControllerNotReady = "ControllerNotReady"
+	ReasonLinstorUnreachable = "LinstorUnreachable"
+	ReasonLinstorError       = "LinstorError"
+	ReasonSatellitesNotReady = "SatellitesNotReady"
+	ReasonInvalidSpec        = "InvalidSpec"
+	ReasonSecretMissing      = "SecretMissing"
+	ReasonNodeOffline        = "NodeOffline"
+	ReasonVersionMismatch    = "VersionMismatch"
+	ReasonPoolInUse          = "PoolInUse"
+	ReasonWaitingForEvacuate = "WaitingForEvacuation"
+	ReasonUpgradeInProgress  = "UpgradeInProgress"
+)

@@ -1,0 +1,338 @@
+package v1
+
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// LinstorClusterSpec is the desired state of the LINSTOR cluster.
+// +kubebuilder:validation:XValidation:rule="!has(self.externalController) || !has(self.controller) || !has(self.controller.enabled) || !self.controller.enabled",message="spec.controller.enabled must be false when spec.externalController is set: the operator cannot run a controller and use an external one"
+type LinstorClusterSpec struct {
+	// nodeSelector selects the nodes that run a LINSTOR satellite. Empty selects every node.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Satellite Node Selector",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:selector:core:v1:Node"}
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// controller configures the LINSTOR controller Deployment.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Controller"
+	Controller *ControllerSpec `json:"controller,omitempty"`
+
+	// satellite holds defaults for every satellite; LinstorSatelliteConfigurations refine them per node.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Satellite Defaults"
+	Satellite *ComponentSpec `json:"satellite,omitempty"`
+
+	// csi configures the LINSTOR CSI driver.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="CSI Driver"
+	CSI *CSISpec `json:"csi,omitempty"`
+
+	// highAvailabilityController configures the HA controller, which fails over pods of
+	// nodes that lost their DRBD quorum.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="High Availability Controller"
+	HighAvailabilityController *ComponentSpec `json:"highAvailabilityController,omitempty"`
+
+	// database selects where the LINSTOR controller keeps its database.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Database"
+	Database *DatabaseSpec `json:"database,omitempty"`
+
+	// tls secures controller-satellite traffic (internal) and the REST API (api).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="TLS"
+	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// passphraseSecretRef names the Secret (key "MASTER_PASSPHRASE") holding the passphrase that
+	// encrypts LINSTOR's volume keys. When unset the operator creates "linstor-passphrase".
+	// Losing it makes encrypted volumes unreadable: the operator protects the Secret with a finalizer.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Passphrase Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
+	PassphraseSecretRef *LocalSecretReference `json:"passphraseSecretRef,omitempty"`
+
+	// properties are LINSTOR controller properties. Removing one here removes it from LINSTOR;
+	// properties set by other means are left alone.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Controller Properties"
+	Properties []Property `json:"properties,omitempty"`
+
+	// externalController points the operator at a LINSTOR controller it does not run.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="External Controller",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	ExternalController *ExternalControllerSpec `json:"externalController,omitempty"`
+
+	// version pins the LINSTOR version, for example "1.33.3". Empty follows the operator release.
+	// +kubebuilder:validation:Pattern=`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="LINSTOR Version",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	Version string `json:"version,omitempty"`
+
+	// upgrade sets how LINSTOR upgrades brought by new operator releases proceed.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Upgrade"
+	Upgrade *UpgradeSpec `json:"upgrade,omitempty"`
+}
+
+// ControllerSpec configures the LINSTOR controller.
+type ControllerSpec struct {
+	ComponentSpec `json:",inline"`
+
+	// replicas of the controller Deployment; more than one runs with leader election.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=5
+	// +kubebuilder:default=1
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Replicas",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
+	Replicas *int32 `json:"replicas,omitempty"`
+}
+
+// CSISpec configures the CSI driver.
+type CSISpec struct {
+	// enabled deploys the CSI driver when true (the default).
+	// +kubebuilder:default=true
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Enabled",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// image overrides the LINSTOR CSI plugin image.
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[^\s]+$`
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Image",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Image string `json:"image,omitempty"`
+
+	// controller configures the CSI controller Deployment (its "enabled" and "image" are ignored).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="CSI Controller"
+	Controller *ComponentSpec `json:"controller,omitempty"`
+
+	// node configures the CSI node DaemonSet (its "enabled" and "image" are ignored).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="CSI Node"
+	Node *ComponentSpec `json:"node,omitempty"`
+}
+
+// DatabaseType names a LINSTOR database backend.
+// +kubebuilder:validation:Enum=k8s;external
+type DatabaseType string
+
+const (
+	// DatabaseK8s keeps the database as custom resources in this cluster.
+	DatabaseK8s DatabaseType = "k8s"
+	// DatabaseExternal uses a database reached through a JDBC or etcd URL.
+	DatabaseExternal DatabaseType = "external"
+)
+
+// DatabaseSpec selects the LINSTOR database.
+// +kubebuilder:validation:XValidation:rule="self.type != 'external' || (has(self.connectionURL) && size(self.connectionURL) > 0)",message="spec.database.connectionURL is required when spec.database.type is external"
+// +kubebuilder:validation:XValidation:rule="self.type == 'external' || (!has(self.connectionURL) && !has(self.clientCertificateSecretRef))",message="spec.database.connectionURL and clientCertificateSecretRef are only allowed when spec.database.type is external"
+// +kubebuilder:validation:XValidation:rule="self.type == oldSelf.type",message="spec.database.type is immutable: moving LINSTOR's database needs a backup and restore"
+type DatabaseSpec struct {
+	// type is "k8s" (the default: custom resources in this cluster) or "external".
+	// +kubebuilder:default=k8s
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Type",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:k8s","urn:alm:descriptor:com.tectonic.ui:select:external"}
+	Type DatabaseType `json:"type,omitempty"`
+
+	// connectionURL of the external database, for example "jdbc:postgresql://db/linstor" or "etcd://etcd:2379".
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^(jdbc:[a-z0-9]+:|etcd://)\S+$`
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Connection URL",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	ConnectionURL string `json:"connectionURL,omitempty"`
+
+	// clientCertificateSecretRef names a Secret with ca.crt, tls.crt and tls.key for the database connection.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Client Certificate Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
+	ClientCertificateSecretRef *LocalSecretReference `json:"clientCertificateSecretRef,omitempty"`
+}
+
+// TLSSpec secures LINSTOR's traffic.
+type TLSSpec struct {
+	// internal secures controller-satellite traffic.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Internal TLS"
+	Internal *TLSConfig `json:"internal,omitempty"`
+
+	// api secures the REST API with HTTPS and client certificates.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="API TLS"
+	API *TLSConfig `json:"api,omitempty"`
+}
+
+// TLSMode says where certificates come from.
+// +kubebuilder:validation:Enum=Disabled;Generated;Secret;CertManager
+type TLSMode string
+
+const (
+	TLSDisabled    TLSMode = "Disabled"
+	TLSGenerated   TLSMode = "Generated"
+	TLSSecret      TLSMode = "Secret"
+	TLSCertManager TLSMode = "CertManager"
+)
+
+// TLSConfig configures one TLS channel.
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Secret' || has(self.secretName)",message="secretName is required when mode is Secret"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'CertManager' || has(self.issuerRef)",message="issuerRef is required when mode is CertManager"
+// +kubebuilder:validation:XValidation:rule="self.mode == 'CertManager' || !has(self.issuerRef)",message="issuerRef is only allowed when mode is CertManager"
+type TLSConfig struct {
+	// mode is Disabled, Generated (the operator issues and rotates certificates),
+	// Secret (user-provided) or CertManager.
+	// +kubebuilder:default=Generated
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Mode",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Disabled","urn:alm:descriptor:com.tectonic.ui:select:Generated","urn:alm:descriptor:com.tectonic.ui:select:Secret","urn:alm:descriptor:com.tectonic.ui:select:CertManager"}
+	Mode TLSMode `json:"mode,omitempty"`
+
+	// secretName holds ca.crt, tls.crt and tls.key (mode Secret), or names the Secret the
+	// operator or cert-manager writes.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
+	SecretName string `json:"secretName,omitempty"`
+
+	// issuerRef is the cert-manager issuer (mode CertManager).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Issuer",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	IssuerRef *IssuerReference `json:"issuerRef,omitempty"`
+}
+
+// IssuerReference names a cert-manager Issuer or ClusterIssuer.
+type IssuerReference struct {
+	// name of the issuer.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name"`
+	// kind is Issuer or ClusterIssuer.
+	// +kubebuilder:validation:Enum=Issuer;ClusterIssuer
+	// +kubebuilder:default=Issuer
+	// +optional
+	Kind string `json:"kind,omitempty"`
+}
+
+// ExternalControllerSpec points at a LINSTOR controller outside this cluster.
+type ExternalControllerSpec struct {
+	// url of the LINSTOR REST API, for example "https://linstor.example.com:3371".
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && (self.startsWith('http://') || self.startsWith('https://'))",message="spec.externalController.url must be an http:// or https:// URL"
+	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="URL",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	URL string `json:"url"`
+
+	// clientCertificateSecretRef holds ca.crt, tls.crt and tls.key for an HTTPS API.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Client Certificate Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
+	ClientCertificateSecretRef *LocalSecretReference `json:"clientCertificateSecretRef,omitempty"`
+}
+
+// UpgradePolicy says whether a LINSTOR upgrade starts on its own.
+// +kubebuilder:validation:Enum=Automatic;Manual
+type UpgradePolicy string
+
+const (
+	UpgradeAutomatic UpgradePolicy = "Automatic"
+	UpgradeManual    UpgradePolicy = "Manual"
+)
+
+// UpgradeSpec sets the upgrade policy.
+type UpgradeSpec struct {
+	// policy is Automatic (the default) or Manual (approve by setting spec.version).
+	// +kubebuilder:default=Automatic
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Policy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Automatic","urn:alm:descriptor:com.tectonic.ui:select:Manual"}
+	Policy UpgradePolicy `json:"policy,omitempty"`
+}
+
+// LinstorClusterStatus is the observed state of the LINSTOR cluster.
+type LinstorClusterStatus struct {
+	// conditions: Available, Progressing, Degraded, Upgradeable.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors={"urn:alm:descriptor:io.kubernetes.conditions"}
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the generation the last successful pass acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// version is the LINSTOR version the controller reports, not the requested one.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="LINSTOR Version",xDescriptors={"urn:alm:descriptor:text"}
+	Version string `json:"version,omitempty"`
+
+	// satellites counts satellites by readiness.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Satellites"
+	Satellites SatelliteCounts `json:"satellites,omitempty"`
+
+	// satellitesSummary is "ready/total", for the printer column.
+	// +optional
+	SatellitesSummary string `json:"satellitesSummary,omitempty"`
+
+	// capacity totals the storage pools of all satellites.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Capacity"
+	Capacity *CapacityStatus `json:"capacity,omitempty"`
+}
+
+// SatelliteCounts counts satellites.
+type SatelliteCounts struct {
+	// ready satellites are ONLINE at the controller's version.
+	// +optional
+	Ready int32 `json:"ready,omitempty"`
+	// total satellites the operator manages.
+	// +optional
+	Total int32 `json:"total,omitempty"`
+}
+
+// CapacityStatus totals storage pool capacity.
+type CapacityStatus struct {
+	// total capacity of all storage pools.
+	// +optional
+	Total *resource.Quantity `json:"total,omitempty"`
+	// free capacity of all storage pools.
+	// +optional
+	Free *resource.Quantity `json:"free,omitempty"`
+}
+
+// LinstorCluster is a LINSTOR cluster: its controller, satellites, CSI driver and HA controller.
+// There is one per Kubernetes cluster.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:storageversion
+// +kubebuilder:resource:shortName=lc,categories=linstor
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Satellites",type=string,JSONPath=`.status.satellitesSummary`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +operator-sdk:csv:customresourcedefinitions:displayName="LINSTOR Cluster",resources={{Deployment,v1},{DaemonSet,v1},{Service,v1},{ConfigMap,v1},{Secret,v1},{LinstorSatellite,v1}}
+type LinstorCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state.
+	// +optional
+	Spec LinstorClusterSpec `json:"spec,omitempty"`
+	// status is the observed state.
+	// +optional
+	Status LinstorClusterStatus `json:"status,omitempty"`
+}
+
+// LinstorClusterList contains a list of LinstorCluster.
+// +kubebuilder:object:root=true
+type LinstorClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []LinstorCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&LinstorCluster{}, &LinstorClusterList{})
+}

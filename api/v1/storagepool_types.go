@@ -1,0 +1,168 @@
+package v1
+
+// StoragePool is one LINSTOR storage pool on a satellite. Exactly one pool type is set.
+// +kubebuilder:validation:XValidation:rule="[has(self.lvmPool), has(self.lvmThinPool), has(self.zfsPool), has(self.zfsThinPool), has(self.filePool), has(self.fileThinPool)].filter(x, x).size() == 1",message="exactly one of lvmPool, lvmThinPool, zfsPool, zfsThinPool, filePool, fileThinPool must be set"
+// +kubebuilder:validation:XValidation:rule="[has(self.lvmPool), has(self.lvmThinPool), has(self.zfsPool), has(self.zfsThinPool), has(self.filePool), has(self.fileThinPool)] == [has(oldSelf.lvmPool), has(oldSelf.lvmThinPool), has(oldSelf.zfsPool), has(oldSelf.zfsThinPool), has(oldSelf.filePool), has(oldSelf.fileThinPool)]",message="the pool type is immutable: remove the pool and add one with a new name instead"
+// +kubebuilder:validation:XValidation:rule="!has(self.source) || has(self.lvmPool) || has(self.lvmThinPool) || has(self.zfsPool) || has(self.zfsThinPool)",message="source.hostDevices is only allowed for LVM and ZFS pools"
+type StoragePool struct {
+	// name of the LINSTOR storage pool.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=48
+	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9_-]*$`
+	// +required
+	Name string `json:"name"`
+
+	// lvmPool uses thick LVM logical volumes.
+	// +optional
+	LvmPool *LvmPool `json:"lvmPool,omitempty"`
+	// lvmThinPool uses LVM thin volumes.
+	// +optional
+	LvmThinPool *LvmThinPool `json:"lvmThinPool,omitempty"`
+	// zfsPool uses ZFS zvols.
+	// +optional
+	ZfsPool *ZfsPool `json:"zfsPool,omitempty"`
+	// zfsThinPool uses sparse ZFS zvols.
+	// +optional
+	ZfsThinPool *ZfsPool `json:"zfsThinPool,omitempty"`
+	// filePool uses preallocated files in a directory.
+	// +optional
+	FilePool *FilePool `json:"filePool,omitempty"`
+	// fileThinPool uses sparse files in a directory.
+	// +optional
+	FileThinPool *FilePool `json:"fileThinPool,omitempty"`
+
+	// source creates the volume group or zpool from host devices when it does not exist.
+	// +optional
+	Source *StoragePoolSource `json:"source,omitempty"`
+
+	// properties set on the LINSTOR storage pool.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Properties []Property `json:"properties,omitempty"`
+}
+
+// LvmPool names the volume group of a thick LVM pool.
+type LvmPool struct {
+	// volumeGroup name; defaults to the pool name.
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9+_.-]+$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="volumeGroup is immutable"
+	// +optional
+	VolumeGroup string `json:"volumeGroup,omitempty"`
+}
+
+// LvmThinPool names the volume group and thin pool of an LVM thin pool.
+type LvmThinPool struct {
+	// volumeGroup name; defaults to "linstor_<pool name>".
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9+_.-]+$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="volumeGroup is immutable"
+	// +optional
+	VolumeGroup string `json:"volumeGroup,omitempty"`
+	// thinPool logical volume name; defaults to the pool name.
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9+_.-]+$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="thinPool is immutable"
+	// +optional
+	ThinPool string `json:"thinPool,omitempty"`
+}
+
+// ZfsPool names the zpool of a ZFS pool.
+type ZfsPool struct {
+	// zPool name; defaults to the pool name.
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.:/-]+$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="zPool is immutable"
+	// +optional
+	ZPool string `json:"zPool,omitempty"`
+}
+
+// FilePool names the directory of a file pool.
+type FilePool struct {
+	// directory holding the volume files; defaults to "/var/lib/linstor-pools/<pool name>".
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/[^\s]*$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="directory is immutable"
+	// +optional
+	Directory string `json:"directory,omitempty"`
+}
+
+// StoragePoolSource lists host devices to build a pool from.
+type StoragePoolSource struct {
+	// hostDevices are block device paths, for example "/dev/vdb".
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:Pattern=`^/dev/[^\s]+$`
+	// +kubebuilder:validation:items:MaxLength=256
+	// +listType=set
+	// +required
+	HostDevices []string `json:"hostDevices"`
+}
+
+// NodeProperty is a LINSTOR node property with a literal value or one taken from the Kubernetes node.
+// +kubebuilder:validation:XValidation:rule="!(has(self.value) && has(self.valueFrom))",message="value and valueFrom are mutually exclusive"
+type NodeProperty struct {
+	// name of the LINSTOR property, for example "Aux/topology/rack".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9_./:-]*$`
+	// +required
+	Name string `json:"name"`
+	// value of the property.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	Value string `json:"value,omitempty"`
+	// valueFrom takes the value from a label or annotation of the node.
+	// +optional
+	ValueFrom *NodePropertySource `json:"valueFrom,omitempty"`
+}
+
+// NodePropertySource reads a property value from the Kubernetes node.
+type NodePropertySource struct {
+	// nodeFieldRef is a field path of the node, such as "metadata.labels['topology.kubernetes.io/zone']".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^metadata\.(name|uid|labels\['[^']+'\]|annotations\['[^']+'\])$`
+	// +required
+	NodeFieldRef string `json:"nodeFieldRef"`
+}
+
+// NetInterface chooses a NIC of the node for LINSTOR traffic.
+// +kubebuilder:validation:XValidation:rule="has(self.interfaceName) != has(self.cidr)",message="exactly one of interfaceName or cidr must be set"
+type NetInterface struct {
+	// name of the LINSTOR net interface.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=48
+	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9_-]*$`
+	// +required
+	Name string `json:"name"`
+	// interfaceName selects the host interface by name, for example "eth1".
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.:@-]+$`
+	// +optional
+	InterfaceName string `json:"interfaceName,omitempty"`
+	// cidr selects the interface whose address lies in this network, for example "10.0.1.0/24".
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="cidr must be a network in CIDR notation, such as 10.0.1.0/24"
+	// +optional
+	CIDR string `json:"cidr,omitempty"`
+	// active makes this interface carry controller-satellite traffic. At most one is active;
+	// when none is, the pod IP is used.
+	// +optional
+	Active bool `json:"active,omitempty"`
+}
+
+// DeletionPolicy says what happens to the LINSTOR node when its satellite goes away.
+// +kubebuilder:validation:Enum=Retain;Evacuate;Delete
+type DeletionPolicy string
+
+const (
+	// DeletionRetain keeps the LINSTOR node and its data.
+	DeletionRetain DeletionPolicy = "Retain"
+	// DeletionEvacuate moves all resources away, then deletes the node.
+	DeletionEvacuate DeletionPolicy = "Evacuate"
+	// DeletionDelete deletes the node, but never while it holds the last replica of a resource.
+	DeletionDelete DeletionPolicy = "Delete"
+)

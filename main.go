@@ -1,0 +1,109 @@
+// Command manager runs the linstor-operator.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/go-logr/zapr"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/linstor-operator/linstor-operator/pkg/manager"
+)
+
+// webhookCertDir is where OLM (and config/default's cert-manager patch) mount the serving cert.
+const webhookCertDir = "/tmp/k8s-webhook-server/serving-certs"
+
+func main() {
+	var (
+		metricsAddr, probeAddr, logLevel, logFormat string
+		leaderElect, secureMetrics, enableHTTP2      bool
+		webhooksEnabled                              bool
+	)
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Metrics endpoint address; 0 disables it.")
+	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with Kubernetes authentication and authorization.")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Health and readiness probe address.")
+	flag.BoolVar(&leaderElect, "leader-elect", true, "Use a Lease so only one operator replica acts.")
+	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the metrics and webhook servers (off: CVE-2023-44487).")
+	flag.BoolVar(&webhooksEnabled, "webhooks", true, "Serve the conversion and validating webhooks.")
+	flag.StringVar(&logLevel, "log-level", "info", "Log level: debug, info, warn or error.")
+	flag.StringVar(&logFormat, "log-format", "json", "Log encoding: json or console.")
+	flag.Parse()
+
+	log, err := newLogger(logLevel, logFormat)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	ctrl.SetLogger(zapr.NewLogger(log))
+	setupLog := ctrl.Log.WithName("setup")
+
+	var tlsOpts []func(*tls.Config)
+	if !enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: secureMetrics, TLSOpts: tlsOpts}
+	if secureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+
+	mgr, err := manager.New(ctrl.GetConfigOrDie(), manager.Options{
+		Webhooks: webhooksEnabled,
+		Manager: ctrl.Options{
+			Metrics:                       metricsOpts,
+			WebhookServer:                 webhook.NewServer(webhook.Options{CertDir: webhookCertDir, TLSOpts: tlsOpts}),
+			HealthProbeBindAddress:        probeAddr,
+			LeaderElection:                leaderElect,
+			LeaderElectionID:              "linstor-operator.linstor.io",
+			LeaderElectionReleaseOnCancel: true,
+		},
+	})
+	if err != nil {
+		setupLog.Error(err, "unable to set up the operator")
+		os.Exit(1)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		setupLog.Error(err, "unable to set up health check")
+		os.Exit(1)
+	}
+	readyCheck := healthz.Ping
+	if webhooksEnabled {
+		readyCheck = mgr.GetWebhookServer().StartedChecker()
+	}
+	if err := mgr.AddReadyzCheck("readyz", readyCheck); err != nil {
+		setupLog.Error(err, "unable to set up ready check")
+		os.Exit(1)
+	}
+
+	setupLog.Info("starting manager")
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		setupLog.Error(err, "manager stopped with an error")
+		os.Exit(1)
+	}
+}
+
+// newLogger builds the zap logger behind logr.
+func newLogger(level, format string) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	cfg := zap.NewProductionConfig()
+	switch format {
+	case "json":
+	case "console":
+		cfg = zap.NewDevelopmentConfig()
+	default:
+		return nil, fmt.Errorf("--log-format must be json or console, not %q", format)
+	}
+	cfg.Level = zap.NewAtomicLevelAt(lvl)
+	return cfg.Build()
+}

@@ -1,0 +1,20 @@
+// Package emulator is an in-memory LINSTOR controller REST API for tests and the demo.
+// LINSTOR (JVM) and DRBD (kernel) cannot run here, so this is the one stand-in the
+// project allows. It serves the real URL paths with the real JSON shapes (golinstor's
+// types), the real ApiCallRc error semantics and LINSTOR's data-safety refusals, and
+// a conformance test validates every request and response against the official
+// OpenAPI spec.
+//
+// Semantics kept from LINSTOR (see ../shared/linstor/README.md):
+//  1. Mutations answer an ApiCallRc list; the first error entry decides the HTTP status
+//     (codes 300-399: 404, 400-499: 403, other errors: 500); warnings ride in a 2xx.
+//  2. A satellite whose version differs from the controller's is VERSION_MISMATCH.
+//  3. DELETE /v1/nodes/{n} refuses nodes holding in-use resources or the last
+//     up-to-date replica of a resource; DELETE .../lost refuses connected nodes and
+//     does not check replicas; storage pools holding volumes cannot be deleted.
+//  4. The passphrase is created once, must be entered again after a controller
+//     restart, and can only be modified with the old one.
+//
+// Test hooks (methods on *Emulator) inject latency and 5xx per route, take nodes
+// offline, force version mismatches, place resources, and record every request.
+package emulator

@@ -1,0 +1,440 @@
+package emulator
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	lapiconst "github.com/LINBIT/golinstor"
+	lapi "github.com/LINBIT/golinstor/client"
+	"github.com/google/uuid"
+)
+
+// DefaultVersion is the LINSTOR version the emulated controller reports by default.
+const DefaultVersion = "1.33.3"
+
+// restAPIVersion is the REST API version of LINSTOR 1.33.
+const restAPIVersion = "1.27.0"
+
+// Emulator is the emulated controller. All methods are safe for concurrent use.
+type Emulator struct {
+	mu sync.Mutex
+
+	version         string
+	controllerProps map[string]string
+	nodes           map[string]*node
+	rds             map[string]*resourceDefinition
+	nodeConns       map[[2]string]map[string]string
+	passphrase      string
+	passphraseOpen  bool
+	newNodeDisks    []lapi.PhysicalStorageNode
+
+	faults   map[string]*Fault
+	requests []Request
+	counts   map[string]int
+	mux      *http.ServeMux
+}
+
+type node struct {
+	lapi.Node
+	satelliteVersion string
+	online           bool
+	pools            map[string]*lapi.StoragePool
+	disks            []lapi.PhysicalStorageNode
+}
+
+type resourceDefinition struct {
+	lapi.ResourceDefinition
+	volumes   []lapi.VolumeDefinition
+	resources map[string]*replica
+	syncing   bool
+}
+
+// replica is a resource on one node.
+type replica struct {
+	pool      string
+	inUse     bool
+	diskState string
+	flags     []string
+}
+
+// Fault makes matching requests slow or fail.
+type Fault struct {
+	// Status, when non-zero, is returned instead of serving the request (e.g. 500, 503).
+	Status int
+	// Latency is added before answering.
+	Latency time.Duration
+	// Times limits how often the fault fires; 0 means until cleared.
+	Times int
+}
+
+// Request is one recorded request.
+type Request struct {
+	Method string
+	Path   string
+	// Route is the pattern that served it, e.g. "GET /v1/nodes/{node}".
+	Route  string
+	Status int
+}
+
+// New returns an emulator with no nodes, reporting DefaultVersion.
+func New() *Emulator {
+	e := &Emulator{
+		version:         DefaultVersion,
+		controllerProps: map[string]string{},
+		nodes:           map[string]*node{},
+		rds:             map[string]*resourceDefinition{},
+		nodeConns:       map[[2]string]map[string]string{},
+		faults:          map[string]*Fault{},
+		counts:          map[string]int{},
+		mux:             http.NewServeMux(),
+	}
+	e.routes(e.mux)
+	return e
+}
+
+// Route names the route pattern that serves r, e.g. "GET /v1/nodes/{node}".
+func (e *Emulator) Route(r *http.Request) string {
+	_, pattern := e.mux.Handler(r)
+	return pattern
+}
+
+// Handler returns the HTTP handler serving the LINSTOR REST API.
+func (e *Emulator) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		route := e.Route(r)
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		defer func() { e.record(r, route, rec.status) }()
+		if f := e.takeFault(route); f != nil {
+			if f.Latency > 0 {
+				time.Sleep(f.Latency)
+			}
+			if f.Status != 0 {
+				writeRC(rec, f.Status, rc(lapiconst.MaskError|lapiconst.FailUnknownError, "injected fault on %s", route))
+				return
+			}
+		}
+		e.mux.ServeHTTP(rec, r)
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (e *Emulator) record(r *http.Request, route string, status int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.requests = append(e.requests, Request{Method: r.Method, Path: r.URL.Path, Route: route, Status: status})
+	e.counts[route]++
+}
+
+// InjectFault makes requests served by route (for example "PUT /v1/nodes/{node}")
+// fail or slow down. A zero Fault clears it.
+func (e *Emulator) InjectFault(route string, f Fault) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if f == (Fault{}) {
+		delete(e.faults, route)
+		return
+	}
+	e.faults[route] = &f
+}
+
+func (e *Emulator) takeFault(route string) *Fault {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	f, ok := e.faults[route]
+	if !ok {
+		return nil
+	}
+	out := *f
+	if f.Times > 0 {
+		f.Times--
+		if f.Times == 0 {
+			delete(e.faults, route)
+		}
+	}
+	return &out
+}
+
+// Requests returns a copy of the request log.
+func (e *Emulator) Requests() []Request {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]Request(nil), e.requests...)
+}
+
+// MutatingRequests counts logged requests other than GET.
+func (e *Emulator) MutatingRequests() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, r := range e.requests {
+		if r.Method != http.MethodGet {
+			n++
+		}
+	}
+	return n
+}
+
+// ResetRequests clears the request log.
+func (e *Emulator) ResetRequests() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.requests = nil
+	e.counts = map[string]int{}
+}
+
+// SetVersion sets the controller's version, as after an upgrade. Satellites that
+// keep another version become VERSION_MISMATCH.
+func (e *Emulator) SetVersion(v string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.version = v
+}
+
+// Version is the controller's version.
+func (e *Emulator) Version() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.version
+}
+
+// RestartController simulates a controller restart: the passphrase must be entered again.
+func (e *Emulator) RestartController() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.passphraseOpen = false
+}
+
+// SetNodeOnline connects or disconnects a satellite.
+func (e *Emulator) SetNodeOnline(name string, online bool) error {
+	return e.withNode(name, func(n *node) { n.online = online })
+}
+
+// SetSatelliteVersion sets the version a satellite runs; "" follows the controller.
+func (e *Emulator) SetSatelliteVersion(name, version string) error {
+	return e.withNode(name, func(n *node) { n.satelliteVersion = version })
+}
+
+// SetNewNodeDisks sets the unused block devices every newly created node reports.
+func (e *Emulator) SetNewNodeDisks(disks ...lapi.PhysicalStorageNode) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.newNodeDisks = append([]lapi.PhysicalStorageNode(nil), disks...)
+}
+
+// PlaceResource creates (if needed) a resource definition with one 1 GiB volume and
+// places a replica of it on node in pool. An empty pool places a diskless replica.
+func (e *Emulator) PlaceResource(rd, nodeName, pool string, inUse bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n, ok := e.nodes[nodeName]
+	if !ok {
+		return fmt.Errorf("node %q not found", nodeName)
+	}
+	if pool != "" {
+		if _, ok := n.pools[pool]; !ok {
+			return fmt.Errorf("pool %q not found on node %q", pool, nodeName)
+		}
+	}
+	def, ok := e.rds[rd]
+	if !ok {
+		def = &resourceDefinition{ResourceDefinition: lapi.ResourceDefinition{Name: rd, Uuid: uuid.NewString(), ResourceGroupName: "DfltRscGrp"}, resources: map[string]*replica{}}
+		def.volumes = []lapi.VolumeDefinition{{VolumeNumber: ptrTo(int32(0)), SizeKib: 1 << 20, Uuid: uuid.NewString()}}
+		e.rds[rd] = def
+	}
+	state := "UpToDate"
+	if pool == "" {
+		state = "Diskless"
+	}
+	def.resources[nodeName] = &replica{pool: pool, inUse: inUse, diskState: state}
+	return nil
+}
+
+// SetDiskState sets the DRBD disk state of a replica (UpToDate, Inconsistent, Outdated...).
+func (e *Emulator) SetDiskState(rd, nodeName, state string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	def, ok := e.rds[rd]
+	if !ok || def.resources[nodeName] == nil {
+		return fmt.Errorf("resource %q not on node %q", rd, nodeName)
+	}
+	def.resources[nodeName].diskState = state
+	return nil
+}
+
+// SetSyncing marks a resource definition as resyncing (sync-status reports not synced).
+func (e *Emulator) SetSyncing(rd string, syncing bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	def, ok := e.rds[rd]
+	if !ok {
+		return fmt.Errorf("resource definition %q not found", rd)
+	}
+	def.syncing = syncing
+	return nil
+}
+
+// Node returns a copy of a node as the API would show it.
+func (e *Emulator) Node(name string) (lapi.Node, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n, ok := e.nodes[name]
+	if !ok {
+		return lapi.Node{}, false
+	}
+	return e.nodeView(n), true
+}
+
+func (e *Emulator) withNode(name string, f func(*node)) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n, ok := e.nodes[name]
+	if !ok {
+		return fmt.Errorf("node %q not found", name)
+	}
+	f(n)
+	return nil
+}
+
+// nodeView renders the node with its computed connection status.
+func (e *Emulator) nodeView(n *node) lapi.Node {
+	out := n.Node
+	out.Props = copyMap(n.Props)
+	out.Flags = append([]string(nil), n.Flags...)
+	out.NetInterfaces = append([]lapi.NetInterface(nil), n.NetInterfaces...)
+	switch {
+	case out.Type == lapiconst.ValNodeTypeCtrl:
+		out.ConnectionStatus = "ONLINE"
+	case hasFlag(n.Flags, lapiconst.FlagEvicted) || !n.online:
+		out.ConnectionStatus = "OFFLINE"
+	case e.satelliteVersion(n) != e.version:
+		out.ConnectionStatus = "VERSION_MISMATCH"
+	default:
+		out.ConnectionStatus = "ONLINE"
+	}
+	return out
+}
+
+func (e *Emulator) satelliteVersion(n *node) string {
+	if n.satelliteVersion == "" {
+		return e.version
+	}
+	return n.satelliteVersion
+}
+
+func (e *Emulator) sortedNodes() []*node {
+	out := make([]*node, 0, len(e.nodes))
+	for _, n := range e.nodes {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// rc builds one ApiCallRc entry.
+func rc(code uint64, format string, args ...any) lapi.ApiCallRc {
+	return lapi.ApiCallRc{RetCode: int64(code), Message: fmt.Sprintf(format, args...)}
+}
+
+// statusOf maps the first error entry to an HTTP status, as LINSTOR does.
+func statusOf(rcs []lapi.ApiCallRc, success int) int {
+	for _, r := range rcs {
+		code := uint64(r.RetCode)
+		if code&lapiconst.MaskError != lapiconst.MaskError {
+			continue
+		}
+		switch num := code & 0x7FFF; {
+		case num >= 300 && num < 400:
+			return http.StatusNotFound
+		case num >= 400 && num < 500:
+			return http.StatusForbidden
+		default:
+			return http.StatusInternalServerError
+		}
+	}
+	return success
+}
+
+func writeRC(w http.ResponseWriter, success int, rcs ...lapi.ApiCallRc) {
+	writeJSON(w, statusOf(rcs, success), rcs)
+}
+
+func writeJSON(w http.ResponseWriter, status int, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+func decode(w http.ResponseWriter, r *http.Request, into any) bool {
+	if r.Body == nil || r.ContentLength == 0 {
+		return true
+	}
+	if err := json.NewDecoder(r.Body).Decode(into); err != nil {
+		writeRC(w, http.StatusBadRequest, rc(lapiconst.FailInvldRequest, "invalid request body: %v", err))
+		return false
+	}
+	return true
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// applyProps applies a GenericPropsModify to m.
+func applyProps(m map[string]string, mod lapi.GenericPropsModify) {
+	for _, k := range mod.DeleteProps {
+		delete(m, k)
+	}
+	for _, ns := range mod.DeleteNamespaces {
+		prefix := strings.TrimSuffix(ns, "/") + "/"
+		for k := range m {
+			if strings.HasPrefix(k, prefix) {
+				delete(m, k)
+			}
+		}
+	}
+	for k, v := range mod.OverrideProps {
+		m[k] = v
+	}
+}
+
+func hasFlag(flags []string, f string) bool {
+	for _, x := range flags {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+func withoutFlag(flags []string, f string) []string {
+	var out []string
+	for _, x := range flags {
+		if x != f {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func ptrTo[T any](v T) *T { return &v }

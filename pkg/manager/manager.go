@@ -1,0 +1,48 @@
+package manager
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	linstorv1alpha1 "github.com/linstor-operator/linstor-operator/api/v1alpha1"
+	"github.com/linstor-operator/linstor-operator/pkg/webhooks"
+)
+
+// NewScheme returns a scheme with the Kubernetes built-ins and both linstor.io versions.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(linstorv1.AddToScheme(s))
+	utilruntime.Must(linstorv1alpha1.AddToScheme(s))
+	return s
+}
+
+// Options are what differs between a deployed operator, the demo and a test.
+type Options struct {
+	Manager ctrl.Options
+	// Webhooks serves validation and conversion; off only where nothing can reach them.
+	Webhooks bool
+}
+
+// New builds the manager and registers everything the operator runs.
+func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+	if opts.Manager.Scheme == nil {
+		opts.Manager.Scheme = NewScheme()
+	}
+	mgr, err := ctrl.NewManager(cfg, opts.Manager)
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if opts.Webhooks {
+		if err := webhooks.Setup(mgr); err != nil {
+			return nil, fmt.Errorf("registering webhooks: %w", err)
+		}
+	}
+	return mgr, nil
+}

@@ -1,0 +1,4 @@
+// Package webhooks holds the admission checks CEL cannot express (one LinstorCluster
+// per Kubernetes cluster, pod-template patch syntax) and registers the /convert
+// endpoint for every multi-version kind.
+package webhooks

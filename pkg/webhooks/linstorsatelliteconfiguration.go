@@ -1,0 +1,34 @@
+package webhooks
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+)
+
+// +kubebuilder:webhook:path=/validate-linstor-io-v1-linstorsatelliteconfiguration,mutating=false,failurePolicy=fail,sideEffects=None,groups=linstor.io,resources=linstorsatelliteconfigurations,verbs=create;update,versions=v1,name=vlinstorsatelliteconfiguration.linstor.io,admissionReviewVersions=v1
+
+// SatelliteConfigurationValidator checks the pod-template patch.
+type SatelliteConfigurationValidator struct{}
+
+var _ admission.CustomValidator = SatelliteConfigurationValidator{}
+
+func (SatelliteConfigurationValidator) ValidateCreate(_ context.Context, obj runtime.Object) (admission.Warnings, error) {
+	return nil, validateSatelliteConfiguration(obj.(*linstorv1.LinstorSatelliteConfiguration))
+}
+
+func (SatelliteConfigurationValidator) ValidateUpdate(_ context.Context, _, newObj runtime.Object) (admission.Warnings, error) {
+	return nil, validateSatelliteConfiguration(newObj.(*linstorv1.LinstorSatelliteConfiguration))
+}
+
+func (SatelliteConfigurationValidator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func validateSatelliteConfiguration(cfg *linstorv1.LinstorSatelliteConfiguration) error {
+	return invalid("LinstorSatelliteConfiguration", cfg.Name, validatePodTemplatePatch(field.NewPath("spec", "podTemplate"), cfg.Spec.PodTemplate))
+}

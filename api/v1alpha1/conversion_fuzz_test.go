@@ -1,0 +1,191 @@
+package v1alpha1
+
+import (
+	"encoding/json"
+	"math/rand"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
+	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/conversion"
+	"sigs.k8s.io/randfill"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	lossless "github.com/linstor-operator/linstor-operator/pkg/conversion"
+)
+
+// fuzzIterations per kind and direction; FUZZ_ITERATIONS raises it for a longer run.
+func fuzzIterations() int {
+	if n, err := strconv.Atoi(os.Getenv("FUZZ_ITERATIONS")); err == nil && n > 0 {
+		return n
+	}
+	return 10000
+}
+
+type spoke interface {
+	client.Object
+	conversion.Convertible
+}
+
+type hub interface {
+	client.Object
+	conversion.Hub
+}
+
+var kinds = []struct {
+	name  string
+	hub   func() hub
+	spoke func() spoke
+	// editSpoke copies the spoke's spec (what a user edits) from src to dst.
+	editSpoke func(dst, src spoke)
+}{
+	{"LinstorCluster", func() hub { return &linstorv1.LinstorCluster{} }, func() spoke { return &LinstorCluster{} },
+		func(dst, src spoke) { dst.(*LinstorCluster).Spec = src.(*LinstorCluster).Spec }},
+	{"LinstorSatelliteConfiguration", func() hub { return &linstorv1.LinstorSatelliteConfiguration{} }, func() spoke { return &LinstorSatelliteConfiguration{} },
+		func(dst, src spoke) {
+			dst.(*LinstorSatelliteConfiguration).Spec = src.(*LinstorSatelliteConfiguration).Spec
+		}},
+	{"LinstorSatellite", func() hub { return &linstorv1.LinstorSatellite{} }, func() spoke { return &LinstorSatellite{} },
+		func(dst, src spoke) { dst.(*LinstorSatellite).Spec = src.(*LinstorSatellite).Spec }},
+}
+
+func newFiller(seed int64) *randfill.Filler {
+	s := runtime.NewScheme()
+	// The RawExtension filler encodes a metav1.Status into pod-template patches.
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	return fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(seed), serializer.NewCodecFactory(s)).NilChance(0.3).NumElements(0, 3)
+}
+
+// viaJSON stores obj as the API server would and reads it back into a fresh object.
+func viaJSON[T any](t *testing.T, obj any, fresh T) T {
+	t.Helper()
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatalf("marshal: %v", err)
+	}
+	if err := json.Unmarshal(raw, fresh); err != nil {
+		t.Fatalf("unmarshal: %v", err)
+	}
+	return fresh
+}
+
+func jsonDiff(t *testing.T, want, got any) string {
+	t.Helper()
+	if same, err := lossless.SameJSON(want, got); err != nil || same {
+		return ""
+	}
+	var a, b any
+	ja, _ := json.Marshal(want)
+	jb, _ := json.Marshal(got)
+	_ = json.Unmarshal(ja, &a)
+	_ = json.Unmarshal(jb, &b)
+	return cmp.Diff(a, b)
+}
+
+// TestFuzzHubSpokeHub: any v1 object survives v1 -> v1alpha1 -> (stored) -> v1 exactly.
+func TestFuzzHubSpokeHub(t *testing.T) {
+	for ki, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			f := newFiller(int64(1000 + ki))
+			for i := 0; i < fuzzIterations(); i++ {
+				in := k.hub()
+				f.Fill(in)
+				in = viaJSON(t, in, k.hub())
+
+				sp := k.spoke()
+				if err := sp.ConvertFrom(in); err != nil {
+					t.Fatalf("iteration %d: to spoke: %v", i, err)
+				}
+				sp = viaJSON(t, sp, k.spoke())
+				out := k.hub()
+				if err := sp.ConvertTo(out); err != nil {
+					t.Fatalf("iteration %d: to hub: %v", i, err)
+				}
+				if d := jsonDiff(t, in, out); d != "" {
+					t.Fatalf("iteration %d: v1 -> v1alpha1 -> v1 lost data (-want +got):\n%s", i, d)
+				}
+			}
+		})
+	}
+}
+
+// TestFuzzSpokeHubSpoke: any v1alpha1 object survives v1alpha1 -> v1 -> v1alpha1 exactly,
+// and v1 expresses all of it without the conversion annotation.
+func TestFuzzSpokeHubSpoke(t *testing.T) {
+	for ki, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			f := newFiller(int64(2000 + ki))
+			for i := 0; i < fuzzIterations(); i++ {
+				in := k.spoke()
+				f.Fill(in)
+				delete(in.GetAnnotations(), lossless.DataAnnotation)
+				in = viaJSON(t, in, k.spoke())
+
+				h := k.hub()
+				if err := in.ConvertTo(h); err != nil {
+					t.Fatalf("iteration %d: to hub: %v", i, err)
+				}
+				h = viaJSON(t, h, k.hub())
+				out := k.spoke()
+				if err := out.ConvertFrom(h); err != nil {
+					t.Fatalf("iteration %d: to spoke: %v", i, err)
+				}
+				if _, ok := out.GetAnnotations()[lossless.DataAnnotation]; ok {
+					t.Fatalf("iteration %d: v1 could not express a v1alpha1 object without the conversion annotation: %s",
+						i, out.GetAnnotations()[lossless.DataAnnotation])
+				}
+				if d := jsonDiff(t, in, out); d != "" {
+					t.Fatalf("iteration %d: v1alpha1 -> v1 -> v1alpha1 lost data (-want +got):\n%s", i, d)
+				}
+			}
+		})
+	}
+}
+
+// TestFuzzEditThroughSpoke: a v1alpha1 client reads a v1 object, replaces the spec with
+// anything, and writes it back; reading the result as v1alpha1 shows exactly that edit.
+func TestFuzzEditThroughSpoke(t *testing.T) {
+	for ki, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			f := newFiller(int64(3000 + ki))
+			for i := 0; i < fuzzIterations()/4; i++ {
+				orig := k.hub()
+				f.Fill(orig)
+				orig = viaJSON(t, orig, k.hub())
+				read := k.spoke()
+				if err := read.ConvertFrom(orig); err != nil {
+					t.Fatal(err)
+				}
+				read = viaJSON(t, read, k.spoke())
+				edit := k.spoke()
+				f.Fill(edit)
+				k.editSpoke(read, edit)
+				read = viaJSON(t, read, k.spoke())
+
+				stored := k.hub()
+				if err := read.ConvertTo(stored); err != nil {
+					t.Fatalf("iteration %d: to hub: %v", i, err)
+				}
+				stored = viaJSON(t, stored, k.hub())
+				again := k.spoke()
+				if err := again.ConvertFrom(stored); err != nil {
+					t.Fatal(err)
+				}
+				want, got := k.spoke(), k.spoke()
+				k.editSpoke(want, read)
+				k.editSpoke(got, again)
+				if d := jsonDiff(t, want, got); d != "" {
+					t.Fatalf("iteration %d: edit through v1alpha1 not honoured (-want +got):\n%s", i, d)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,237 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+)
+
+type obj = map[string]any
+type list = []any
+
+func newObject(version, kind, name string, spec obj) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: obj{"spec": spec}}
+	u.SetAPIVersion("linstor.io/" + version)
+	u.SetKind(kind)
+	u.SetName(name)
+	return u
+}
+
+func pool(name string, fields obj) obj {
+	p := obj{"name": name}
+	for k, v := range fields {
+		p[k] = v
+	}
+	return p
+}
+
+// invalidCases are objects the API server must refuse, with the message the user sees.
+var invalidCases = []struct {
+	name, version, kind string
+	spec                obj
+	want                string
+}{
+	// LinstorCluster v1: schema.
+	{"replicas below 1", "v1", "LinstorCluster", obj{"controller": obj{"replicas": 0}}, "spec.controller.replicas: Invalid value: 0: spec.controller.replicas in body should be greater than or equal to 1"},
+	{"replicas above 5", "v1", "LinstorCluster", obj{"controller": obj{"replicas": 6}}, "spec.controller.replicas in body should be less than or equal to 5"},
+	{"replicas not a number", "v1", "LinstorCluster", obj{"controller": obj{"replicas": "two"}}, "spec.controller.replicas in body must be of type integer"},
+	{"image with a space", "v1", "LinstorCluster", obj{"controller": obj{"image": "quay.io/x y"}}, "spec.controller.image in body should match"},
+	{"csi enabled not a boolean", "v1", "LinstorCluster", obj{"csi": obj{"enabled": "yes"}}, "spec.csi.enabled in body must be of type boolean"},
+	{"unknown database type", "v1", "LinstorCluster", obj{"database": obj{"type": "mysql"}}, `spec.database.type: Unsupported value: "mysql": supported values: "k8s", "external"`},
+	{"external database without URL", "v1", "LinstorCluster", obj{"database": obj{"type": "external"}}, "spec.database.connectionURL is required when spec.database.type is external"},
+	{"k8s database with URL", "v1", "LinstorCluster", obj{"database": obj{"type": "k8s", "connectionURL": "jdbc:postgresql://db/x"}}, "spec.database.connectionURL and clientCertificateSecretRef are only allowed when spec.database.type is external"},
+	{"database URL scheme", "v1", "LinstorCluster", obj{"database": obj{"type": "external", "connectionURL": "postgres://db"}}, "spec.database.connectionURL in body should match"},
+	{"unknown TLS mode", "v1", "LinstorCluster", obj{"tls": obj{"internal": obj{"mode": "Magic"}}}, `spec.tls.internal.mode: Unsupported value: "Magic"`},
+	{"TLS Secret mode without secret", "v1", "LinstorCluster", obj{"tls": obj{"api": obj{"mode": "Secret"}}}, "secretName is required when mode is Secret"},
+	{"TLS CertManager without issuer", "v1", "LinstorCluster", obj{"tls": obj{"api": obj{"mode": "CertManager"}}}, "issuerRef is required when mode is CertManager"},
+	{"issuer without CertManager", "v1", "LinstorCluster", obj{"tls": obj{"internal": obj{"issuerRef": obj{"name": "ca"}}}}, "issuerRef is only allowed when mode is CertManager"},
+	{"issuer kind", "v1", "LinstorCluster", obj{"tls": obj{"api": obj{"mode": "CertManager", "issuerRef": obj{"name": "ca", "kind": "Vault"}}}}, `spec.tls.api.issuerRef.kind: Unsupported value: "Vault"`},
+	{"TLS secret name", "v1", "LinstorCluster", obj{"tls": obj{"api": obj{"mode": "Secret", "secretName": "Bad_Name"}}}, "spec.tls.api.secretName in body should match"},
+	{"external controller ftp URL", "v1", "LinstorCluster", obj{"externalController": obj{"url": "ftp://linstor:3370"}}, "spec.externalController.url must be an http:// or https:// URL"},
+	{"external controller not a URL", "v1", "LinstorCluster", obj{"externalController": obj{"url": "linstor controller"}}, "spec.externalController.url must be an http:// or https:// URL"},
+	{"external controller without url", "v1", "LinstorCluster", obj{"externalController": obj{}}, "spec.externalController.url: Required value"},
+	{"external and own controller", "v1", "LinstorCluster", obj{"externalController": obj{"url": "http://linstor:3370"}, "controller": obj{"replicas": 1}}, "spec.controller.enabled must be false when spec.externalController is set"},
+	{"version not semver", "v1", "LinstorCluster", obj{"version": "latest"}, "spec.version in body should match"},
+	{"upgrade policy", "v1", "LinstorCluster", obj{"upgrade": obj{"policy": "Sometimes"}}, `spec.upgrade.policy: Unsupported value: "Sometimes": supported values: "Automatic", "Manual"`},
+	{"duplicate controller property", "v1", "LinstorCluster", obj{"properties": list{obj{"name": "a", "value": "1"}, obj{"name": "a", "value": "2"}}}, `spec.properties[1]: Duplicate value: {"name":"a"}`},
+	{"empty property name", "v1", "LinstorCluster", obj{"properties": list{obj{"name": ""}}}, "spec.properties[0].name in body should be at least 1 chars long"},
+	{"property name with leading slash", "v1", "LinstorCluster", obj{"properties": list{obj{"name": "/Aux/x"}}}, "spec.properties[0].name in body should match"},
+	{"passphrase secret name", "v1", "LinstorCluster", obj{"passphraseSecretRef": obj{"name": "Bad_Name"}}, "spec.passphraseSecretRef.name in body should match"},
+	// LinstorSatelliteConfiguration v1.
+	{"pool with two types", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("p", obj{"lvmPool": obj{}, "zfsPool": obj{}})}}, "spec.storagePools[0]: Invalid value: \"object\": exactly one of lvmPool, lvmThinPool, zfsPool, zfsThinPool, filePool, fileThinPool must be set"},
+	{"pool without type", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("p", nil)}}, "exactly one of lvmPool, lvmThinPool, zfsPool, zfsThinPool, filePool, fileThinPool must be set"},
+	{"pool name starting with a digit", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("1p", obj{"lvmPool": obj{}})}}, "spec.storagePools[0].name in body should match"},
+	{"duplicate pool names", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("p", obj{"lvmPool": obj{}}), pool("p", obj{"zfsPool": obj{}})}}, "spec.storagePools[1]: Duplicate value"},
+	{"host devices for a file pool", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("p", obj{"filePool": obj{}, "source": obj{"hostDevices": list{"/dev/vdb"}}})}}, "source.hostDevices is only allowed for LVM and ZFS pools"},
+	{"host device outside /dev", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("p", obj{"lvmPool": obj{}, "source": obj{"hostDevices": list{"sdb"}}})}}, "spec.storagePools[0].source.hostDevices[0] in body should match"},
+	{"no host devices", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("p", obj{"lvmPool": obj{}, "source": obj{"hostDevices": list{}}})}}, "spec.storagePools[0].source.hostDevices in body should have at least 1 items"},
+	{"relative file pool directory", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("p", obj{"filePool": obj{"directory": "pools/p"}})}}, "spec.storagePools[0].filePool.directory in body should match"},
+	{"volume group with a space", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("p", obj{"lvmThinPool": obj{"volumeGroup": "my vg"}})}}, "spec.storagePools[0].lvmThinPool.volumeGroup in body should match"},
+	{"NIC by name and CIDR", "v1", "LinstorSatelliteConfiguration", obj{"netInterfaces": list{obj{"name": "data", "interfaceName": "eth1", "cidr": "10.0.0.0/24"}}}, "exactly one of interfaceName or cidr must be set"},
+	{"NIC with neither", "v1", "LinstorSatelliteConfiguration", obj{"netInterfaces": list{obj{"name": "data"}}}, "exactly one of interfaceName or cidr must be set"},
+	{"NIC CIDR out of range", "v1", "LinstorSatelliteConfiguration", obj{"netInterfaces": list{obj{"name": "data", "cidr": "10.0.0.0/33"}}}, "cidr must be a network in CIDR notation, such as 10.0.1.0/24"},
+	{"two active NICs", "v1", "LinstorSatelliteConfiguration", obj{"netInterfaces": list{obj{"name": "a", "cidr": "10.0.0.0/24", "active": true}, obj{"name": "b", "interfaceName": "eth2", "active": true}}}, "spec.netInterfaces: at most one interface may be active"},
+	{"property value and valueFrom", "v1", "LinstorSatelliteConfiguration", obj{"properties": list{obj{"name": "Aux/z", "value": "a", "valueFrom": obj{"nodeFieldRef": "metadata.name"}}}}, "value and valueFrom are mutually exclusive"},
+	{"node field ref outside metadata", "v1", "LinstorSatelliteConfiguration", obj{"properties": list{obj{"name": "Aux/z", "valueFrom": obj{"nodeFieldRef": "spec.podCIDR"}}}}, "spec.properties[0].valueFrom.nodeFieldRef in body should match"},
+	{"deletion policy", "v1", "LinstorSatelliteConfiguration", obj{"deletionPolicy": "Destroy"}, `spec.deletionPolicy: Unsupported value: "Destroy": supported values: "Retain", "Evacuate", "Delete"`},
+	{"zero concurrent evacuations", "v1", "LinstorSatelliteConfiguration", obj{"maxConcurrentEvacuations": 0}, "spec.maxConcurrentEvacuations in body should be greater than or equal to 1"},
+	// LinstorNodeConnection v1.
+	{"unknown selector operator", "v1", "LinstorNodeConnection", obj{"selector": list{obj{"matchLabels": list{obj{"key": "zone", "op": "Near"}}}}}, `spec.selector[0].matchLabels[0].op: Unsupported value: "Near"`},
+	{"In without values", "v1", "LinstorNodeConnection", obj{"selector": list{obj{"matchLabels": list{obj{"key": "zone", "op": "In"}}}}}, "values must be set for In and NotIn, and only for them"},
+	{"Same with values", "v1", "LinstorNodeConnection", obj{"selector": list{obj{"matchLabels": list{obj{"key": "zone", "op": "Same", "values": list{"a"}}}}}}, "values must be set for In and NotIn, and only for them"},
+	{"path without interface", "v1", "LinstorNodeConnection", obj{"paths": list{obj{"name": "data"}}}, "spec.paths[0].interface: Required value"},
+	// v1alpha1: same rules for the deprecated shape.
+	{"v1alpha1 database URL", "v1alpha1", "LinstorCluster", obj{"dbConnectionURL": "mysql://db"}, "spec.dbConnectionURL in body should match"},
+	{"v1alpha1 replicas", "v1alpha1", "LinstorCluster", obj{"controllerReplicas": 0}, "spec.controllerReplicas in body should be greater than or equal to 1"},
+	{"v1alpha1 luks secret", "v1alpha1", "LinstorCluster", obj{"luksSecret": "Bad_Name"}, "spec.luksSecret in body should match"},
+	{"v1alpha1 device path", "v1alpha1", "LinstorSatelliteConfiguration", obj{"lvmPools": list{obj{"name": "p", "devicePaths": list{"sdb"}}}}, "spec.lvmPools[0].devicePaths[0] in body should match"},
+	{"v1alpha1 pool name", "v1alpha1", "LinstorSatelliteConfiguration", obj{"zfsPools": list{obj{"name": ""}}}, "spec.zfsPools[0].name in body should be at least 1 chars long"},
+	{"v1alpha1 satellite without cluster", "v1alpha1", "LinstorSatellite", obj{}, "spec.clusterName: Required value"},
+	// Webhook: patch syntax CEL cannot check.
+	{"controller pod template typo", "v1", "LinstorCluster", obj{"controller": obj{"podTemplate": obj{"spec": obj{"containerz": list{}}}}}, `spec.controller.podTemplate: Invalid value: "<patch>": must be a pod template patch: unknown field "spec.containerz"`},
+	{"satellite pod template type", "v1", "LinstorSatelliteConfiguration", obj{"podTemplate": obj{"spec": obj{"hostNetwork": "yes"}}}, "spec.podTemplate: Invalid value: \"<patch>\": must be a pod template patch"},
+	{"csi node pod template typo", "v1", "LinstorCluster", obj{"csi": obj{"node": obj{"podTemplate": obj{"metadata": obj{"labelz": obj{}}}}}}, `spec.csi.node.podTemplate: Invalid value: "<patch>": must be a pod template patch: unknown field "metadata.labelz"`},
+}
+
+func TestInvalidObjectsAreRefusedWithAClearMessage(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	t.Logf("%d invalid objects", len(invalidCases))
+	for i, tc := range invalidCases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := newObject(tc.version, tc.kind, fmt.Sprintf("invalid-%d", i), tc.spec)
+			o.SetNamespace(ns)
+			err := env.Client.Create(ctx, o)
+			if err == nil {
+				_ = env.Client.Delete(ctx, o)
+				t.Fatalf("accepted; want refusal with %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("refused with\n  %v\nwant message containing\n  %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// updateCases are valid objects whose later edit must be refused (transition rules).
+var updateCases = []struct {
+	name, kind string
+	before     obj
+	after      obj
+	want       string
+}{
+	{"pool type change", "LinstorSatelliteConfiguration",
+		obj{"storagePools": list{pool("p", obj{"lvmThinPool": obj{}})}},
+		obj{"storagePools": list{pool("p", obj{"lvmPool": obj{}})}},
+		"the pool type is immutable: remove the pool and add one with a new name instead"},
+	{"volume group change", "LinstorSatelliteConfiguration",
+		obj{"storagePools": list{pool("p", obj{"lvmThinPool": obj{"volumeGroup": "vg1"}})}},
+		obj{"storagePools": list{pool("p", obj{"lvmThinPool": obj{"volumeGroup": "vg2"}})}},
+		"spec.storagePools[0].lvmThinPool.volumeGroup: Invalid value: \"string\": volumeGroup is immutable"},
+	{"thin pool change", "LinstorSatelliteConfiguration",
+		obj{"storagePools": list{pool("p", obj{"lvmThinPool": obj{"thinPool": "a"}})}},
+		obj{"storagePools": list{pool("p", obj{"lvmThinPool": obj{"thinPool": "b"}})}},
+		"thinPool is immutable"},
+	{"zpool change", "LinstorSatelliteConfiguration",
+		obj{"storagePools": list{pool("z", obj{"zfsPool": obj{"zPool": "tank"}})}},
+		obj{"storagePools": list{pool("z", obj{"zfsPool": obj{"zPool": "other"}})}},
+		"zPool is immutable"},
+	{"file pool directory change", "LinstorSatelliteConfiguration",
+		obj{"storagePools": list{pool("f", obj{"fileThinPool": obj{"directory": "/a"}})}},
+		obj{"storagePools": list{pool("f", obj{"fileThinPool": obj{"directory": "/b"}})}},
+		"directory is immutable"},
+	{"database type change", "LinstorCluster",
+		obj{"database": obj{"type": "k8s"}},
+		obj{"database": obj{"type": "external", "connectionURL": "jdbc:postgresql://db/linstor"}},
+		"spec.database.type is immutable: moving LINSTOR's database needs a backup and restore"},
+}
+
+func TestImmutableFieldsRefuseEdits(t *testing.T) {
+	ctx := context.Background()
+	for i, tc := range updateCases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ns := env.Namespace(t)
+			o := newObject("v1", tc.kind, fmt.Sprintf("immutable-%d", i), tc.before)
+			o.SetNamespace(ns)
+			g.Expect(env.Client.Create(ctx, o)).To(Succeed())
+			t.Cleanup(func() { _ = env.Client.Delete(ctx, o) })
+			o.Object["spec"] = tc.after
+			err := env.Client.Update(ctx, o)
+			g.Expect(err).To(HaveOccurred(), "edit accepted")
+			g.Expect(err.Error()).To(ContainSubstring(tc.want))
+		})
+	}
+}
+
+func TestOnlyOneLinstorCluster(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	first := &linstorv1.LinstorCluster{ObjectMeta: metav1.ObjectMeta{Name: "linstor", Namespace: env.Namespace(t)}}
+	g.Expect(env.Client.Create(ctx, first)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, first) })
+
+	second := &linstorv1.LinstorCluster{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: env.Namespace(t)}}
+	err := env.Client.Create(ctx, second)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(err.Error()).To(ContainSubstring(fmt.Sprintf("only one LinstorCluster may exist per Kubernetes cluster and %s/linstor already does", first.Namespace)))
+
+	// Updating the one cluster is of course allowed.
+	first.Spec.Version = "1.33.3"
+	g.Expect(env.Client.Update(ctx, first)).To(Succeed())
+}
+
+// TestValidEdgeCasesAreAccepted guards against rules that are too strict.
+func TestValidEdgeCasesAreAccepted(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	cases := []struct {
+		name, version, kind string
+		spec                obj
+	}{
+		{"empty cluster", "v1", "LinstorCluster", obj{}},
+		{"external database with certificates", "v1", "LinstorCluster", obj{"database": obj{"type": "external", "connectionURL": "etcd://etcd:2379", "clientCertificateSecretRef": obj{"name": "etcd-client"}}}},
+		{"external controller, own disabled", "v1", "LinstorCluster", obj{"externalController": obj{"url": "https://linstor.example.com:3371"}, "controller": obj{"enabled": false}}},
+		{"cert-manager TLS", "v1", "LinstorCluster", obj{"tls": obj{"internal": obj{"mode": "CertManager", "issuerRef": obj{"name": "ca", "kind": "ClusterIssuer"}}}}},
+		{"prerelease version", "v1", "LinstorCluster", obj{"version": "1.34.0-rc.1"}},
+		{"every pool type", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{
+			pool("a", obj{"lvmPool": obj{}}), pool("b", obj{"lvmThinPool": obj{"volumeGroup": "vg", "thinPool": "tp"}, "source": obj{"hostDevices": list{"/dev/vdb", "/dev/disk/by-id/x"}}}),
+			pool("c", obj{"zfsPool": obj{"zPool": "tank/linstor"}}), pool("d", obj{"zfsThinPool": obj{}}),
+			pool("e", obj{"filePool": obj{"directory": "/var/lib/pools"}}), pool("f", obj{"fileThinPool": obj{}}),
+		}}},
+		{"IPv6 NIC and label-derived property", "v1", "LinstorSatelliteConfiguration", obj{
+			"netInterfaces": list{obj{"name": "data", "cidr": "fd00::/64", "active": true}, obj{"name": "backup", "interfaceName": "bond0.100"}},
+			"properties":    list{obj{"name": "Aux/zone", "valueFrom": obj{"nodeFieldRef": "metadata.labels['topology.kubernetes.io/zone']"}}},
+		}},
+		{"node connection across zones", "v1", "LinstorNodeConnection", obj{
+			"selector": list{obj{"matchLabels": list{obj{"key": "topology.kubernetes.io/zone", "op": "NotSame"}, obj{"key": "tier", "op": "In", "values": list{"storage"}}}}},
+			"paths":    list{obj{"name": "data", "interface": "data"}},
+		}},
+		{"v1alpha1 cluster", "v1alpha1", "LinstorCluster", obj{"dbConnectionURL": "k8s", "controllerProperties": obj{"DrbdOptions/Net/protocol": "C"}}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := newObject(tc.version, tc.kind, fmt.Sprintf("valid-%d", i), tc.spec)
+			o.SetNamespace(ns)
+			if err := env.Client.Create(ctx, o); err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			_ = env.Client.Delete(ctx, o)
+		})
+	}
+	// The zero values a typed Go client sends are accepted too.
+	typed := &linstorv1.LinstorSatelliteConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "typed", Namespace: ns},
+		Spec: linstorv1.LinstorSatelliteConfigurationSpec{StoragePools: []linstorv1.StoragePool{{Name: "p", LvmThinPool: &linstorv1.LvmThinPool{}}}}}
+	if err := env.Client.Create(ctx, typed); err != nil {
+		t.Fatalf("typed client object refused: %v", err)
+	}
+	_ = env.Client.Delete(ctx, client.Object(typed))
+}

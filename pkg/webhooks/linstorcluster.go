@@ -15,6 +15,8 @@ import (
 
 // +kubebuilder:webhook:path=/validate-linstor-io-v1-linstorcluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=linstor.io,resources=linstorclusters,verbs=create;update,versions=v1,name=vlinstorcluster.linstor.io,admissionReviewVersions=v1
 
+// +kubebuilder:rbac:groups=linstor.io,resources=linstorclusters,verbs=get;list;watch
+
 // ClusterValidator refuses a second LinstorCluster and malformed pod-template patches.
 type ClusterValidator struct {
 	// Reader reads uncached, so two clusters created in quick succession are still seen.

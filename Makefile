@@ -61,7 +61,7 @@ test: manifests generate fmt vet envtest-assets ## Run all tests: unit, emulator
 
 .PHONY: fuzz
 fuzz: ## Run the native fuzz targets for a while each.
-	go test ./pkg/conversion/... -run '^$$' -fuzz FuzzSameJSON -fuzztime 30s
+	go test ./api/v1alpha1/ -run '^$$' -fuzz FuzzConversionAnnotation -fuzztime 30s
 
 ##@ Build
 

@@ -25,8 +25,8 @@ const webhookCertDir = "/tmp/k8s-webhook-server/serving-certs"
 func main() {
 	var (
 		metricsAddr, probeAddr, logLevel, logFormat string
-		leaderElect, secureMetrics, enableHTTP2      bool
-		webhooksEnabled                              bool
+		leaderElect, secureMetrics, enableHTTP2     bool
+		webhooksEnabled                             bool
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Metrics endpoint address; 0 disables it.")
 	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with Kubernetes authentication and authorization.")

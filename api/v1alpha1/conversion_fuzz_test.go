@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
 	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/conversion"
@@ -188,4 +188,27 @@ func TestFuzzEditThroughSpoke(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzConversionAnnotation feeds arbitrary conversion annotations (a user can edit
+// annotations) to the spoke->hub path: it must never panic, and a successful conversion
+// never stores the annotation in the hub.
+func FuzzConversionAnnotation(f *testing.F) {
+	f.Add(`{"spec":{"controller":{"image":"x"}}}`)
+	f.Add(`{"status":{"version":"1.33.3"}}`)
+	f.Add(`{"spec":null}`)
+	f.Add(`not json`)
+	f.Add(`{"spec":{"storagePools":[{"name":"p","filePool":{}}]}}`)
+	f.Fuzz(func(t *testing.T, annotation string) {
+		in := &LinstorCluster{}
+		in.Annotations = map[string]string{lossless.DataAnnotation: annotation}
+		in.Spec.ControllerImage = "img"
+		out := &linstorv1.LinstorCluster{}
+		if err := in.ConvertTo(out); err != nil {
+			return
+		}
+		if _, ok := out.Annotations[lossless.DataAnnotation]; ok {
+			t.Fatal("annotation stored in the hub")
+		}
+	})
 }

@@ -1,0 +1,168 @@
+package images
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Component names one operand image.
+type Component string
+
+const (
+	LinstorController    Component = "LINSTOR_CONTROLLER"
+	LinstorSatellite     Component = "LINSTOR_SATELLITE"
+	LinstorCSI           Component = "LINSTOR_CSI"
+	HAController         Component = "HA_CONTROLLER"
+	DRBDShutdownGuard    Component = "DRBD_SHUTDOWN_GUARD"
+	DRBDReactor          Component = "DRBD_REACTOR"
+	KTLSUtils            Component = "KTLS_UTILS"
+	CSIAttacher          Component = "CSI_ATTACHER"
+	CSILivenessProbe     Component = "CSI_LIVENESSPROBE"
+	CSIProvisioner       Component = "CSI_PROVISIONER"
+	CSISnapshotter       Component = "CSI_SNAPSHOTTER"
+	CSIResizer           Component = "CSI_RESIZER"
+	CSINodeRegistrar     Component = "CSI_NODE_DRIVER_REGISTRAR"
+	CSIHealthMonitor     Component = "CSI_EXTERNAL_HEALTH_MONITOR"
+	drbdLoaderPrefix               = "DRBD_MODULE_LOADER_"
+	relatedImagePrefix             = "RELATED_IMAGE_"
+	piraeus                        = "quay.io/piraeusdatastore/"
+	sigStorage                     = "registry.k8s.io/sig-storage/"
+	drbdVersion                    = "v9.2.11"
+	fallbackLoaderDistro           = "noble"
+)
+
+// LinstorVersion is the LINSTOR version this release pins.
+const LinstorVersion = "1.33.3"
+
+// defaults is the release's image set.
+var defaults = map[Component]string{
+	LinstorController: piraeus + "piraeus-server:v" + LinstorVersion,
+	LinstorSatellite:  piraeus + "piraeus-server:v" + LinstorVersion,
+	LinstorCSI:        piraeus + "piraeus-csi:v1.6.3",
+	HAController:      piraeus + "piraeus-ha-controller:v1.2.1",
+	DRBDShutdownGuard: piraeus + "drbd-shutdown-guard:v1.0.0",
+	DRBDReactor:       piraeus + "drbd-reactor:v1.4.1",
+	KTLSUtils:         piraeus + "ktls-utils:v0.11",
+	CSIAttacher:       sigStorage + "csi-attacher:v4.7.0",
+	CSILivenessProbe:  sigStorage + "livenessprobe:v2.14.0",
+	CSIProvisioner:    sigStorage + "csi-provisioner:v5.1.0",
+	CSISnapshotter:    sigStorage + "csi-snapshotter:v8.1.0",
+	CSIResizer:        sigStorage + "csi-resizer:v1.12.0",
+	CSINodeRegistrar:  sigStorage + "csi-node-driver-registrar:v2.12.0",
+	CSIHealthMonitor:  sigStorage + "csi-external-health-monitor-controller:v0.13.0",
+}
+
+// loaderDistros are the DRBD module loader flavours, by the osImage that selects them,
+// in match order (the first match wins).
+var loaderDistros = []struct {
+	match  *regexp.Regexp
+	distro string
+}{
+	{regexp.MustCompile(`^Red Hat Enterprise Linux CoreOS 41[3-9]`), "almalinux9"},
+	{regexp.MustCompile(`^Red Hat Enterprise Linux CoreOS`), "almalinux8"},
+	{regexp.MustCompile(`^Red Hat Enterprise Linux .*7\.`), "centos7"},
+	{regexp.MustCompile(`^Red Hat Enterprise Linux .*8\.`), "almalinux8"},
+	{regexp.MustCompile(`^Red Hat Enterprise Linux .*9\.`), "almalinux9"},
+	{regexp.MustCompile(`^CentOS Linux 7`), "centos7"},
+	{regexp.MustCompile(`^(CentOS Linux 8|AlmaLinux 8|Oracle Linux Server 8\.|Rocky Linux 8)`), "almalinux8"},
+	{regexp.MustCompile(`^(AlmaLinux 9|Oracle Linux Server 9\.|Rocky Linux 9)`), "almalinux9"},
+	{regexp.MustCompile(`^Ubuntu 18\.04`), "bionic"},
+	{regexp.MustCompile(`^Ubuntu 20\.04`), "focal"},
+	{regexp.MustCompile(`^Ubuntu 22\.04`), "jammy"},
+	{regexp.MustCompile(`^Ubuntu 24\.04`), "noble"},
+	{regexp.MustCompile(`^Debian GNU/Linux 12`), "bookworm"},
+	{regexp.MustCompile(`^Debian GNU/Linux 11`), "bullseye"},
+	{regexp.MustCompile(`^Debian GNU/Linux 10`), "buster"},
+}
+
+// Set is the image of every component for this operator process.
+type Set struct {
+	images  map[Component]string
+	loaders map[string]string // distro -> image
+}
+
+// Default returns the compiled-in set.
+func Default() Set {
+	s := Set{images: map[Component]string{}, loaders: map[string]string{}}
+	for c, img := range defaults {
+		s.images[c] = img
+	}
+	for _, d := range loaderDistros {
+		s.loaders[d.distro] = loaderImage(d.distro)
+	}
+	s.loaders[fallbackLoaderDistro] = loaderImage(fallbackLoaderDistro)
+	return s
+}
+
+func loaderImage(distro string) string { return piraeus + "drbd9-" + distro + ":" + drbdVersion }
+
+// FromEnv overrides the defaults with RELATED_IMAGE_<COMPONENT> and
+// RELATED_IMAGE_DRBD_MODULE_LOADER_<DISTRO> variables. Unknown RELATED_IMAGE_ names are
+// an error: a typo in a mirror configuration must not silently pull the default.
+func FromEnv(environ []string) (Set, error) {
+	s := Default()
+	for _, kv := range environ {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(name, relatedImagePrefix) {
+			continue
+		}
+		key := strings.TrimPrefix(name, relatedImagePrefix)
+		if key == "OPERATOR" {
+			continue
+		}
+		if value == "" || strings.ContainsAny(value, " \t\n") {
+			return Set{}, fmt.Errorf("%s=%q is not an image reference", name, value)
+		}
+		if distro, ok := strings.CutPrefix(key, drbdLoaderPrefix); ok {
+			distro = strings.ToLower(distro)
+			if _, known := s.loaders[distro]; !known {
+				return Set{}, fmt.Errorf("%s: unknown DRBD module loader flavour %q", name, distro)
+			}
+			s.loaders[distro] = value
+			continue
+		}
+		if _, known := s.images[Component(key)]; !known {
+			return Set{}, fmt.Errorf("%s: unknown component %q (known: %s)", name, key, strings.Join(Components(), ", "))
+		}
+		s.images[Component(key)] = value
+	}
+	return s, nil
+}
+
+// Image returns the image of c.
+func (s Set) Image(c Component) string { return s.images[c] }
+
+// DRBDModuleLoader returns the loader image for a node's status.nodeInfo.osImage.
+func (s Set) DRBDModuleLoader(osImage string) string {
+	for _, d := range loaderDistros {
+		if d.match.MatchString(osImage) {
+			return s.loaders[d.distro]
+		}
+	}
+	return s.loaders[fallbackLoaderDistro]
+}
+
+// Related lists every image as RELATED_IMAGE_* name and value, sorted, for the CSV.
+func (s Set) Related() [][2]string {
+	var out [][2]string
+	for c, img := range s.images {
+		out = append(out, [2]string{relatedImagePrefix + string(c), img})
+	}
+	for d, img := range s.loaders {
+		out = append(out, [2]string{relatedImagePrefix + drbdLoaderPrefix + strings.ToUpper(d), img})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	return out
+}
+
+// Components lists the component names.
+func Components() []string {
+	var out []string
+	for c := range defaults {
+		out = append(out, string(c))
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,108 @@
+package images
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDRBDModuleLoader(t *testing.T) {
+	s := Default()
+	cases := []struct{ osImage, distro string }{
+		{"Red Hat Enterprise Linux CoreOS 415.92.202402201450-0 (Plow)", "almalinux9"},
+		{"Red Hat Enterprise Linux CoreOS 412.86.202306132230-0 (Ootpa)", "almalinux8"},
+		{"Red Hat Enterprise Linux Server 7.9 (Maipo)", "centos7"},
+		{"Red Hat Enterprise Linux 8.9 (Ootpa)", "almalinux8"},
+		{"Red Hat Enterprise Linux 9.3 (Plow)", "almalinux9"},
+		{"CentOS Linux 7 (Core)", "centos7"},
+		{"CentOS Linux 8", "almalinux8"},
+		{"AlmaLinux 8.9 (Midnight Oncilla)", "almalinux8"},
+		{"Oracle Linux Server 8.9", "almalinux8"},
+		{"Rocky Linux 8.9 (Green Obsidian)", "almalinux8"},
+		{"AlmaLinux 9.3 (Shamrock Pampas Cat)", "almalinux9"},
+		{"Oracle Linux Server 9.3", "almalinux9"},
+		{"Rocky Linux 9.3 (Blue Onyx)", "almalinux9"},
+		{"Ubuntu 18.04.6 LTS", "bionic"},
+		{"Ubuntu 20.04.6 LTS", "focal"},
+		{"Ubuntu 22.04.4 LTS", "jammy"},
+		{"Ubuntu 24.04 LTS", "noble"},
+		{"Debian GNU/Linux 12 (bookworm)", "bookworm"},
+		{"Debian GNU/Linux 11 (bullseye)", "bullseye"},
+		{"Debian GNU/Linux 10 (buster)", "buster"},
+		{"Flatcar Container Linux by Kinvolk 3815.2.0", "noble"},
+		{"", "noble"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.osImage, func(t *testing.T) {
+			got := s.DRBDModuleLoader(tc.osImage)
+			if want := "quay.io/piraeusdatastore/drbd9-" + tc.distro + ":" + drbdVersion; got != want {
+				t.Errorf("DRBDModuleLoader(%q) = %s, want %s", tc.osImage, got, want)
+			}
+		})
+	}
+}
+
+func TestFromEnv(t *testing.T) {
+	cases := []struct {
+		name    string
+		env     []string
+		check   func(Set) string
+		wantErr string
+	}{
+		{"defaults", nil, func(s Set) string {
+			return s.Image(LinstorController) + "|" + s.Image(LinstorSatellite)
+		}, ""},
+		{"override a component", []string{"RELATED_IMAGE_LINSTOR_CSI=mirror.local/csi@sha256:abc", "PATH=/bin"}, func(s Set) string {
+			return s.Image(LinstorCSI)
+		}, ""},
+		{"override a loader", []string{"RELATED_IMAGE_DRBD_MODULE_LOADER_JAMMY=mirror.local/drbd:1"}, func(s Set) string {
+			return s.DRBDModuleLoader("Ubuntu 22.04.4 LTS")
+		}, ""},
+		{"operator image ignored", []string{"RELATED_IMAGE_OPERATOR=x"}, func(s Set) string { return s.Image(LinstorCSI) }, ""},
+		{"typo in a component", []string{"RELATED_IMAGE_LINSTOR_CONTROLER=x"}, nil, `unknown component "LINSTOR_CONTROLER"`},
+		{"unknown loader", []string{"RELATED_IMAGE_DRBD_MODULE_LOADER_SUSE=x"}, nil, `unknown DRBD module loader flavour "suse"`},
+		{"empty value", []string{"RELATED_IMAGE_LINSTOR_CSI="}, nil, "is not an image reference"},
+	}
+	want := map[string]string{
+		"defaults":               "quay.io/piraeusdatastore/piraeus-server:v1.33.3|quay.io/piraeusdatastore/piraeus-server:v1.33.3",
+		"override a component":   "mirror.local/csi@sha256:abc",
+		"override a loader":      "mirror.local/drbd:1",
+		"operator image ignored": "quay.io/piraeusdatastore/piraeus-csi:v1.6.3",
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := FromEnv(tc.env)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tc.check(s); got != want[tc.name] {
+				t.Errorf("got %s, want %s", got, want[tc.name])
+			}
+		})
+	}
+}
+
+func TestRelatedListsEveryImage(t *testing.T) {
+	related := Default().Related()
+	// 14 components plus 10 DRBD loader flavours.
+	if len(related) != len(defaults)+10 {
+		t.Errorf("related images = %d, want %d", len(related), len(defaults)+10)
+	}
+	seen := map[string]bool{}
+	for _, r := range related {
+		if !strings.HasPrefix(r[0], "RELATED_IMAGE_") || r[1] == "" || seen[r[0]] {
+			t.Errorf("bad related image %v", r)
+		}
+		seen[r[0]] = true
+	}
+	for _, c := range Components() {
+		if !seen["RELATED_IMAGE_"+c] {
+			t.Errorf("component %s missing from related images", c)
+		}
+	}
+}

@@ -1,0 +1,94 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+)
+
+// Labels every rendered object carries.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelComponent = "app.kubernetes.io/component"
+	// LabelCluster selects the objects of one LinstorCluster for pruning.
+	LabelCluster = "linstor.io/cluster"
+	// ManagedBy is the operator's name in labels and as the SSA field owner.
+	ManagedBy = "linstor-operator"
+)
+
+func labels(cluster *linstorv1.LinstorCluster, component string) map[string]string {
+	return map[string]string{
+		LabelName:      component,
+		LabelInstance:  cluster.Name,
+		LabelManagedBy: ManagedBy,
+		LabelComponent: component,
+		LabelCluster:   cluster.Name,
+	}
+}
+
+func selectorLabels(cluster *linstorv1.LinstorCluster, component string) map[string]string {
+	return map[string]string{LabelName: component, LabelInstance: cluster.Name}
+}
+
+// image picks the CR override or the release image.
+func image(override, release string) string {
+	if override != "" {
+		return override
+	}
+	return release
+}
+
+// applyComponent sets the typed scheduling and resource fields of spec on the pod.
+func applyComponent(tmpl *corev1.PodTemplateSpec, spec *linstorv1.ComponentSpec, mainContainer string) {
+	if spec == nil {
+		return
+	}
+	if spec.NodeSelector != nil {
+		tmpl.Spec.NodeSelector = spec.NodeSelector
+	}
+	if spec.Tolerations != nil {
+		tmpl.Spec.Tolerations = spec.Tolerations
+	}
+	if spec.Affinity != nil {
+		tmpl.Spec.Affinity = spec.Affinity
+	}
+	if spec.Resources != nil {
+		for i := range tmpl.Spec.Containers {
+			if tmpl.Spec.Containers[i].Name == mainContainer {
+				tmpl.Spec.Containers[i].Resources = *spec.Resources
+			}
+		}
+	}
+}
+
+// patchPodTemplate applies a user's strategic-merge patch to a pod template.
+func patchPodTemplate(tmpl *corev1.PodTemplateSpec, patch *runtime.RawExtension) error {
+	if patch == nil || len(patch.Raw) == 0 {
+		return nil
+	}
+	orig, err := json.Marshal(tmpl)
+	if err != nil {
+		return err
+	}
+	patched, err := strategicpatch.StrategicMergePatch(orig, patch.Raw, corev1.PodTemplateSpec{})
+	if err != nil {
+		return fmt.Errorf("applying podTemplate patch: %w", err)
+	}
+	var out corev1.PodTemplateSpec
+	if err := json.Unmarshal(patched, &out); err != nil {
+		return fmt.Errorf("applying podTemplate patch: %w", err)
+	}
+	*tmpl = out
+	return nil
+}
+
+// Objects is an ordered set of desired objects.
+type Objects []client.Object

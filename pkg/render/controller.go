@@ -1,0 +1,192 @@
+package render
+
+import (
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/images"
+)
+
+// Names of the controller's objects (namespaced, in the LinstorCluster's namespace).
+const (
+	ControllerName   = "linstor-controller"
+	controllerConfig = "linstor-controller-config"
+	APIPort          = 3370
+	SecureAPIPort    = 3371
+	dbCertMount      = "/etc/linstor/db-client"
+)
+
+// ControllerClusterRoleName is cluster-scoped, so it carries the namespace.
+func ControllerClusterRoleName(cluster *linstorv1.LinstorCluster) string {
+	return fmt.Sprintf("linstor-controller-%s-%s", cluster.Namespace, cluster.Name)
+}
+
+// Controller renders the LINSTOR controller: RBAC for the k8s database, its
+// configuration, a Deployment and a Service. External-controller mode renders nothing.
+func Controller(cluster *linstorv1.LinstorCluster, imgs images.Set) (Objects, error) {
+	if cluster.Spec.ExternalController != nil || !ControllerEnabled(cluster) {
+		return nil, nil
+	}
+	l := labels(cluster, ControllerName)
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: cluster.Namespace, Labels: l}
+	}
+	sa := &corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: meta(ControllerName)}
+
+	// The k8s database backend keeps LINSTOR's tables as CRDs of this group, which the
+	// controller creates itself on first start and migrates on upgrades.
+	role := &rbacv1.ClusterRole{
+		TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRole"),
+		ObjectMeta: metav1.ObjectMeta{Name: ControllerClusterRoleName(cluster), Labels: l},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"internal.linstor.linbit.com"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}},
+			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
+		},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+		ObjectMeta: metav1.ObjectMeta{Name: ControllerClusterRoleName(cluster), Labels: l},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: cluster.Namespace}},
+	}
+	// Leader election between controller replicas uses Leases in the namespace.
+	leRole := &rbacv1.Role{
+		TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "Role"), ObjectMeta: meta(ControllerName),
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}},
+	}
+	leBinding := &rbacv1.RoleBinding{
+		TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "RoleBinding"), ObjectMeta: meta(ControllerName),
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: leRole.Name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: cluster.Namespace}},
+	}
+
+	config := &corev1.ConfigMap{TypeMeta: typeMeta("v1", "ConfigMap"), ObjectMeta: meta(controllerConfig),
+		Data: map[string]string{"linstor.toml": linstorTOML(cluster)}}
+
+	deploy, err := controllerDeployment(cluster, imgs, l)
+	if err != nil {
+		return nil, err
+	}
+	svc := &corev1.Service{
+		TypeMeta: typeMeta("v1", "Service"), ObjectMeta: meta(ControllerName),
+		Spec: corev1.ServiceSpec{
+			Selector: selectorLabels(cluster, ControllerName),
+			Ports: []corev1.ServicePort{
+				{Name: "api", Port: APIPort, TargetPort: intstr.FromString("api"), Protocol: corev1.ProtocolTCP},
+				{Name: "secure-api", Port: SecureAPIPort, TargetPort: intstr.FromString("secure-api"), Protocol: corev1.ProtocolTCP},
+			},
+		},
+	}
+	return Objects{sa, role, binding, leRole, leBinding, config, deploy, svc}, nil
+}
+
+// ControllerEnabled: the controller runs unless explicitly disabled.
+func ControllerEnabled(cluster *linstorv1.LinstorCluster) bool {
+	c := cluster.Spec.Controller
+	return c == nil || c.Enabled == nil || *c.Enabled
+}
+
+func linstorTOML(cluster *linstorv1.LinstorCluster) string {
+	db := cluster.Spec.Database
+	var b strings.Builder
+	b.WriteString("[db]\n")
+	if db == nil || db.Type != linstorv1.DatabaseExternal {
+		b.WriteString("  connection_url = \"k8s\"\n")
+		return b.String()
+	}
+	fmt.Fprintf(&b, "  connection_url = %q\n", db.ConnectionURL)
+	if db.ClientCertificateSecretRef != nil {
+		fmt.Fprintf(&b, "  ca_certificate = %q\n", dbCertMount+"/ca.crt")
+		fmt.Fprintf(&b, "  client_certificate = %q\n", dbCertMount+"/tls.crt")
+		fmt.Fprintf(&b, "  client_key_pkcs8_pem = %q\n", dbCertMount+"/tls.key")
+	}
+	return b.String()
+}
+
+func controllerDeployment(cluster *linstorv1.LinstorCluster, imgs images.Set, l map[string]string) (*appsv1.Deployment, error) {
+	spec := cluster.Spec.Controller
+	var component *linstorv1.ComponentSpec
+	replicas := int32(1)
+	override := ""
+	if spec != nil {
+		component = &spec.ComponentSpec
+		override = spec.Image
+		if spec.Replicas != nil {
+			replicas = *spec.Replicas
+		}
+	}
+	args := []string{"startController"}
+	volumes := []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: controllerConfig}}}}}
+	mounts := []corev1.VolumeMount{{Name: "config", MountPath: "/etc/linstor", ReadOnly: true}}
+	if db := cluster.Spec.Database; db != nil && db.ClientCertificateSecretRef != nil {
+		volumes = append(volumes, corev1.Volume{Name: "db-client", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: db.ClientCertificateSecretRef.Name}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "db-client", MountPath: dbCertMount, ReadOnly: true})
+	}
+	env := []corev1.EnvVar{
+		{Name: "K8S_AWAIT_ELECTION_ENABLED", Value: fmt.Sprint(replicas > 1)},
+		{Name: "K8S_AWAIT_ELECTION_NAME", Value: ControllerName},
+		{Name: "K8S_AWAIT_ELECTION_LOCK_NAME", Value: ControllerName},
+		{Name: "K8S_AWAIT_ELECTION_LOCK_NAMESPACE", Value: cluster.Namespace},
+		{Name: "K8S_AWAIT_ELECTION_IDENTITY", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+	}
+	tmpl := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: l},
+		Spec: corev1.PodSpec{
+			ServiceAccountName: ControllerName,
+			PriorityClassName:  "system-cluster-critical",
+			SecurityContext:    &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(false), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{
+				Name:  ControllerName,
+				Image: image(override, imgs.Image(images.LinstorController)),
+				Args:  args,
+				Env:   env,
+				Ports: []corev1.ContainerPort{
+					{Name: "api", ContainerPort: APIPort, Protocol: corev1.ProtocolTCP},
+					{Name: "secure-api", ContainerPort: SecureAPIPort, Protocol: corev1.ProtocolTCP},
+				},
+				VolumeMounts: mounts,
+				LivenessProbe: &corev1.Probe{
+					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString("api")}},
+					PeriodSeconds: 10, FailureThreshold: 6, TimeoutSeconds: 5,
+				},
+				StartupProbe: &corev1.Probe{
+					// Database migrations on upgrade can take minutes: do not kill the controller mid-migration.
+					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString("api")}},
+					PeriodSeconds: 10, FailureThreshold: 60, TimeoutSeconds: 5,
+				},
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+			}},
+			Volumes: volumes,
+		},
+	}
+	applyComponent(&tmpl, component, ControllerName)
+	if component != nil {
+		if err := patchPodTemplate(&tmpl, component.PodTemplate); err != nil {
+			return nil, fmt.Errorf("spec.controller.podTemplate: %w", err)
+		}
+	}
+	return &appsv1.Deployment{
+		TypeMeta:   typeMeta("apps/v1", "Deployment"),
+		ObjectMeta: metav1.ObjectMeta{Name: ControllerName, Namespace: cluster.Namespace, Labels: l},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: selectorLabels(cluster, ControllerName)},
+			// Two controllers must never run against one database: stop the old pod first.
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+			Template: tmpl,
+		},
+	}, nil
+}
+
+func typeMeta(apiVersion, kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
+}

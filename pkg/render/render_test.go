@@ -1,0 +1,103 @@
+package render
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/images"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func cluster(spec linstorv1.LinstorClusterSpec) *linstorv1.LinstorCluster {
+	return &linstorv1.LinstorCluster{ObjectMeta: metav1.ObjectMeta{Name: "linstor", Namespace: "storage"}, Spec: spec}
+}
+
+func golden(t *testing.T, name string, objs Objects) {
+	t.Helper()
+	var buf bytes.Buffer
+	for _, o := range objs {
+		out, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf.WriteString("---\n")
+		buf.Write(out)
+	}
+	path := filepath.Join("testdata", name+".yaml")
+	if *update {
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./pkg/render -update)", err)
+	}
+	if !bytes.Equal(want, buf.Bytes()) {
+		t.Errorf("%s differs from the golden file; if intended, run go test ./pkg/render -update and review the diff\n--- got:\n%s", path, buf.String())
+	}
+}
+
+func TestControllerGolden(t *testing.T) {
+	cases := []struct {
+		name string
+		spec linstorv1.LinstorClusterSpec
+	}{
+		{"controller-default", linstorv1.LinstorClusterSpec{}},
+		{"controller-external-db-ha", linstorv1.LinstorClusterSpec{
+			Controller: &linstorv1.ControllerSpec{
+				ComponentSpec: linstorv1.ComponentSpec{
+					Image:        "mirror.local/piraeus-server:v1.33.3",
+					Resources:    &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}},
+					NodeSelector: map[string]string{"node-role.kubernetes.io/control-plane": ""},
+					Tolerations:  []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+					PodTemplate:  &runtime.RawExtension{Raw: []byte(`{"metadata":{"annotations":{"backup.velero.io/backup-volumes":""}},"spec":{"containers":[{"name":"linstor-controller","env":[{"name":"JAVA_OPTS","value":"-Xmx2g"}]}]}}`)},
+				},
+				Replicas: ptr.To[int32](3),
+			},
+			Database: &linstorv1.DatabaseSpec{Type: linstorv1.DatabaseExternal, ConnectionURL: "jdbc:postgresql://db.storage.svc/linstor",
+				ClientCertificateSecretRef: &linstorv1.LocalSecretReference{Name: "db-client"}},
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			objs, err := Controller(cluster(tc.spec), images.Default())
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tc.name, objs)
+		})
+	}
+}
+
+func TestControllerNotRenderedForExternalOrDisabled(t *testing.T) {
+	for name, spec := range map[string]linstorv1.LinstorClusterSpec{
+		"external": {ExternalController: &linstorv1.ExternalControllerSpec{URL: "http://linstor.example.com:3370"}},
+		"disabled": {Controller: &linstorv1.ControllerSpec{ComponentSpec: linstorv1.ComponentSpec{Enabled: ptr.To(false)}}},
+	} {
+		objs, err := Controller(cluster(spec), images.Default())
+		if err != nil || len(objs) != 0 {
+			t.Errorf("%s: got %d objects, err %v; want none", name, len(objs), err)
+		}
+	}
+}
+
+func TestControllerBadPatchIsAnError(t *testing.T) {
+	_, err := Controller(cluster(linstorv1.LinstorClusterSpec{Controller: &linstorv1.ControllerSpec{
+		ComponentSpec: linstorv1.ComponentSpec{PodTemplate: &runtime.RawExtension{Raw: []byte(`{"spec":{"containers":"nope"}}`)}}}}), images.Default())
+	if err == nil {
+		t.Fatal("a malformed patch rendered without error")
+	}
+}

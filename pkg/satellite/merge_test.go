@@ -1,0 +1,94 @@
+package satellite
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+)
+
+func cfg(name string, sel map[string]string, spec linstorv1.LinstorSatelliteConfigurationSpec) linstorv1.LinstorSatelliteConfiguration {
+	spec.NodeSelector = sel
+	return linstorv1.LinstorSatelliteConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
+}
+
+func TestDesired(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"storage": "ssd", "zone": "a"}, Annotations: map[string]string{"rack": "r7"}}}
+	cluster := &linstorv1.LinstorCluster{ObjectMeta: metav1.ObjectMeta{Name: "linstor"}}
+	thin := linstorv1.StoragePool{Name: "thin", LvmThinPool: &linstorv1.LvmThinPool{}}
+	thinBig := linstorv1.StoragePool{Name: "thin", LvmThinPool: &linstorv1.LvmThinPool{VolumeGroup: "big"}}
+	file := linstorv1.StoragePool{Name: "file", FilePool: &linstorv1.FilePool{}}
+
+	cases := []struct {
+		name     string
+		selector map[string]string
+		configs  []linstorv1.LinstorSatelliteConfiguration
+		want     linstorv1.LinstorSatelliteSpec
+		applied  []string
+		none     bool
+	}{
+		{name: "node not selected by the cluster", selector: map[string]string{"storage": "hdd"}, none: true},
+		{name: "no configurations", want: linstorv1.LinstorSatelliteSpec{DeletionPolicy: linstorv1.DeletionRetain}},
+		{
+			name: "later name wins per item, items accumulate",
+			configs: []linstorv1.LinstorSatelliteConfiguration{
+				cfg("b-override", map[string]string{"storage": "ssd"}, linstorv1.LinstorSatelliteConfigurationSpec{StoragePools: []linstorv1.StoragePool{thinBig}, DeletionPolicy: linstorv1.DeletionEvacuate}),
+				cfg("a-base", nil, linstorv1.LinstorSatelliteConfigurationSpec{StoragePools: []linstorv1.StoragePool{thin, file}, DeletionPolicy: linstorv1.DeletionDelete}),
+				cfg("c-other-nodes", map[string]string{"storage": "hdd"}, linstorv1.LinstorSatelliteConfigurationSpec{DeletionPolicy: linstorv1.DeletionDelete}),
+			},
+			want:    linstorv1.LinstorSatelliteSpec{StoragePools: []linstorv1.StoragePool{thinBig, file}, DeletionPolicy: linstorv1.DeletionEvacuate},
+			applied: []string{"a-base", "b-override"},
+		},
+		{
+			name: "properties resolved from the node",
+			configs: []linstorv1.LinstorSatelliteConfiguration{cfg("p", nil, linstorv1.LinstorSatelliteConfigurationSpec{Properties: []linstorv1.NodeProperty{
+				{Name: "Aux/zone", ValueFrom: &linstorv1.NodePropertySource{NodeFieldRef: "metadata.labels['zone']"}},
+				{Name: "Aux/rack", ValueFrom: &linstorv1.NodePropertySource{NodeFieldRef: "metadata.annotations['rack']"}},
+				{Name: "Aux/node", ValueFrom: &linstorv1.NodePropertySource{NodeFieldRef: "metadata.name"}},
+				{Name: "Aux/missing", ValueFrom: &linstorv1.NodePropertySource{NodeFieldRef: "metadata.labels['nope']"}},
+				{Name: "Aux/literal", Value: "x"},
+			}})},
+			want: linstorv1.LinstorSatelliteSpec{DeletionPolicy: linstorv1.DeletionRetain, Properties: []linstorv1.Property{
+				{Name: "Aux/literal", Value: "x"}, {Name: "Aux/node", Value: "n1"}, {Name: "Aux/rack", Value: "r7"}, {Name: "Aux/zone", Value: "a"},
+			}},
+			applied: []string{"p"},
+		},
+		{
+			name: "pod template patches stack in name order",
+			configs: []linstorv1.LinstorSatelliteConfiguration{
+				cfg("2", nil, linstorv1.LinstorSatelliteConfigurationSpec{PodTemplate: &runtime.RawExtension{Raw: []byte(`{"metadata":{"labels":{"b":"2","a":"override"}}}`)}}),
+				cfg("1", nil, linstorv1.LinstorSatelliteConfigurationSpec{PodTemplate: &runtime.RawExtension{Raw: []byte(`{"metadata":{"labels":{"a":"1"}}}`)}}),
+			},
+			want: linstorv1.LinstorSatelliteSpec{DeletionPolicy: linstorv1.DeletionRetain,
+				PodTemplate: &runtime.RawExtension{Raw: []byte(`{"metadata":{"labels":{"a":"override","b":"2"}}}`)}},
+			applied: []string{"1", "2"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cluster.DeepCopy()
+			c.Spec.NodeSelector = tc.selector
+			got, applied, err := Desired(c, tc.configs, node)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.none {
+				if got.ClusterRef.Name != "" {
+					t.Fatalf("node got a satellite: %+v", got)
+				}
+				return
+			}
+			tc.want.ClusterRef = linstorv1.ClusterReference{Name: "linstor"}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("spec (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.applied, applied); d != "" {
+				t.Errorf("applied configurations (-want +got):\n%s", d)
+			}
+		})
+	}
+}

@@ -16,6 +16,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/manager"
 )
 
@@ -24,9 +25,9 @@ const webhookCertDir = "/tmp/k8s-webhook-server/serving-certs"
 
 func main() {
 	var (
-		metricsAddr, probeAddr, logLevel, logFormat string
-		leaderElect, secureMetrics, enableHTTP2     bool
-		webhooksEnabled                             bool
+		metricsAddr, probeAddr, logLevel, logFormat, linstorURL string
+		leaderElect, secureMetrics, enableHTTP2                 bool
+		webhooksEnabled                                         bool
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Metrics endpoint address; 0 disables it.")
 	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with Kubernetes authentication and authorization.")
@@ -34,6 +35,7 @@ func main() {
 	flag.BoolVar(&leaderElect, "leader-elect", true, "Use a Lease so only one operator replica acts.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the metrics and webhook servers (off: CVE-2023-44487).")
 	flag.BoolVar(&webhooksEnabled, "webhooks", true, "Serve the conversion and validating webhooks.")
+	flag.StringVar(&linstorURL, "linstor-url", "", "Development aid: reach LINSTOR at this URL instead of the in-cluster Service (out-of-cluster runs).")
 	flag.StringVar(&logLevel, "log-level", "info", "Log level: debug, info, warn or error.")
 	flag.StringVar(&logFormat, "log-format", "json", "Log encoding: json or console.")
 	flag.Parse()
@@ -46,6 +48,13 @@ func main() {
 	ctrl.SetLogger(zapr.NewLogger(log))
 	setupLog := ctrl.Log.WithName("setup")
 
+	// A typo in a mirror's RELATED_IMAGE_* must stop the operator, not pull the default.
+	imageSet, err := images.FromEnv(os.Environ())
+	if err != nil {
+		setupLog.Error(err, "invalid operand image configuration")
+		os.Exit(1)
+	}
+
 	var tlsOpts []func(*tls.Config)
 	if !enableHTTP2 {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
@@ -56,7 +65,9 @@ func main() {
 	}
 
 	mgr, err := manager.New(ctrl.GetConfigOrDie(), manager.Options{
-		Webhooks: webhooksEnabled,
+		Webhooks:   webhooksEnabled,
+		Images:     imageSet,
+		LinstorURL: linstorURL,
 		Manager: ctrl.Options{
 			Metrics:                       metricsOpts,
 			WebhookServer:                 webhook.NewServer(webhook.Options{CertDir: webhookCertDir, TLSOpts: tlsOpts}),

@@ -3,7 +3,6 @@ package linstor
 import (
 	"reflect"
 	"testing"
-
 )
 
 func TestPropertyDiff(t *testing.T) {
@@ -58,4 +57,3 @@ func TestPropertyDiff(t *testing.T) {
 		})
 	}
 }
-

@@ -2,6 +2,8 @@ package manager
 
 import (
 	"fmt"
+	"net/http"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -11,6 +13,10 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	linstorv1alpha1 "github.com/linstor-operator/linstor-operator/api/v1alpha1"
+	"github.com/linstor-operator/linstor-operator/controllers/linstorcluster"
+	"github.com/linstor-operator/linstor-operator/controllers/linstorsatellite"
+	"github.com/linstor-operator/linstor-operator/pkg/images"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/webhooks"
 )
 
@@ -28,6 +34,16 @@ type Options struct {
 	Manager ctrl.Options
 	// Webhooks serves validation and conversion; off only where nothing can reach them.
 	Webhooks bool
+	// Images is the release image set (RELATED_IMAGE_* applied).
+	Images images.Set
+	// LinstorURL, when set, is where every controller reaches LINSTOR instead of the
+	// in-cluster Service: a development aid for running out of cluster.
+	LinstorURL string
+	// Transport carries LINSTOR requests; nil means the default, instrumented.
+	Transport http.RoundTripper
+	// LinstorPoll is how often LINSTOR state is re-read (it cannot be watched); zero
+	// keeps the controllers' default.
+	LinstorPoll time.Duration
 }
 
 // New builds the manager and registers everything the operator runs.
@@ -43,6 +59,19 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		if err := webhooks.Setup(mgr); err != nil {
 			return nil, fmt.Errorf("registering webhooks: %w", err)
 		}
+	}
+	transport := linstor.InstrumentedTransport(opts.Transport)
+	if err := (&linstorcluster.Reconciler{
+		Client: mgr.GetClient(), Images: opts.Images, Recorder: mgr.GetEventRecorderFor("linstor-operator"),
+		LinstorURL: opts.LinstorURL, Transport: transport, Poll: opts.LinstorPoll,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the LinstorCluster controller: %w", err)
+	}
+	if err := (&linstorsatellite.Reconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("linstor-operator"),
+		LinstorURL: opts.LinstorURL, Transport: transport, Poll: opts.LinstorPoll,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the LinstorSatellite controller: %w", err)
 	}
 	return mgr, nil
 }

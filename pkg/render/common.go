@@ -20,17 +20,20 @@ const (
 	LabelComponent = "app.kubernetes.io/component"
 	// LabelCluster selects the objects of one LinstorCluster for pruning.
 	LabelCluster = "linstor.io/cluster"
+	// LabelClusterNamespace tells apart cluster-scoped objects of same-named clusters.
+	LabelClusterNamespace = "linstor.io/cluster-namespace"
 	// ManagedBy is the operator's name in labels and as the SSA field owner.
 	ManagedBy = "linstor-operator"
 )
 
 func labels(cluster *linstorv1.LinstorCluster, component string) map[string]string {
 	return map[string]string{
-		LabelName:      component,
-		LabelInstance:  cluster.Name,
-		LabelManagedBy: ManagedBy,
-		LabelComponent: component,
-		LabelCluster:   cluster.Name,
+		LabelName:             component,
+		LabelInstance:         cluster.Name,
+		LabelManagedBy:        ManagedBy,
+		LabelComponent:        component,
+		LabelCluster:          cluster.Name,
+		LabelClusterNamespace: cluster.Namespace,
 	}
 }
 

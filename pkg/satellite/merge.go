@@ -113,4 +113,3 @@ func resolve(p linstorv1.NodeProperty, node *corev1.Node) (string, bool) {
 		return v, ok
 	}
 }
-

@@ -21,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/manager"
 )
 
@@ -34,6 +35,10 @@ type Env struct {
 
 // Options adjust the environment.
 type Options struct {
+	// LinstorURL points the operator's controllers at a LINSTOR API (the emulator).
+	LinstorURL string
+	// LinstorPoll shortens how often the controllers re-read LINSTOR.
+	LinstorPoll time.Duration
 	// Setup registers extra controllers on the manager before it starts.
 	Setup func(ctrl.Manager) error
 }
@@ -102,7 +107,10 @@ func start(opts Options) (*Env, func() error, error) {
 
 	wh := te.WebhookInstallOptions
 	mgr, err := manager.New(cfg, manager.Options{
-		Webhooks: true,
+		Webhooks:    true,
+		Images:      images.Default(),
+		LinstorURL:  opts.LinstorURL,
+		LinstorPoll: opts.LinstorPoll,
 		Manager: ctrl.Options{
 			Scheme:                 scheme,
 			Metrics:                metricsserver.Options{BindAddress: "0"},

@@ -1,0 +1,135 @@
+package linstorcluster
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/apply"
+	"github.com/linstor-operator/linstor-operator/pkg/images"
+)
+
+// Finalizer removes the cluster-scoped objects (RBAC) that owner references cannot.
+const Finalizer = "linstor.io/cluster-cleanup"
+
+// pollInterval: LINSTOR cannot be watched, so its state is re-read this often.
+const pollInterval = 30 * time.Second
+
+// Reconciler reconciles LinstorClusters.
+type Reconciler struct {
+	Client   client.Client
+	Images   images.Set
+	Recorder record.EventRecorder
+	// LinstorURL overrides where LINSTOR is reached (out-of-cluster development).
+	LinstorURL string
+	// Transport carries LINSTOR requests (metrics instrumentation, tests).
+	Transport http.RoundTripper
+	// Poll is how often LINSTOR state is re-read; zero means pollInterval.
+	Poll    time.Duration
+	applier *apply.Applier
+}
+
+// +kubebuilder:rbac:groups=linstor.io,resources=linstorclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=linstor.io,resources=linstorclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=linstor.io,resources=linstorclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=linstor.io,resources=linstorsatellites,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=linstor.io,resources=linstorsatelliteconfigurations,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=serviceaccounts;services;configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;clusterrolebindings;roles;rolebindings,verbs=get;list;watch;create;update;patch;delete;bind;escalate
+// +kubebuilder:rbac:groups=internal.linstor.linbit.com,resources=*,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// Reconcile reads top-down: get, finalizer, scope, phases, status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	cluster := &linstorv1.LinstorCluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !cluster.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, cluster)
+	}
+	if controllerutil.AddFinalizer(cluster, Finalizer) {
+		if err := r.Client.Update(ctx, cluster); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	s := newScope(cluster)
+	defer func() {
+		if err := r.updateStatus(ctx, s, reterr == nil); err != nil && !apierrors.IsConflict(err) {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
+		}
+	}()
+
+	phases := []func(context.Context, *scope) (ctrl.Result, error){
+		r.reconcileDuplicate,
+		r.reconcileControllerWorkload,
+		r.reconcileSatellites,
+		r.reconcileLinstor,
+		r.observeSatellites,
+	}
+	result := ctrl.Result{RequeueAfter: r.poll()}
+	var errs []error
+	for _, phase := range phases {
+		res, err := phase(ctx, s)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if res.RequeueAfter > 0 && res.RequeueAfter < result.RequeueAfter {
+			result.RequeueAfter = res.RequeueAfter
+		}
+		if s.stop {
+			break
+		}
+	}
+	return result, kerrors.NewAggregate(errs)
+}
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.applier = &apply.Applier{Client: r.Client, Scheme: mgr.GetScheme()}
+	allClusters := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []ctrl.Request {
+		var list linstorv1.LinstorClusterList
+		if err := r.Client.List(ctx, &list); err != nil {
+			return nil
+		}
+		reqs := make([]ctrl.Request, 0, len(list.Items))
+		for _, c := range list.Items {
+			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+		}
+		return reqs
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&linstorv1.LinstorCluster{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&linstorv1.LinstorSatellite{}).
+		Watches(&corev1.Node{}, allClusters, builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&linstorv1.LinstorSatelliteConfiguration{}, allClusters).
+		Complete(r)
+}
+
+func (r *Reconciler) poll() time.Duration {
+	if r.Poll > 0 {
+		return r.Poll
+	}
+	return pollInterval
+}

@@ -1,0 +1,231 @@
+package linstorcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	lapi "github.com/LINBIT/golinstor/client"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/render"
+	"github.com/linstor-operator/linstor-operator/pkg/satellite"
+)
+
+// Kinds the controller workload consists of, for pruning.
+var (
+	namespacedKinds = []schema.GroupVersionKind{
+		{Group: "apps", Version: "v1", Kind: "Deployment"},
+		{Version: "v1", Kind: "Service"},
+		{Version: "v1", Kind: "ConfigMap"},
+		{Version: "v1", Kind: "ServiceAccount"},
+		rbacv1.SchemeGroupVersion.WithKind("Role"),
+		rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
+	}
+	clusterKinds = []schema.GroupVersionKind{
+		rbacv1.SchemeGroupVersion.WithKind("ClusterRole"),
+		rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"),
+	}
+)
+
+// reconcileDuplicate: only the oldest LinstorCluster acts. The webhook refuses a second
+// one, but without webhooks (or in a race) two could exist; the younger one does nothing.
+func (r *Reconciler) reconcileDuplicate(ctx context.Context, s *scope) (ctrl.Result, error) {
+	var list linstorv1.LinstorClusterList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing LinstorClusters: %w", err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool {
+		a, b := list.Items[i], list.Items[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+	})
+	if len(list.Items) > 0 {
+		first := list.Items[0]
+		if first.UID != s.cluster.UID {
+			s.duplicateOf = first.Namespace + "/" + first.Name
+			s.stop = true
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileControllerWorkload renders the LINSTOR controller and applies it. Pruning
+// runs only after a successful render and apply, so a broken spec never deletes the
+// running controller.
+func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) (ctrl.Result, error) {
+	objs, err := render.Controller(s.cluster, r.Images)
+	if err != nil {
+		s.renderErr = err
+		return ctrl.Result{}, nil // a spec problem: retrying cannot fix it, the condition says what to do
+	}
+	applied, err := r.applier.Apply(ctx, s.cluster, objs)
+	if err != nil {
+		s.applyErr = err
+		return ctrl.Result{}, err
+	}
+	selector := client.MatchingLabels{render.LabelCluster: s.cluster.Name, render.LabelManagedBy: render.ManagedBy}
+	if n, err := r.applier.Prune(ctx, applied, s.cluster.Namespace, selector, namespacedKinds...); err != nil {
+		s.applyErr = err
+		return ctrl.Result{}, err
+	} else if n > 0 {
+		r.Recorder.Eventf(s.cluster, corev1.EventTypeNormal, "Pruned", "Removed %d objects no longer needed", n)
+	}
+	if _, err := r.applier.Prune(ctx, applied, "", r.clusterScopedSelector(s.cluster), clusterKinds...); err != nil {
+		s.applyErr = err
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, nil
+}
+
+// clusterScopedSelector also matches the namespace: cluster-scoped objects of a
+// same-named LinstorCluster elsewhere are not ours to prune.
+func (r *Reconciler) clusterScopedSelector(c *linstorv1.LinstorCluster) client.MatchingLabels {
+	return client.MatchingLabels{render.LabelCluster: c.Name, render.LabelClusterNamespace: c.Namespace, render.LabelManagedBy: render.ManagedBy}
+}
+
+// reconcileSatellites keeps one LinstorSatellite per selected node. A satellite whose
+// node is no longer selected is deleted; its finalizer applies the deletion policy.
+func (r *Reconciler) reconcileSatellites(ctx context.Context, s *scope) (ctrl.Result, error) {
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing nodes: %w", err)
+	}
+	var configs linstorv1.LinstorSatelliteConfigurationList
+	if err := r.Client.List(ctx, &configs, client.InNamespace(s.cluster.Namespace)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing satellite configurations: %w", err)
+	}
+	var existing linstorv1.LinstorSatelliteList
+	if err := r.Client.List(ctx, &existing, client.InNamespace(s.cluster.Namespace)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing satellites: %w", err)
+	}
+	wanted := map[string]bool{}
+	var errs []string
+	for i := range nodes.Items {
+		node := &nodes.Items[i]
+		spec, _, err := satellite.Desired(s.cluster, configs.Items, node)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("node %s: %v", node.Name, err))
+			wanted[node.Name] = true // keep the existing satellite while the configuration is broken
+			continue
+		}
+		if spec.ClusterRef.Name == "" {
+			continue
+		}
+		wanted[node.Name] = true
+		sat := &linstorv1.LinstorSatellite{
+			TypeMeta:   metav1.TypeMeta{APIVersion: linstorv1.GroupVersion.String(), Kind: "LinstorSatellite"},
+			ObjectMeta: metav1.ObjectMeta{Name: node.Name, Namespace: s.cluster.Namespace, Labels: map[string]string{render.LabelCluster: s.cluster.Name, render.LabelManagedBy: render.ManagedBy}},
+			Spec:       spec,
+		}
+		if _, err := r.applier.Apply(ctx, s.cluster, []client.Object{sat}); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	for i := range existing.Items {
+		sat := &existing.Items[i]
+		if wanted[sat.Name] || !metav1.IsControlledBy(sat, s.cluster) || !sat.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.Client.Delete(ctx, sat); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		r.Recorder.Eventf(s.cluster, corev1.EventTypeNormal, "SatelliteRemoved", "Node %s is no longer selected; its deletion policy applies", sat.Name)
+	}
+	if len(errs) > 0 {
+		s.satelliteErr = errors.New(strings.Join(errs, "; "))
+		return ctrl.Result{}, s.satelliteErr
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileLinstor reads the controller version and applies controller properties.
+func (r *Reconciler) reconcileLinstor(ctx context.Context, s *scope) (ctrl.Result, error) {
+	s.linstorURL = r.linstorURL(s.cluster)
+	lc, err := linstor.NewClient(s.linstorURL, r.Transport)
+	if err != nil {
+		s.linstorErr = err
+		return ctrl.Result{}, nil
+	}
+	v, err := lc.Controller.GetVersion(ctx)
+	if err != nil {
+		s.linstorErr = fmt.Errorf("%w at %s: %v", linstor.ErrUnreachable, s.linstorURL, err)
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+	s.linstorVersion = v.Version
+
+	current, err := lc.Controller.GetProps(ctx)
+	if err != nil {
+		s.propertiesErr = err
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+	desired := map[string]string{}
+	for _, p := range s.cluster.Spec.Properties {
+		desired[p.Name] = p.Value
+	}
+	mod := linstor.PropertyDiff(current, desired)
+	if linstor.IsEmpty(mod) {
+		return ctrl.Result{}, nil
+	}
+	if err := lc.Controller.Modify(ctx, mod); err != nil {
+		s.propertiesErr = err
+		r.Recorder.Eventf(s.cluster, corev1.EventTypeWarning, "PropertiesFailed", "Setting controller properties: %v", err)
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+	r.Recorder.Eventf(s.cluster, corev1.EventTypeNormal, "PropertiesApplied", "Set %d and removed %d controller properties", len(mod.OverrideProps), len(mod.DeleteProps))
+	return ctrl.Result{}, nil
+}
+
+// shortPoll is used while LINSTOR is not answering yet.
+const shortPoll = 5 * time.Second
+
+func (r *Reconciler) linstorURL(c *linstorv1.LinstorCluster) string {
+	switch {
+	case r.LinstorURL != "":
+		return r.LinstorURL
+	case c.Spec.ExternalController != nil:
+		return c.Spec.ExternalController.URL
+	default:
+		return linstor.ServiceURL(c.Namespace)
+	}
+}
+
+// observeSatellites totals the satellites' reported state.
+func (r *Reconciler) observeSatellites(ctx context.Context, s *scope) (ctrl.Result, error) {
+	var sats linstorv1.LinstorSatelliteList
+	if err := r.Client.List(ctx, &sats, client.InNamespace(s.cluster.Namespace), client.MatchingLabels{render.LabelCluster: s.cluster.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, sat := range sats.Items {
+		if !sat.DeletionTimestamp.IsZero() {
+			continue
+		}
+		s.satellitesTotal++
+		if sat.Status.ConnectionStatus == "ONLINE" {
+			s.satellitesReady++
+		}
+		for _, p := range sat.Status.StoragePools {
+			if p.TotalCapacity != nil && p.ProviderKind != string(lapi.DISKLESS) {
+				s.poolsSeen = true
+				s.totalKiB += p.TotalCapacity.Value() / 1024
+				if p.FreeCapacity != nil {
+					s.freeKiB += p.FreeCapacity.Value() / 1024
+				}
+			}
+		}
+	}
+	return ctrl.Result{}, nil
+}

@@ -1,0 +1,29 @@
+package linstorcluster
+
+import (
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+)
+
+// scope carries one pass: the object, and what the phases observed. Phases record
+// observations here; only status.go turns them into conditions.
+type scope struct {
+	cluster *linstorv1.LinstorCluster
+	// stop ends the phase list early (a duplicate cluster must not act).
+	stop bool
+
+	duplicateOf  string
+	renderErr    error
+	applyErr     error
+	satelliteErr error
+
+	linstorURL     string
+	linstorErr     error
+	linstorVersion string
+	propertiesErr  error
+
+	satellitesTotal, satellitesReady int32
+	totalKiB, freeKiB                int64
+	poolsSeen                        bool
+}
+
+func newScope(c *linstorv1.LinstorCluster) *scope { return &scope{cluster: c} }

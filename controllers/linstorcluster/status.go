@@ -1,0 +1,112 @@
+package linstorcluster
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+)
+
+// updateStatus derives every condition from the scope's observations and writes the
+// status with one merge patch. observedGeneration moves only after a clean pass.
+func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded bool) error {
+	c := s.cluster
+	before := c.DeepCopy()
+	setDegradedCondition(c, s)
+	setProgressingCondition(c, s)
+	setAvailableCondition(c, s)
+	setUpgradeableCondition(c, s)
+
+	c.Status.Version = s.linstorVersion
+	if s.duplicateOf == "" {
+		c.Status.Satellites = linstorv1.SatelliteCounts{Ready: s.satellitesReady, Total: s.satellitesTotal}
+		c.Status.SatellitesSummary = fmt.Sprintf("%d/%d", s.satellitesReady, s.satellitesTotal)
+		c.Status.Capacity = nil
+		if s.poolsSeen {
+			c.Status.Capacity = &linstorv1.CapacityStatus{
+				Total: resource.NewQuantity(s.totalKiB*1024, resource.BinarySI),
+				Free:  resource.NewQuantity(s.freeKiB*1024, resource.BinarySI),
+			}
+		}
+	}
+	if passSucceeded && s.degradedReason() == "" {
+		c.Status.ObservedGeneration = c.Generation
+	}
+	return r.Client.Status().Patch(ctx, c, client.MergeFrom(before))
+}
+
+// degradedReason returns the reason and message of the most important problem.
+func (s *scope) degradedReason() string {
+	reason, _ := s.problem()
+	return reason
+}
+
+func (s *scope) problem() (reason, message string) {
+	switch {
+	case s.duplicateOf != "":
+		return linstorv1.ReasonDuplicateCluster, fmt.Sprintf("Only one LinstorCluster may exist; %s is older and manages LINSTOR. Delete this one.", s.duplicateOf)
+	case s.renderErr != nil:
+		return linstorv1.ReasonInvalidSpec, s.renderErr.Error()
+	case s.applyErr != nil:
+		return linstorv1.ReasonReconciling, "Applying the controller workload failed: " + s.applyErr.Error()
+	case s.satelliteErr != nil:
+		return linstorv1.ReasonReconciling, "Managing satellites failed: " + s.satelliteErr.Error()
+	case s.propertiesErr != nil:
+		return linstorv1.ReasonLinstorError, "Setting controller properties failed: " + s.propertiesErr.Error()
+	}
+	return "", ""
+}
+
+func setDegradedCondition(c *linstorv1.LinstorCluster, s *scope) {
+	reason, msg := s.problem()
+	cond := metav1.Condition{Type: linstorv1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: c.Generation}
+	if reason != "" {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, reason, msg
+	}
+	meta.SetStatusCondition(&c.Status.Conditions, cond)
+}
+
+func setProgressingCondition(c *linstorv1.LinstorCluster, s *scope) {
+	cond := metav1.Condition{Type: linstorv1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: c.Generation}
+	switch {
+	case s.duplicateOf != "":
+		cond.Reason = linstorv1.ReasonDuplicateCluster
+	case s.linstorErr != nil:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonControllerNotReady, "Waiting for the LINSTOR controller: "+s.linstorErr.Error()
+	case s.satellitesReady < s.satellitesTotal:
+		cond.Status, cond.Reason = metav1.ConditionTrue, linstorv1.ReasonSatellitesNotReady
+		cond.Message = fmt.Sprintf("%d of %d satellites are ONLINE", s.satellitesReady, s.satellitesTotal)
+	}
+	meta.SetStatusCondition(&c.Status.Conditions, cond)
+}
+
+func setAvailableCondition(c *linstorv1.LinstorCluster, s *scope) {
+	cond := metav1.Condition{Type: linstorv1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: c.Generation,
+		Message: fmt.Sprintf("LINSTOR %s, %d/%d satellites ONLINE", s.linstorVersion, s.satellitesReady, s.satellitesTotal)}
+	switch {
+	case s.duplicateOf != "":
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonDuplicateCluster, "This LinstorCluster is a duplicate and manages nothing"
+	case s.linstorErr != nil:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonLinstorUnreachable, s.linstorErr.Error()
+	case s.satellitesTotal == 0:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonSatellitesNotReady, "No node is selected for a satellite"
+	case s.satellitesReady < s.satellitesTotal:
+		cond.Status, cond.Reason = metav1.ConditionFalse, linstorv1.ReasonSatellitesNotReady
+	}
+	meta.SetStatusCondition(&c.Status.Conditions, cond)
+}
+
+// setUpgradeableCondition tells OLM (through the OperatorCondition, in the upgrade work)
+// whether replacing the operator now is safe.
+func setUpgradeableCondition(c *linstorv1.LinstorCluster, s *scope) {
+	cond := metav1.Condition{Type: linstorv1.ConditionUpgradeable, Status: metav1.ConditionTrue, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: c.Generation}
+	if reason, msg := s.problem(); reason != "" && reason != linstorv1.ReasonDuplicateCluster {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reason, "The cluster is degraded: "+msg
+	}
+	meta.SetStatusCondition(&c.Status.Conditions, cond)
+}

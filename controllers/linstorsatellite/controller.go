@@ -1,0 +1,151 @@
+package linstorsatellite
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	lapi "github.com/LINBIT/golinstor/client"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+)
+
+// Finalizer runs the deletion policy before the LinstorSatellite goes.
+const Finalizer = "linstor.io/satellite-deletion-policy"
+
+const (
+	// pollInterval: LINSTOR node state cannot be watched, so it is re-read this often.
+	pollInterval = 30 * time.Second
+	// shortPoll is used while waiting for LINSTOR (unreachable, evacuating, offline).
+	shortPoll = 5 * time.Second
+)
+
+// Reconciler reconciles LinstorSatellites.
+type Reconciler struct {
+	Client     client.Client
+	Recorder   record.EventRecorder
+	LinstorURL string
+	Transport  http.RoundTripper
+	// Poll is how often LINSTOR state is re-read; zero means pollInterval.
+	Poll time.Duration
+}
+
+// +kubebuilder:rbac:groups=linstor.io,resources=linstorsatellites,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=linstor.io,resources=linstorsatellites/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=linstor.io,resources=linstorsatellites/finalizers,verbs=update
+// +kubebuilder:rbac:groups=linstor.io,resources=linstorclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+
+// Reconcile reads top-down: get, delete or finalizer, scope, phases, status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	sat := &linstorv1.LinstorSatellite{}
+	if err := r.Client.Get(ctx, req.NamespacedName, sat); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &scope{sat: sat}
+	if err := r.loadCluster(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	if !sat.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+	if controllerutil.AddFinalizer(sat, Finalizer) {
+		if err := r.Client.Update(ctx, sat); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	defer func() {
+		if err := r.updateStatus(ctx, s, reterr == nil); err != nil && !apierrors.IsConflict(err) {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
+		}
+	}()
+	if s.cluster == nil {
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+
+	phases := []func(context.Context, *scope) (ctrl.Result, error){
+		r.reconcileNode,
+		r.reconcileNodeProperties,
+		r.reconcileStoragePools,
+		r.observeLinstor,
+	}
+	result := ctrl.Result{RequeueAfter: r.poll()}
+	var errs []error
+	for _, phase := range phases {
+		res, err := phase(ctx, s)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if res.RequeueAfter > 0 && res.RequeueAfter < result.RequeueAfter {
+			result.RequeueAfter = res.RequeueAfter
+		}
+		if s.stop {
+			break
+		}
+	}
+	return result, kerrors.NewAggregate(errs)
+}
+
+// loadCluster finds the owning LinstorCluster and a LINSTOR client for it.
+func (r *Reconciler) loadCluster(ctx context.Context, s *scope) error {
+	cluster := &linstorv1.LinstorCluster{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.sat.Namespace, Name: s.sat.Spec.ClusterRef.Name}, cluster)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return err
+	}
+	s.cluster = cluster
+	url := r.LinstorURL
+	if url == "" {
+		url = linstor.ServiceURL(cluster.Namespace)
+		if cluster.Spec.ExternalController != nil {
+			url = cluster.Spec.ExternalController.URL
+		}
+	}
+	s.lc, s.linstorErr = linstor.NewClient(url, r.Transport)
+	return nil
+}
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&linstorv1.LinstorSatellite{}).
+		Complete(r)
+}
+
+// scope carries one pass's observations.
+type scope struct {
+	sat     *linstorv1.LinstorSatellite
+	cluster *linstorv1.LinstorCluster
+	lc      *lapi.Client
+	stop    bool
+
+	node        *corev1.Node
+	linstorErr  error
+	nodeErr     error
+	propsErr    error
+	poolErr     error
+	poolWaiting string
+	deleteWait  string
+
+	connection string
+	version    string
+	pools      []lapi.StoragePool
+}
+
+func (r *Reconciler) poll() time.Duration {
+	if r.Poll > 0 {
+		return r.Poll
+	}
+	return pollInterval
+}

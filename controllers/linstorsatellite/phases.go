@@ -1,0 +1,298 @@
+package linstorsatellite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+
+	lapi "github.com/LINBIT/golinstor/client"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+)
+
+// ManagedPoolsKey is the LINSTOR node property listing the pools the operator created.
+// Only these are ever deleted, and only when empty.
+const ManagedPoolsKey = "Aux/linstor-operator/managed-pools"
+
+const defaultInterface = "default"
+
+// reconcileNode registers the LINSTOR node at the node's InternalIP and keeps the
+// address in sync; an evicted node that is back gets restored.
+func (r *Reconciler) reconcileNode(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.linstorErr != nil {
+		s.stop = true
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+	node := &corev1.Node{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: s.sat.Name}, node); err != nil {
+		s.nodeErr = fmt.Errorf("kubernetes node %s: %w", s.sat.Name, err)
+		s.stop = true
+		return ctrl.Result{RequeueAfter: shortPoll}, client.IgnoreNotFound(err)
+	}
+	s.node = node
+	addr := internalIP(node)
+	if addr == nil {
+		s.nodeErr = fmt.Errorf("kubernetes node %s reports no InternalIP address", node.Name)
+		s.stop = true
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+
+	lnode, err := s.lc.Nodes.Get(ctx, node.Name)
+	switch {
+	case linstor.IsNotFound(err):
+		err = s.lc.Nodes.Create(ctx, lapi.Node{Name: node.Name, Type: "Satellite",
+			NetInterfaces: []lapi.NetInterface{{Name: defaultInterface, Address: addr, SatellitePort: 3366, SatelliteEncryptionType: "PLAIN", IsActive: true}}})
+		if err != nil {
+			s.nodeErr = fmt.Errorf("registering LINSTOR node: %w", err)
+			return ctrl.Result{RequeueAfter: shortPoll}, nil
+		}
+		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "NodeRegistered", "Registered LINSTOR node %s at %s", node.Name, addr)
+		return ctrl.Result{}, nil
+	case err != nil:
+		s.linstorErr = fmt.Errorf("%w: %v", linstor.ErrUnreachable, err)
+		s.stop = true
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+
+	if hasFlag(lnode.Flags, "EVICTED") {
+		// The node came back after LINSTOR evicted it: restore it so it serves again.
+		if err := s.lc.Nodes.Restore(ctx, node.Name, lapi.NodeRestore{}); err != nil {
+			s.nodeErr = fmt.Errorf("restoring evicted node: %w", err)
+			return ctrl.Result{RequeueAfter: shortPoll}, nil
+		}
+		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "NodeRestored", "LINSTOR node %s was evicted and is back: restored", node.Name)
+	}
+	for _, nif := range lnode.NetInterfaces {
+		if nif.Name == defaultInterface && !nif.Address.Equal(addr) {
+			nif.Address = addr
+			if err := s.lc.Nodes.ModifyNetInterface(ctx, node.Name, defaultInterface, nif); err != nil {
+				s.nodeErr = fmt.Errorf("updating the node address: %w", err)
+				return ctrl.Result{RequeueAfter: shortPoll}, nil
+			}
+			r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "AddressChanged", "LINSTOR node %s now at %s", node.Name, addr)
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileNodeProperties applies the node properties with last-applied tracking.
+func (r *Reconciler) reconcileNodeProperties(ctx context.Context, s *scope) (ctrl.Result, error) {
+	lnode, err := s.lc.Nodes.Get(ctx, s.sat.Name)
+	if err != nil {
+		s.propsErr = err
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+	desired := map[string]string{}
+	for _, p := range s.sat.Spec.Properties {
+		desired[p.Name] = p.Value
+	}
+	mod := linstor.PropertyDiff(lnode.Props, desired)
+	if linstor.IsEmpty(mod) {
+		return ctrl.Result{}, nil
+	}
+	if err := s.lc.Nodes.Modify(ctx, s.sat.Name, lapi.NodeModify{GenericPropsModify: mod}); err != nil {
+		s.propsErr = fmt.Errorf("setting node properties: %w", err)
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileStoragePools creates missing pools, updates their properties and deletes
+// pools the operator created that are no longer wanted, never while they hold volumes.
+func (r *Reconciler) reconcileStoragePools(ctx context.Context, s *scope) (ctrl.Result, error) {
+	lnode, err := s.lc.Nodes.Get(ctx, s.sat.Name)
+	if err != nil {
+		s.poolErr = err
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+	existing, err := s.lc.Nodes.GetStoragePools(ctx, s.sat.Name)
+	if err != nil {
+		s.poolErr = err
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+	byName := map[string]lapi.StoragePool{}
+	for _, p := range existing {
+		byName[p.StoragePoolName] = p
+	}
+	managed := sets.New(managedPools(lnode.Props)...)
+	desired := sets.New[string]()
+	var problems []string
+	for _, want := range s.sat.Spec.StoragePools {
+		desired.Insert(want.Name)
+		kind, driverProps := providerOf(&want)
+		userProps := map[string]string{}
+		for _, p := range want.Properties {
+			userProps[p.Name] = p.Value
+		}
+		cur, ok := byName[want.Name]
+		if !ok {
+			if err := createPool(ctx, s.lc, s.sat.Name, &want, kind, driverProps, userProps); err != nil {
+				problems = append(problems, fmt.Sprintf("creating pool %s: %v", want.Name, err))
+				continue
+			}
+			managed.Insert(want.Name)
+			r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "PoolCreated", "Created %s storage pool %s", kind, want.Name)
+			continue
+		}
+		if cur.ProviderKind != kind {
+			// Never change the type of a pool that may hold data: report it instead.
+			problems = append(problems, fmt.Sprintf("pool %s exists as %s, the spec asks for %s", want.Name, cur.ProviderKind, kind))
+			continue
+		}
+		if mod := linstor.PropertyDiff(cur.Props, userProps); !linstor.IsEmpty(mod) {
+			if err := s.lc.Nodes.ModifyStoragePool(ctx, s.sat.Name, want.Name, mod); err != nil {
+				problems = append(problems, fmt.Sprintf("pool %s properties: %v", want.Name, err))
+			}
+		}
+	}
+	for _, name := range sets.List(managed.Difference(desired)) {
+		if _, ok := byName[name]; !ok {
+			managed.Delete(name)
+			continue
+		}
+		if err := s.lc.Nodes.DeleteStoragePool(ctx, s.sat.Name, name); err != nil {
+			// LINSTOR refuses to delete a pool that holds volumes: wait, and say so.
+			s.poolWaiting = fmt.Sprintf("pool %s is no longer wanted but cannot be deleted yet: %v", name, err)
+			continue
+		}
+		managed.Delete(name)
+		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "PoolDeleted", "Deleted storage pool %s", name)
+	}
+	if err := writeManagedPools(ctx, s.lc, s.sat.Name, lnode.Props, sets.List(managed)); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if len(problems) > 0 {
+		s.poolErr = fmt.Errorf("%s", strings.Join(problems, "; "))
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+	if s.poolWaiting != "" {
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+func createPool(ctx context.Context, lc *lapi.Client, node string, p *linstorv1.StoragePool, kind lapi.ProviderKind, driverProps, userProps map[string]string) error {
+	props := map[string]string{}
+	for k, v := range userProps {
+		props[k] = v
+	}
+	if mod := linstor.PropertyDiff(nil, userProps); len(mod.OverrideProps) > 0 {
+		props[linstor.LastAppliedKey] = mod.OverrideProps[linstor.LastAppliedKey]
+	}
+	if p.Source != nil && len(p.Source.HostDevices) > 0 {
+		poolName := driverProps["StorDriver/LvmVg"]
+		switch kind {
+		case lapi.LVM_THIN:
+			poolName += "/" + driverProps["StorDriver/ThinPool"]
+		case lapi.ZFS, lapi.ZFS_THIN:
+			poolName = driverProps["StorDriver/ZPool"] + driverProps["StorDriver/ZPoolThin"]
+		}
+		return lc.Nodes.CreateDevicePool(ctx, node, lapi.PhysicalStorageCreate{
+			ProviderKind: kind, DevicePaths: p.Source.HostDevices, PoolName: poolName,
+			WithStoragePool: lapi.PhysicalStorageStoragePoolCreate{Name: p.Name, Props: props},
+		})
+	}
+	for k, v := range driverProps {
+		props[k] = v
+	}
+	return lc.Nodes.CreateStoragePool(ctx, node, lapi.StoragePool{StoragePoolName: p.Name, ProviderKind: kind, Props: props})
+}
+
+// providerOf maps a pool spec to LINSTOR's provider kind and driver properties,
+// applying the documented defaults for unset names.
+func providerOf(p *linstorv1.StoragePool) (lapi.ProviderKind, map[string]string) {
+	or := func(v, def string) string {
+		if v != "" {
+			return v
+		}
+		return def
+	}
+	switch {
+	case p.LvmPool != nil:
+		return lapi.LVM, map[string]string{"StorDriver/LvmVg": or(p.LvmPool.VolumeGroup, p.Name)}
+	case p.LvmThinPool != nil:
+		return lapi.LVM_THIN, map[string]string{"StorDriver/LvmVg": or(p.LvmThinPool.VolumeGroup, "linstor_"+p.Name), "StorDriver/ThinPool": or(p.LvmThinPool.ThinPool, p.Name)}
+	case p.ZfsPool != nil:
+		return lapi.ZFS, map[string]string{"StorDriver/ZPool": or(p.ZfsPool.ZPool, p.Name)}
+	case p.ZfsThinPool != nil:
+		return lapi.ZFS_THIN, map[string]string{"StorDriver/ZPoolThin": or(p.ZfsThinPool.ZPool, p.Name)}
+	case p.FilePool != nil:
+		return lapi.FILE, map[string]string{"StorDriver/FileDir": or(p.FilePool.Directory, "/var/lib/linstor-pools/"+p.Name)}
+	case p.FileThinPool != nil:
+		return lapi.FILE_THIN, map[string]string{"StorDriver/FileDir": or(p.FileThinPool.Directory, "/var/lib/linstor-pools/"+p.Name)}
+	}
+	return "", nil
+}
+
+func managedPools(props map[string]string) []string {
+	var names []string
+	_ = json.Unmarshal([]byte(props[ManagedPoolsKey]), &names)
+	return names
+}
+
+func writeManagedPools(ctx context.Context, lc *lapi.Client, node string, props map[string]string, names []string) error {
+	sort.Strings(names)
+	raw, _ := json.Marshal(names)
+	if props[ManagedPoolsKey] == string(raw) || (len(names) == 0 && props[ManagedPoolsKey] == "") {
+		return nil
+	}
+	mod := lapi.GenericPropsModify{OverrideProps: lapi.OverrideProps{ManagedPoolsKey: string(raw)}}
+	if err := lc.Nodes.Modify(ctx, node, lapi.NodeModify{GenericPropsModify: mod}); err != nil {
+		return fmt.Errorf("recording managed pools: %w", err)
+	}
+	return nil
+}
+
+// observeLinstor reads the node's state and pools for the status.
+func (r *Reconciler) observeLinstor(ctx context.Context, s *scope) (ctrl.Result, error) {
+	lnode, err := s.lc.Nodes.Get(ctx, s.sat.Name)
+	if err != nil {
+		s.linstorErr = fmt.Errorf("%w: %v", linstor.ErrUnreachable, err)
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+	s.connection = lnode.ConnectionStatus
+	if s.connection == "ONLINE" {
+		// LINSTOR accepts a satellite only at the controller's exact version.
+		if v, err := s.lc.Controller.GetVersion(ctx); err == nil {
+			s.version = v.Version
+		}
+	}
+	pools, err := s.lc.Nodes.GetStoragePools(ctx, s.sat.Name)
+	if err != nil {
+		s.linstorErr = fmt.Errorf("%w: %v", linstor.ErrUnreachable, err)
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+	s.pools = pools
+	if s.connection != "ONLINE" {
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+func internalIP(node *corev1.Node) net.IP {
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			if ip := net.ParseIP(a.Address); ip != nil {
+				return ip
+			}
+		}
+	}
+	return nil
+}
+
+func hasFlag(flags []string, f string) bool {
+	for _, x := range flags {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}

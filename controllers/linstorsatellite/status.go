@@ -1,0 +1,107 @@
+package linstorsatellite
+
+import (
+	"context"
+	"fmt"
+
+	lapi "github.com/LINBIT/golinstor/client"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+)
+
+// updateStatus turns the pass's observations into status with one merge patch.
+func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded bool) error {
+	sat := s.sat
+	before := sat.DeepCopy()
+	if s.connection != "" {
+		sat.Status.ConnectionStatus = s.connection
+		sat.Status.Version = s.version
+	}
+	if s.pools != nil {
+		sat.Status.StoragePools = nil
+		ready := 0
+		for _, p := range s.pools {
+			if p.ProviderKind == lapi.DISKLESS {
+				continue
+			}
+			sat.Status.StoragePools = append(sat.Status.StoragePools, linstorv1.StoragePoolStatus{
+				Name: p.StoragePoolName, ProviderKind: string(p.ProviderKind),
+				FreeCapacity:  resource.NewQuantity(p.FreeCapacity*1024, resource.BinarySI),
+				TotalCapacity: resource.NewQuantity(p.TotalCapacity*1024, resource.BinarySI),
+			})
+			if p.TotalCapacity > 0 {
+				ready++
+			}
+		}
+		sat.Status.PoolsSummary = fmt.Sprintf("%d/%d", ready, len(sat.Spec.StoragePools))
+	}
+	setDegradedCondition(sat, s)
+	setProgressingCondition(sat, s)
+	setAvailableCondition(sat, s)
+	if passSucceeded && problem(s) == "" {
+		sat.Status.ObservedGeneration = sat.Generation
+	}
+	return r.Client.Status().Patch(ctx, sat, client.MergeFrom(before))
+}
+
+func problem(s *scope) string {
+	switch {
+	case s.cluster == nil:
+		return fmt.Sprintf("LinstorCluster %q not found", s.sat.Spec.ClusterRef.Name)
+	case s.nodeErr != nil:
+		return s.nodeErr.Error()
+	case s.propsErr != nil:
+		return s.propsErr.Error()
+	case s.poolErr != nil:
+		return s.poolErr.Error()
+	case s.deleteWait != "":
+		return s.deleteWait
+	}
+	return ""
+}
+
+func setDegradedCondition(sat *linstorv1.LinstorSatellite, s *scope) {
+	cond := metav1.Condition{Type: linstorv1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: sat.Generation}
+	reason := linstorv1.ReasonLinstorError
+	switch {
+	case s.cluster == nil || s.nodeErr != nil:
+		reason = linstorv1.ReasonInvalidSpec
+	case s.deleteWait != "":
+		reason = linstorv1.ReasonWaitingForEvacuate
+	}
+	if msg := problem(s); msg != "" {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, reason, msg
+	} else if s.poolWaiting != "" {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonPoolInUse, s.poolWaiting
+	}
+	meta.SetStatusCondition(&sat.Status.Conditions, cond)
+}
+
+func setProgressingCondition(sat *linstorv1.LinstorSatellite, s *scope) {
+	cond := metav1.Condition{Type: linstorv1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: sat.Generation}
+	if s.linstorErr != nil {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonControllerNotReady, "Waiting for the LINSTOR controller: "+s.linstorErr.Error()
+	}
+	meta.SetStatusCondition(&sat.Status.Conditions, cond)
+}
+
+func setAvailableCondition(sat *linstorv1.LinstorSatellite, s *scope) {
+	cond := metav1.Condition{Type: linstorv1.ConditionAvailable, Status: metav1.ConditionFalse, ObservedGeneration: sat.Generation}
+	switch {
+	case s.linstorErr != nil:
+		cond.Reason, cond.Message = linstorv1.ReasonLinstorUnreachable, s.linstorErr.Error()
+	case s.connection == "ONLINE":
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonAsExpected, "LINSTOR node is ONLINE"
+	case s.connection == "VERSION_MISMATCH":
+		cond.Reason, cond.Message = linstorv1.ReasonVersionMismatch, "The satellite's LINSTOR version differs from the controller's"
+	case s.connection != "":
+		cond.Reason, cond.Message = linstorv1.ReasonNodeOffline, "LINSTOR reports the node "+s.connection
+	default:
+		cond.Reason, cond.Message = linstorv1.ReasonNotObserved, problem(s)
+	}
+	meta.SetStatusCondition(&sat.Status.Conditions, cond)
+}

@@ -1,0 +1,108 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lapi "github.com/LINBIT/golinstor/client"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+)
+
+func TestClusterRunsLinstor(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	makeNode(t, "run-a", "10.1.0.1", map[string]string{"storage": "yes", "zone": "a"})
+	makeNode(t, "run-b", "10.1.0.2", map[string]string{"storage": "yes", "zone": "b"})
+	makeNode(t, "run-c", "10.1.0.3", map[string]string{"storage": "no"})
+
+	g.Expect(env.Client.Create(ctx, &linstorv1.LinstorSatelliteConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "pools", Namespace: ns},
+		Spec: linstorv1.LinstorSatelliteConfigurationSpec{
+			StoragePools: []linstorv1.StoragePool{
+				{Name: "thin", LvmThinPool: &linstorv1.LvmThinPool{}, Source: &linstorv1.StoragePoolSource{HostDevices: []string{"/dev/vdb"}},
+					Properties: []linstorv1.Property{{Name: "Aux/tier", Value: "ssd"}}},
+				{Name: "files", FileThinPool: &linstorv1.FilePool{}},
+			},
+			Properties: []linstorv1.NodeProperty{{Name: "Aux/zone", ValueFrom: &linstorv1.NodePropertySource{NodeFieldRef: "metadata.labels['zone']"}}},
+		},
+	})).To(Succeed())
+	cluster := makeCluster(t, ns, linstorv1.LinstorClusterSpec{
+		NodeSelector: map[string]string{"storage": "yes"},
+		Properties:   []linstorv1.Property{{Name: "DrbdOptions/Net/protocol", Value: "C"}, {Name: "Aux/keep", Value: "1"}},
+	})
+
+	// The controller workload.
+	g.Eventually(func(g Gomega) {
+		var d appsv1.Deployment
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-controller"}, &d)).To(Succeed())
+		g.Expect(d.Spec.Strategy.Type).To(Equal(appsv1.RecreateDeploymentStrategyType))
+		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("quay.io/piraeusdatastore/piraeus-server:v1.33.3"))
+		g.Expect(metav1.IsControlledBy(&d, cluster)).To(BeTrue())
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-controller"}, &corev1.Service{})).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-controller-config"}, &corev1.ConfigMap{})).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "linstor-controller-" + ns + "-linstor"}, &rbacv1.ClusterRole{})).To(Succeed())
+	}, timeout, tick).Should(Succeed())
+
+	// One satellite per selected node, registered in LINSTOR with pools and properties.
+	g.Eventually(func(g Gomega) {
+		var sats linstorv1.LinstorSatelliteList
+		g.Expect(env.Client.List(ctx, &sats, client.InNamespace(ns))).To(Succeed())
+		g.Expect(sats.Items).To(HaveLen(2))
+		for _, name := range []string{"run-a", "run-b"} {
+			n, ok := emu.Node(name)
+			g.Expect(ok).To(BeTrue(), "LINSTOR node %s", name)
+			g.Expect(n.NetInterfaces[0].Address.String()).To(HavePrefix("10.1.0."))
+			g.Expect(n.Props).To(HaveKeyWithValue("Aux/zone", map[string]string{"run-a": "a", "run-b": "b"}[name]))
+			sat := getSatellite(g, ns, name)
+			g.Expect(sat.Status.ConnectionStatus).To(Equal("ONLINE"))
+			g.Expect(sat.Status.StoragePools).To(HaveLen(2))
+		}
+		_, selected := emu.Node("run-c")
+		g.Expect(selected).To(BeFalse(), "node not selected by the cluster must not be registered")
+	}, timeout, tick).Should(Succeed())
+
+	lc := emulatorClient(t)
+	pool, err := lc.Nodes.GetStoragePool(ctx, "run-a", "thin")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pool.ProviderKind).To(Equal(lapi.LVM_THIN))
+	g.Expect(pool.TotalCapacity).To(Equal(int64(100<<20)), "device pool sized from /dev/vdb")
+	g.Expect(pool.Props).To(HaveKeyWithValue("Aux/tier", "ssd"))
+	files, err := lc.Nodes.GetStoragePool(ctx, "run-a", "files")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(files.ProviderKind).To(Equal(lapi.FILE_THIN))
+	g.Expect(files.Props).To(HaveKeyWithValue("StorDriver/FileDir", "/var/lib/linstor-pools/files"))
+
+	// Cluster status.
+	g.Eventually(func(g Gomega) {
+		c := getCluster(g, cluster)
+		g.Expect(condition(c.Status.Conditions, linstorv1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Status.Version).To(Equal("1.33.3"))
+		g.Expect(c.Status.SatellitesSummary).To(Equal("2/2"))
+		g.Expect(c.Status.Capacity).NotTo(BeNil())
+		g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
+	}, timeout, tick).Should(Succeed())
+	props, err := lc.Controller.GetProps(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(props).To(HaveKeyWithValue("DrbdOptions/Net/protocol", "C"))
+
+	// Removing a property from the spec removes it from LINSTOR; a foreign one stays.
+	g.Expect(lc.Controller.Modify(ctx, lapi.GenericPropsModify{OverrideProps: map[string]string{"Aux/foreign": "x"}})).To(Succeed())
+	c := getCluster(g, cluster)
+	c.Spec.Properties = c.Spec.Properties[:1]
+	g.Expect(env.Client.Update(ctx, c)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		props, err := lc.Controller.GetProps(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(props).NotTo(HaveKey("Aux/keep"))
+		g.Expect(props).To(HaveKeyWithValue("Aux/foreign", "x"))
+	}, timeout, tick).Should(Succeed())
+}

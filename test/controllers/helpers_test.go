@@ -1,0 +1,91 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	lapi "github.com/LINBIT/golinstor/client"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+)
+
+const (
+	timeout = 20 * time.Second
+	tick    = 100 * time.Millisecond
+)
+
+// makeNode creates a Kubernetes node with an InternalIP; it is deleted after the test.
+func makeNode(t *testing.T, name, ip string, labels map[string]string) *corev1.Node {
+	t.Helper()
+	ctx := context.Background()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	if err := env.Client.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	node.Status = corev1.NodeStatus{
+		Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}},
+		NodeInfo:  corev1.NodeSystemInfo{OSImage: "Ubuntu 24.04 LTS"},
+	}
+	if err := env.Client.Status().Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, node) })
+	return node
+}
+
+// makeCluster creates a LinstorCluster and, after the test, deletes it and waits until
+// its finalizer ran, so the next test can create the one allowed cluster.
+func makeCluster(t *testing.T, ns string, spec linstorv1.LinstorClusterSpec) *linstorv1.LinstorCluster {
+	t.Helper()
+	ctx := context.Background()
+	c := &linstorv1.LinstorCluster{ObjectMeta: metav1.ObjectMeta{Name: "linstor", Namespace: ns}, Spec: spec}
+	if err := env.Client.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Client.Delete(ctx, c)
+		// envtest runs no garbage collector: delete the owned satellites ourselves.
+		_ = env.Client.DeleteAllOf(ctx, &linstorv1.LinstorSatellite{}, client.InNamespace(ns))
+		NewWithT(t).Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(c), &linstorv1.LinstorCluster{}))
+		}, timeout, tick).Should(BeTrue(), "LinstorCluster not finalized")
+	})
+	return c
+}
+
+func condition(conds []metav1.Condition, typ string) metav1.Condition {
+	if c := meta.FindStatusCondition(conds, typ); c != nil {
+		return *c
+	}
+	return metav1.Condition{Type: typ, Status: "Missing"}
+}
+
+func getCluster(g Gomega, c *linstorv1.LinstorCluster) *linstorv1.LinstorCluster {
+	out := &linstorv1.LinstorCluster{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(c), out)).To(Succeed())
+	return out
+}
+
+func getSatellite(g Gomega, ns, name string) *linstorv1.LinstorSatellite {
+	out := &linstorv1.LinstorSatellite{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, out)).To(Succeed())
+	return out
+}
+
+// emulatorClient is a golinstor client to the emulator, for arranging and asserting.
+func emulatorClient(t *testing.T) *lapi.Client {
+	t.Helper()
+	c, err := linstor.NewClient(emulatorURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

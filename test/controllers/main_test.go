@@ -1,0 +1,35 @@
+// Package controllers tests the operator's reconcilers on a real kube-apiserver, with
+// LINSTOR played by the emulator over HTTP through golinstor.
+package controllers
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	lapi "github.com/LINBIT/golinstor/client"
+
+	"github.com/linstor-operator/linstor-operator/pkg/linstor/emulator"
+	"github.com/linstor-operator/linstor-operator/test/envtest"
+)
+
+var (
+	env         *envtest.Env
+	emu         *emulator.Emulator
+	emulatorURL string
+)
+
+func TestMain(m *testing.M) {
+	emu = emulator.New()
+	emu.SetNewNodeDisks(lapi.PhysicalStorageNode{PhysicalStorageDevice: lapi.PhysicalStorageDevice{Device: "/dev/vdb"}, Size: 100 << 30})
+	srv := httptest.NewServer(emu.Handler())
+	emulatorURL = srv.URL
+	code := envtest.Run(m, envtest.Options{LinstorURL: srv.URL, LinstorPoll: time.Second}, &env)
+	srv.Close()
+	if code != 0 {
+		fmt.Fprintln(os.Stderr, "controllers: tests failed")
+	}
+	os.Exit(code)
+}

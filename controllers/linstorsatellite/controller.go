@@ -63,7 +63,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}
 	defer func() {
-		if err := r.updateStatus(ctx, s, reterr == nil); err != nil && !apierrors.IsConflict(err) {
+		if err := r.updateStatus(ctx, s, reterr == nil); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
 	}()

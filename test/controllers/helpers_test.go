@@ -51,12 +51,18 @@ func makeCluster(t *testing.T, ns string, spec linstorv1.LinstorClusterSpec) *li
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		g := NewWithT(t)
 		_ = env.Client.Delete(ctx, c)
-		// envtest runs no garbage collector: delete the owned satellites ourselves.
-		_ = env.Client.DeleteAllOf(ctx, &linstorv1.LinstorSatellite{}, client.InNamespace(ns))
-		NewWithT(t).Eventually(func() bool {
+		g.Eventually(func() bool {
 			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(c), &linstorv1.LinstorCluster{}))
 		}, timeout, tick).Should(BeTrue(), "LinstorCluster not finalized")
+		// envtest runs no garbage collector: delete the owned satellites as it would.
+		_ = env.Client.DeleteAllOf(ctx, &linstorv1.LinstorSatellite{}, client.InNamespace(ns))
+		g.Eventually(func() ([]linstorv1.LinstorSatellite, error) {
+			var l linstorv1.LinstorSatelliteList
+			err := env.Client.List(ctx, &l, client.InNamespace(ns))
+			return l.Items, err
+		}, timeout, tick).Should(BeEmpty(), "satellites not finalized")
 	})
 	return c
 }
@@ -88,4 +94,10 @@ func emulatorClient(t *testing.T) *lapi.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+func getNode(g Gomega, name string) *corev1.Node {
+	out := &corev1.Node{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Name: name}, out)).To(Succeed())
+	return out
 }

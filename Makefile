@@ -4,7 +4,7 @@
 VERSION ?= 0.2.0
 IMAGE_TAG_BASE ?= quay.io/linstor-operator/linstor-operator
 IMG ?= $(IMAGE_TAG_BASE):v$(VERSION)
-CHANNELS ?= alpha,stable
+CHANNELS ?= candidate,stable
 DEFAULT_CHANNEL ?= stable
 
 # The Kubernetes minor follows k8s.io/api in go.mod.
@@ -114,9 +114,17 @@ undeploy: kustomize ## Undeploy the operator.
 
 ##@ Packaging
 
+# BUNDLE_CREATED_AT is fixed per release so that regenerating the bundle is reproducible.
+BUNDLE_CREATED_AT ?= 2026-11-22T00:00:00Z
+
 .PHONY: bundle
-bundle: manifests kustomize ## Generate the OLM bundle (see docs/olm.md).
-	@echo "bundle generation lands with the OLM packaging issue" >&2; exit 1
+bundle: manifests generate ## Generate the OLM bundle: bundle/, bundle.Dockerfile (see docs/olm.md).
+	go run ./hack/bundlegen -root . -out bundle -version $(VERSION) -image $(IMG) \
+		-channels $(CHANNELS) -default-channel $(DEFAULT_CHANNEL) -created-at $(BUNDLE_CREATED_AT)
+
+.PHONY: bundle-build
+bundle-build: ## Build the bundle image.
+	docker build -f bundle.Dockerfile -t $(IMAGE_TAG_BASE)-bundle:v$(VERSION) .
 
 .PHONY: catalog
 catalog: ## Render the file-based catalog.
@@ -127,14 +135,15 @@ catalog: ## Render the file-based catalog.
 .PHONY: controller-gen
 controller-gen: $(CONTROLLER_GEN)
 $(CONTROLLER_GEN):
-	$(call go-install-tool,$(CONTROLLER_GEN),sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION))
+	$(call go-install-tool,$(CONTROLLER_GEN),sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION),controller-gen)
 
 .PHONY: kustomize
 kustomize: $(KUSTOMIZE)
 $(KUSTOMIZE):
-	$(call go-install-tool,$(KUSTOMIZE),sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION))
+	$(call go-install-tool,$(KUSTOMIZE),sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION),kustomize)
 
 # go-install-tool installs a pinned Go tool into bin/ under a versioned name.
+# $(1) target path, $(2) package, $(3) version, $(4) the binary go install writes.
 define go-install-tool
 @[ -f "$(1)" ] || { \
 set -e; \
@@ -142,6 +151,6 @@ package=$(2)@$(3) ;\
 echo "Installing $${package}" ;\
 rm -f "$(1)" ;\
 GOBIN="$(GOBIN_DIR)" go install $${package} ;\
-mv "$(GOBIN_DIR)/$$(basename "$(2)")" "$(1)" ;\
+mv "$(GOBIN_DIR)/$(4)" "$(1)" ;\
 }
 endef

@@ -11,6 +11,7 @@ import (
 type LinstorSatelliteSpec struct {
 	// clusterRef names the LinstorCluster this satellite belongs to.
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Cluster"
 	ClusterRef ClusterReference `json:"clusterRef"`
 
 	// storagePools on this node.
@@ -18,6 +19,7 @@ type LinstorSatelliteSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage Pools"
 	StoragePools []StoragePool `json:"storagePools,omitempty"`
 
 	// properties of the LINSTOR node, with node-derived values already resolved.
@@ -25,6 +27,7 @@ type LinstorSatelliteSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=128
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node Properties"
 	Properties []Property `json:"properties,omitempty"`
 
 	// netInterfaces of the LINSTOR node.
@@ -32,17 +35,20 @@ type LinstorSatelliteSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=16
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network Interfaces"
 	NetInterfaces []NetInterface `json:"netInterfaces,omitempty"`
 
 	// podTemplate is the merged strategic-merge patch for the satellite pod.
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Template Patch"
 	PodTemplate *runtime.RawExtension `json:"podTemplate,omitempty"`
 
 	// deletionPolicy applied when this satellite is deleted.
 	// +kubebuilder:default=Retain
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Deletion Policy"
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 }
 

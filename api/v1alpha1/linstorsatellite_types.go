@@ -9,11 +9,13 @@ type LinstorSatelliteSpec struct {
 	// clusterName names the LinstorCluster.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Cluster Name"
 	ClusterName  string `json:"clusterName"`
 	StoragePools `json:",inline"`
 	// nodeProperties are LINSTOR node properties.
 	// +kubebuilder:validation:MaxProperties=128
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node Properties"
 	NodeProperties map[string]string `json:"nodeProperties,omitempty"`
 }
 
@@ -22,6 +24,7 @@ type LinstorSatelliteStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors={"urn:alm:descriptor:io.kubernetes.conditions"}
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -35,6 +38,7 @@ type LinstorSatelliteStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:deprecatedversion:warning="linstor.io/v1alpha1 LinstorSatellite is deprecated; use linstor.io/v1"
 // +kubebuilder:resource:shortName=ls,categories=linstor
+// +operator-sdk:csv:customresourcedefinitions:displayName="LINSTOR Satellite (deprecated)"
 type LinstorSatellite struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -8,11 +8,13 @@ import (
 type LinstorSatelliteConfigurationSpec struct {
 	// nodeSelector selects the nodes this configuration applies to.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node Selector"
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 	StoragePools `json:",inline"`
 	// nodeProperties are LINSTOR node properties.
 	// +kubebuilder:validation:MaxProperties=128
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node Properties"
 	NodeProperties map[string]string `json:"nodeProperties,omitempty"`
 }
 
@@ -21,6 +23,7 @@ type LinstorSatelliteConfigurationStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors={"urn:alm:descriptor:io.kubernetes.conditions"}
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -31,6 +34,7 @@ type LinstorSatelliteConfigurationStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:deprecatedversion:warning="linstor.io/v1alpha1 LinstorSatelliteConfiguration is deprecated; use linstor.io/v1"
 // +kubebuilder:resource:shortName=lsc,categories=linstor
+// +operator-sdk:csv:customresourcedefinitions:displayName="LINSTOR Satellite Configuration (deprecated)"
 type LinstorSatelliteConfiguration struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

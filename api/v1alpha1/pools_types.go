@@ -5,14 +5,17 @@ type StoragePools struct {
 	// lvmPools are thick LVM pools.
 	// +kubebuilder:validation:MaxItems=32
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="LVM Pools"
 	LvmPools []LvmPool `json:"lvmPools,omitempty"`
 	// lvmThinPools are LVM thin pools.
 	// +kubebuilder:validation:MaxItems=32
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="LVM Thin Pools"
 	LvmThinPools []LvmThinPool `json:"lvmThinPools,omitempty"`
 	// zfsPools are ZFS pools.
 	// +kubebuilder:validation:MaxItems=32
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="ZFS Pools"
 	ZfsPools []ZfsPool `json:"zfsPools,omitempty"`
 }
 

@@ -34,6 +34,11 @@ func (v *ClusterValidator) ValidateCreate(ctx context.Context, obj runtime.Objec
 		return nil, apierrors.NewInternalError(fmt.Errorf("listing LinstorClusters: %w", err))
 	}
 	for _, other := range existing.Items {
+		// A cluster being deleted does not count: replacing a cluster is delete, then
+		// create. The controllers let the new one act only once the old one is gone.
+		if other.DeletionTimestamp != nil {
+			continue
+		}
 		if other.Namespace != cluster.Namespace || other.Name != cluster.Name {
 			return nil, invalid("LinstorCluster", cluster.Name, field.ErrorList{field.Forbidden(field.NewPath("metadata", "name"),
 				fmt.Sprintf("only one LinstorCluster may exist per Kubernetes cluster and %s/%s already does", other.Namespace, other.Name))})

@@ -80,9 +80,10 @@ func TestV1OnlyFieldsSurviveAnEditThroughV1alpha1(t *testing.T) {
 	g.Expect(old.Spec.DisableHAController).To(BeTrue())
 	g.Expect(old.Annotations).To(HaveKey(lossless.DataAnnotation), "v1-only fields must be kept for the way back")
 
-	old.Spec.ControllerImage = "quay.io/piraeusdatastore/piraeus-server:v1.33.2"
-	old.Spec.ControllerProperties["Autoplacer/Weights/MaxFreeSpace"] = "1"
-	g.Expect(env.Client.Update(ctx, &old)).To(Succeed())
+	g.Expect(update(ctx, &old, func() {
+		old.Spec.ControllerImage = "quay.io/piraeusdatastore/piraeus-server:v1.33.2"
+		old.Spec.ControllerProperties["Autoplacer/Weights/MaxFreeSpace"] = "1"
+	}, false)).To(Succeed())
 
 	var cur linstorv1.LinstorCluster
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cluster), &cur)).To(Succeed())
@@ -106,15 +107,15 @@ func TestStatusWrittenThroughV1alpha1KeepsV1Status(t *testing.T) {
 		Spec:       linstorv1.LinstorSatelliteSpec{ClusterRef: linstorv1.ClusterReference{Name: "linstor"}},
 	}
 	g.Expect(env.Client.Create(ctx, sat)).To(Succeed())
-	sat.Status = linstorv1.LinstorSatelliteStatus{ConnectionStatus: "ONLINE", Version: "1.33.3",
-		StoragePools: []linstorv1.StoragePoolStatus{{Name: "thin", ProviderKind: "LVM_THIN", TotalCapacity: ptr.To(resource.MustParse("100Gi"))}}}
-	g.Expect(env.Client.Status().Update(ctx, sat)).To(Succeed())
+	g.Expect(update(ctx, sat, func() {
+		sat.Status.ConnectionStatus, sat.Status.Version = "ONLINE", "1.33.3"
+		sat.Status.StoragePools = []linstorv1.StoragePoolStatus{{Name: "thin", ProviderKind: "LVM_THIN", TotalCapacity: ptr.To(resource.MustParse("100Gi"))}}
+	}, true)).To(Succeed())
 
 	var old linstorv1alpha1.LinstorSatellite
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(sat), &old)).To(Succeed())
 	g.Expect(old.Status.ConnectionStatus).To(Equal("ONLINE"))
-	old.Status.ConnectionStatus = "OFFLINE"
-	g.Expect(env.Client.Status().Update(ctx, &old)).To(Succeed())
+	g.Expect(update(ctx, &old, func() { old.Status.ConnectionStatus = "OFFLINE" }, true)).To(Succeed())
 
 	var cur linstorv1.LinstorSatellite
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(sat), &cur)).To(Succeed())

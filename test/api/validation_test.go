@@ -164,8 +164,7 @@ func TestImmutableFieldsRefuseEdits(t *testing.T) {
 			o.SetNamespace(ns)
 			g.Expect(env.Client.Create(ctx, o)).To(Succeed())
 			t.Cleanup(func() { _ = env.Client.Delete(ctx, o) })
-			o.Object["spec"] = tc.after
-			err := env.Client.Update(ctx, o)
+			err := update(ctx, o, func() { o.Object["spec"] = tc.after }, false)
 			g.Expect(err).To(HaveOccurred(), "edit accepted")
 			g.Expect(err.Error()).To(ContainSubstring(tc.want))
 		})
@@ -185,8 +184,7 @@ func TestOnlyOneLinstorCluster(t *testing.T) {
 	g.Expect(err.Error()).To(ContainSubstring(fmt.Sprintf("only one LinstorCluster may exist per Kubernetes cluster and %s/linstor already does", first.Namespace)))
 
 	// Updating the one cluster is of course allowed.
-	first.Spec.Version = "1.33.3"
-	g.Expect(env.Client.Update(ctx, first)).To(Succeed())
+	g.Expect(update(ctx, first, func() { first.Spec.Version = "1.33.3" }, false)).To(Succeed())
 }
 
 // TestValidEdgeCasesAreAccepted guards against rules that are too strict.

@@ -178,7 +178,7 @@ func zapLevel() zapcore.Level {
 // Namespace creates a namespace of its own for one test and deletes it afterwards.
 func (e *Env) Namespace(t testing.TB) string {
 	t.Helper()
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-", ".", "-").Replace(t.Name()))
 	if len(name) > 40 {
 		name = name[:40]
 	}

@@ -18,6 +18,7 @@ KUSTOMIZE_VERSION ?= v5.7.1
 CONTROLLER_GEN ?= $(GOBIN_DIR)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE ?= $(GOBIN_DIR)/kustomize-$(KUSTOMIZE_VERSION)
 KUBEBUILDER_ASSETS ?= $(GOBIN_DIR)/k8s/$(K8S_VERSION)
+OPM ?= $(GOBIN_DIR)/opm/opm-v1.73.0
 
 SHELL = /usr/bin/env bash -o pipefail
 .SHELLFLAGS = -ec
@@ -54,8 +55,8 @@ envtest-assets: ## Build kube-apiserver and etcd from source (cached in bin/k8s/
 	K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) hack/build-k8s-binaries.sh kube-apiserver etcd
 
 .PHONY: test
-test: manifests generate fmt vet envtest-assets ## Run all tests: unit, emulator conformance, envtest (real kube-apiserver).
-	KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) CONTROLLER_GEN=$(CONTROLLER_GEN) \
+test: manifests generate fmt vet envtest-assets opm ## Run all tests: unit, fuzz round trips, LINSTOR API conformance, real kube-apiserver, bundle and catalog.
+	KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) CONTROLLER_GEN=$(CONTROLLER_GEN) OPM=$(OPM) \
 	LINSTOR_OPENAPI_SPEC=$(LINSTOR_OPENAPI_SPEC) \
 	go test ./... -count=1 -timeout 30m
 
@@ -126,9 +127,17 @@ bundle: manifests generate ## Generate the OLM bundle: bundle/, bundle.Dockerfil
 bundle-build: ## Build the bundle image.
 	docker build -f bundle.Dockerfile -t $(IMAGE_TAG_BASE)-bundle:v$(VERSION) .
 
+.PHONY: opm
+opm: ## Build opm from source (cached in bin/opm/).
+	hack/build-opm.sh >/dev/null
+
 .PHONY: catalog
-catalog: ## Render the file-based catalog.
-	@echo "catalog rendering lands with the OLM packaging issue" >&2; exit 1
+catalog: bundle opm ## Render catalog/ (file-based catalog) from bundle/ and bundles/, and validate it.
+	hack/render-catalog.sh $(OPM) catalog
+
+.PHONY: catalog-build
+catalog-build: ## Build the catalog image (published catalogs reference bundle images; see docs/olm.md).
+	docker build -f catalog.Dockerfile -t $(IMAGE_TAG_BASE)-catalog:v$(VERSION) .
 
 ##@ Tools
 

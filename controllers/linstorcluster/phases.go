@@ -26,6 +26,7 @@ import (
 var (
 	namespacedKinds = []schema.GroupVersionKind{
 		{Group: "apps", Version: "v1", Kind: "Deployment"},
+		{Group: "apps", Version: "v1", Kind: "DaemonSet"},
 		{Version: "v1", Kind: "Service"},
 		{Version: "v1", Kind: "ConfigMap"},
 		{Version: "v1", Kind: "ServiceAccount"},
@@ -33,6 +34,7 @@ var (
 		rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
 	}
 	clusterKinds = []schema.GroupVersionKind{
+		{Group: "storage.k8s.io", Version: "v1", Kind: "CSIDriver"},
 		rbacv1.SchemeGroupVersion.WithKind("ClusterRole"),
 		rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"),
 	}
@@ -62,14 +64,22 @@ func (r *Reconciler) reconcileDuplicate(ctx context.Context, s *scope) (ctrl.Res
 	return ctrl.Result{}, nil
 }
 
-// reconcileControllerWorkload renders the LINSTOR controller and applies it. Pruning
-// runs only after a successful render and apply, so a broken spec never deletes the
-// running controller.
+// reconcileControllerWorkload renders the LINSTOR controller, the CSI driver and the HA
+// controller and applies them. Pruning runs only after a successful render and apply,
+// so a broken spec never deletes a running workload.
 func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) (ctrl.Result, error) {
-	objs, err := render.Controller(s.cluster, r.Images)
-	if err != nil {
-		s.renderErr = err
-		return ctrl.Result{}, nil // a spec problem: retrying cannot fix it, the condition says what to do
+	var objs render.Objects
+	for _, part := range []func() (render.Objects, error){
+		func() (render.Objects, error) { return render.Controller(s.cluster, r.Images) },
+		func() (render.Objects, error) { return render.CSI(s.cluster, r.Images, inClusterURL(s.cluster)) },
+		func() (render.Objects, error) { return render.HAController(s.cluster, r.Images) },
+	} {
+		o, err := part()
+		if err != nil {
+			s.renderErr = err
+			return ctrl.Result{}, nil // a spec problem: retrying cannot fix it, the condition says what to do
+		}
+		objs = append(objs, o...)
 	}
 	applied, err := r.applier.Apply(ctx, s.cluster, objs)
 	if err != nil {
@@ -193,14 +203,18 @@ func (r *Reconciler) reconcileLinstor(ctx context.Context, s *scope) (ctrl.Resul
 const shortPoll = 5 * time.Second
 
 func (r *Reconciler) linstorURL(c *linstorv1.LinstorCluster) string {
-	switch {
-	case r.LinstorURL != "":
+	if r.LinstorURL != "" {
 		return r.LinstorURL
-	case c.Spec.ExternalController != nil:
-		return c.Spec.ExternalController.URL
-	default:
-		return linstor.ServiceURL(c.Namespace)
 	}
+	return inClusterURL(c)
+}
+
+// inClusterURL is where workloads in the cluster reach LINSTOR.
+func inClusterURL(c *linstorv1.LinstorCluster) string {
+	if c.Spec.ExternalController != nil {
+		return c.Spec.ExternalController.URL
+	}
+	return linstor.ServiceURL(c.Namespace)
 }
 
 // observeSatellites totals the satellites' reported state.

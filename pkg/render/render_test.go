@@ -101,3 +101,30 @@ func TestControllerBadPatchIsAnError(t *testing.T) {
 		t.Fatal("a malformed patch rendered without error")
 	}
 }
+
+func TestCSIAndHAGolden(t *testing.T) {
+	c := cluster(linstorv1.LinstorClusterSpec{CSI: &linstorv1.CSISpec{
+		Node: &linstorv1.ComponentSpec{Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}},
+	}})
+	csi, err := CSI(c, images.Default(), "http://linstor-controller.storage.svc:3370")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ha, err := HAController(c, images.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "csi-ha-default", append(csi, ha...))
+}
+
+func TestCSIAndHADisabled(t *testing.T) {
+	c := cluster(linstorv1.LinstorClusterSpec{
+		CSI:                        &linstorv1.CSISpec{Enabled: ptr.To(false)},
+		HighAvailabilityController: &linstorv1.ComponentSpec{Enabled: ptr.To(false)},
+	})
+	csi, _ := CSI(c, images.Default(), "")
+	ha, _ := HAController(c, images.Default())
+	if len(csi)+len(ha) != 0 {
+		t.Errorf("disabled components rendered %d objects", len(csi)+len(ha))
+	}
+}

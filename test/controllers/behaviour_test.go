@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
@@ -52,9 +53,7 @@ func TestSteadyStateMakesNoWrites(t *testing.T) {
 
 	// Force more passes: an annotation change triggers the cluster reconciler, and the
 	// 1 s LINSTOR poll runs the satellite reconcilers several times meanwhile.
-	c := getCluster(g, cluster)
-	c.Annotations = map[string]string{"touch": "1"}
-	g.Expect(env.Client.Update(ctx, c)).To(Succeed())
+	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) { c.Annotations = map[string]string{"touch": "1"} })).To(Succeed())
 	g.Consistently(func(g Gomega) {
 		g.Expect(emu.MutatingRequests()).To(BeZero(), "mutating LINSTOR requests in steady state: %v", emu.Requests())
 	}, "3s", tick).Should(Succeed())
@@ -73,10 +72,14 @@ func TestPoolHoldingDataIsNotDeleted(t *testing.T) {
 	ns, _ := availableCluster(t, "inuse", linstorv1.LinstorSatelliteConfigurationSpec{StoragePools: []linstorv1.StoragePool{thinPool}}, "inuse-a")
 	g.Expect(emu.PlaceResource("pvc-inuse", "inuse-a", "thin", false)).To(Succeed())
 
-	var cfg linstorv1.LinstorSatelliteConfiguration
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cfg"}, &cfg)).To(Succeed())
-	cfg.Spec.StoragePools = nil
-	g.Expect(env.Client.Update(ctx, &cfg)).To(Succeed())
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var cfg linstorv1.LinstorSatelliteConfiguration
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cfg"}, &cfg); err != nil {
+			return err
+		}
+		cfg.Spec.StoragePools = nil
+		return env.Client.Update(ctx, &cfg)
+	})).To(Succeed())
 
 	g.Eventually(func(g Gomega) {
 		sat := getSatellite(g, ns, "inuse-a")
@@ -177,7 +180,14 @@ func TestExternalControllerDeploysNoController(t *testing.T) {
 	}, timeout, tick).Should(Succeed())
 	var deploys appsv1.DeploymentList
 	g.Expect(env.Client.List(ctx, &deploys, client.InNamespace(ns))).To(Succeed())
-	g.Expect(deploys.Items).To(BeEmpty())
+	for _, d := range deploys.Items {
+		g.Expect(d.Name).NotTo(Equal("linstor-controller"), "a LINSTOR controller was deployed in external mode")
+		if d.Name == "linstor-csi-controller" {
+			g.Expect(d.Spec.Template.Spec.Containers[0].Env).To(ContainElement(HaveField("Value", "http://linstor.example.com:3370")),
+				"the CSI driver must talk to the external controller")
+		}
+	}
+	g.Expect(deploys.Items).To(HaveLen(1), "only the CSI controller")
 	_, ok := emu.Node("ext-a")
 	g.Expect(ok).To(BeTrue())
 }

@@ -8,6 +8,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -50,6 +52,11 @@ func TestClusterRunsLinstor(t *testing.T) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-controller"}, &corev1.Service{})).To(Succeed())
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-controller-config"}, &corev1.ConfigMap{})).To(Succeed())
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "linstor-controller-" + ns + "-linstor"}, &rbacv1.ClusterRole{})).To(Succeed())
+		// CSI driver and HA controller.
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "linstor.csi.linbit.com"}, &storagev1.CSIDriver{})).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-csi-controller"}, &appsv1.Deployment{})).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-csi-node"}, &appsv1.DaemonSet{})).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-ha-controller"}, &appsv1.DaemonSet{})).To(Succeed())
 	}, timeout, tick).Should(Succeed())
 
 	// One satellite per selected node, registered in LINSTOR with pools and properties.
@@ -94,11 +101,19 @@ func TestClusterRunsLinstor(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(props).To(HaveKeyWithValue("DrbdOptions/Net/protocol", "C"))
 
+	// Disabling the CSI driver prunes its objects, namespaced and cluster-scoped.
+	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) {
+		c.Spec.CSI = &linstorv1.CSISpec{Enabled: ptrTo(false)}
+	})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: "linstor.csi.linbit.com"}, &storagev1.CSIDriver{}))).To(BeTrue())
+		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-csi-node"}, &appsv1.DaemonSet{}))).To(BeTrue())
+	}, timeout, tick).Should(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-controller"}, &appsv1.Deployment{})).To(Succeed(), "pruning removed a wanted object")
+
 	// Removing a property from the spec removes it from LINSTOR; a foreign one stays.
 	g.Expect(lc.Controller.Modify(ctx, lapi.GenericPropsModify{OverrideProps: map[string]string{"Aux/foreign": "x"}})).To(Succeed())
-	c := getCluster(g, cluster)
-	c.Spec.Properties = c.Spec.Properties[:1]
-	g.Expect(env.Client.Update(ctx, c)).To(Succeed())
+	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) { c.Spec.Properties = c.Spec.Properties[:1] })).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		props, err := lc.Controller.GetProps(ctx)
 		g.Expect(err).NotTo(HaveOccurred())

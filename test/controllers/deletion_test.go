@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
@@ -16,10 +17,11 @@ import (
 func unselect(t *testing.T, name string) {
 	t.Helper()
 	g := NewWithT(t)
-	ctx := context.Background()
-	var node = getNode(g, name)
-	node.Labels["suite"] = "gone"
-	g.Expect(env.Client.Update(ctx, node)).To(Succeed())
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node := getNode(g, name)
+		node.Labels["suite"] = "gone"
+		return env.Client.Update(context.Background(), node)
+	})).To(Succeed())
 }
 
 func satelliteGone(ns, name string) func() bool {

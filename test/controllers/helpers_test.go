@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
@@ -100,4 +101,17 @@ func getNode(g Gomega, name string) *corev1.Node {
 	out := &corev1.Node{}
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Name: name}, out)).To(Succeed())
 	return out
+}
+
+// updateCluster re-reads and mutates the cluster until the write does not conflict with
+// the operator's own writes.
+func updateCluster(c *linstorv1.LinstorCluster, mutate func(*linstorv1.LinstorCluster)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := &linstorv1.LinstorCluster{}
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(c), cur); err != nil {
+			return err
+		}
+		mutate(cur)
+		return env.Client.Update(context.Background(), cur)
+	})
 }

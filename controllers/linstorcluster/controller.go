@@ -49,6 +49,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorsatelliteconfigurations,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=serviceaccounts;services;configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=apps,resources=deployments;daemonsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=csidrivers,verbs=get;list;watch;create;update;patch;delete
@@ -84,6 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.reconcileControllerWorkload,
 		r.reconcileSatellites,
 		r.reconcileLinstor,
+		r.reconcilePassphrase,
 		r.observeSatellites,
 	}
 	result := ctrl.Result{RequeueAfter: r.poll()}

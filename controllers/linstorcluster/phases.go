@@ -176,6 +176,7 @@ func (r *Reconciler) reconcileLinstor(ctx context.Context, s *scope) (ctrl.Resul
 		return ctrl.Result{RequeueAfter: shortPoll}, nil
 	}
 	s.linstorVersion = v.Version
+	s.lc = lc
 
 	current, err := lc.Controller.GetProps(ctx)
 	if err != nil {

@@ -1,6 +1,8 @@
 package linstorcluster
 
 import (
+	lapi "github.com/LINBIT/golinstor/client"
+
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 )
 
@@ -16,6 +18,8 @@ type scope struct {
 	applyErr     error
 	satelliteErr error
 
+	lc             *lapi.Client
+	passphraseErr  error
 	linstorURL     string
 	linstorErr     error
 	linstorVersion string

@@ -58,6 +58,8 @@ func (s *scope) problem() (reason, message string) {
 		return linstorv1.ReasonReconciling, "Managing satellites failed: " + s.satelliteErr.Error()
 	case s.propertiesErr != nil:
 		return linstorv1.ReasonLinstorError, "Setting controller properties failed: " + s.propertiesErr.Error()
+	case s.passphraseErr != nil:
+		return linstorv1.ReasonSecretMissing, "Master passphrase: " + s.passphraseErr.Error()
 	}
 	return "", ""
 }

@@ -5,11 +5,13 @@ import (
 	"net/http"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	linstorv1alpha1 "github.com/linstor-operator/linstor-operator/api/v1alpha1"
@@ -51,6 +53,8 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if opts.Manager.Scheme == nil {
 		opts.Manager.Scheme = NewScheme()
 	}
+	// Secrets are read directly: caching would keep every Secret of the cluster in memory.
+	opts.Manager.Client.Cache = &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}
 	mgr, err := ctrl.NewManager(cfg, opts.Manager)
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)

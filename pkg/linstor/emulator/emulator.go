@@ -218,6 +218,13 @@ func (e *Emulator) RestartController() {
 	e.passphraseOpen = false
 }
 
+// ResetPassphrase forgets the master passphrase, as a freshly installed controller.
+func (e *Emulator) ResetPassphrase() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.passphrase, e.passphraseOpen = "", false
+}
+
 // SetNodeOnline connects or disconnects a satellite.
 func (e *Emulator) SetNodeOnline(name string, online bool) error {
 	return e.withNode(name, func(n *node) { n.online = online })

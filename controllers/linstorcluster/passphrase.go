@@ -1,0 +1,106 @@
+package linstorcluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"time"
+
+	lapi "github.com/LINBIT/golinstor/client"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/render"
+)
+
+const (
+	// DefaultPassphraseSecret is created when spec.passphraseSecretRef is unset.
+	DefaultPassphraseSecret = "linstor-passphrase"
+	// PassphraseKey holds the passphrase in the Secret.
+	PassphraseKey = "MASTER_PASSPHRASE"
+	// PassphraseFinalizer keeps the Secret from being deleted: without it, every
+	// encrypted volume becomes unreadable. Removing it is a deliberate, manual act.
+	PassphraseFinalizer = "linstor.io/protect-passphrase"
+)
+
+// reconcilePassphrase makes sure the master passphrase exists, is protected, and is
+// known to LINSTOR (created once, entered again after each controller restart).
+func (r *Reconciler) reconcilePassphrase(ctx context.Context, s *scope) (ctrl.Result, error) {
+	name := DefaultPassphraseSecret
+	if ref := s.cluster.Spec.PassphraseSecretRef; ref != nil {
+		name = ref.Name
+	}
+	secret := &corev1.Secret{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: name}, secret)
+	switch {
+	case apierrors.IsNotFound(err) && s.cluster.Spec.PassphraseSecretRef != nil:
+		// A named Secret is never invented: a new passphrase would not open existing volumes.
+		s.passphraseErr = fmt.Errorf("Secret %s/%s named by spec.passphraseSecretRef does not exist", s.cluster.Namespace, name)
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	case apierrors.IsNotFound(err):
+		pass, err := randomPassphrase()
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		// No owner reference: deleting the LinstorCluster must not delete the passphrase.
+		secret = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.cluster.Namespace, Finalizers: []string{PassphraseFinalizer},
+				Labels: map[string]string{render.LabelManagedBy: render.ManagedBy, render.LabelCluster: s.cluster.Name}},
+			Type: corev1.SecretTypeOpaque,
+			Data: map[string][]byte{PassphraseKey: []byte(pass)},
+		}
+		if err := r.Client.Create(ctx, secret); err != nil {
+			return ctrl.Result{}, fmt.Errorf("creating the passphrase Secret: %w", err)
+		}
+		r.Recorder.Eventf(s.cluster, corev1.EventTypeNormal, "PassphraseCreated", "Created the master passphrase in Secret %s; back it up: without it encrypted volumes cannot be opened", name)
+	case err != nil:
+		return ctrl.Result{}, err
+	}
+	if controllerutil.AddFinalizer(secret, PassphraseFinalizer) {
+		if err := r.Client.Update(ctx, secret); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	pass := string(secret.Data[PassphraseKey])
+	if pass == "" {
+		s.passphraseErr = fmt.Errorf("Secret %s/%s has no %s key", s.cluster.Namespace, name, PassphraseKey)
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+	if s.lc == nil {
+		return ctrl.Result{}, nil // LINSTOR not reachable: reconcileLinstor reports it
+	}
+	status, err := linstor.GetPassphraseStatus(ctx, s.lc, &http.Client{Transport: r.Transport, Timeout: 15 * time.Second})
+	if err != nil {
+		s.passphraseErr = err
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+	switch status {
+	case linstor.PassphraseUnset:
+		err = s.lc.Encryption.Create(ctx, lapi.Passphrase{NewPassphrase: pass})
+	case linstor.PassphraseLocked:
+		err = s.lc.Encryption.Enter(ctx, pass)
+	}
+	if err != nil {
+		s.passphraseErr = fmt.Errorf("LINSTOR refused the master passphrase from Secret %s: %w", name, err)
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+	if status != linstor.PassphraseUnlocked {
+		r.Recorder.Eventf(s.cluster, corev1.EventTypeNormal, "PassphraseEntered", "LINSTOR master passphrase was %s; now unlocked", status)
+	}
+	return ctrl.Result{}, nil
+}
+
+func randomPassphrase() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.RawStdEncoding.EncodeToString(b), nil
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	lapi "github.com/LINBIT/golinstor/client"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -15,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/apply"
+	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 )
 
@@ -31,11 +34,13 @@ const (
 // Reconciler reconciles LinstorSatellites.
 type Reconciler struct {
 	Client     client.Client
+	Images     images.Set
 	Recorder   record.EventRecorder
 	LinstorURL string
 	Transport  http.RoundTripper
 	// Poll is how often LINSTOR state is re-read; zero means pollInterval.
-	Poll time.Duration
+	Poll    time.Duration
+	applier *apply.Applier
 }
 
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorsatellites,verbs=get;list;watch;update;patch
@@ -43,6 +48,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorsatellites/finalizers,verbs=update
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch;create;update;patch;delete
 
 // Reconcile reads top-down: get, delete or finalizer, scope, phases, status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
@@ -72,6 +78,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 
 	phases := []func(context.Context, *scope) (ctrl.Result, error){
+		r.reconcileWorkload,
 		r.reconcileNode,
 		r.reconcileNodeProperties,
 		r.reconcileStoragePools,
@@ -118,8 +125,10 @@ func (r *Reconciler) loadCluster(ctx context.Context, s *scope) error {
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.applier = &apply.Applier{Client: r.Client, Scheme: mgr.GetScheme()}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&linstorv1.LinstorSatellite{}).
+		Owns(&appsv1.DaemonSet{}).
 		Complete(r)
 }
 
@@ -131,6 +140,7 @@ type scope struct {
 	stop    bool
 
 	node        *corev1.Node
+	workloadErr error
 	linstorErr  error
 	nodeErr     error
 	propsErr    error

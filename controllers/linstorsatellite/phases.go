@@ -16,6 +16,7 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
 // ManagedPoolsKey is the LINSTOR node property listing the pools the operator created.
@@ -24,13 +25,9 @@ const ManagedPoolsKey = "Aux/linstor-operator/managed-pools"
 
 const defaultInterface = "default"
 
-// reconcileNode registers the LINSTOR node at the node's InternalIP and keeps the
-// address in sync; an evicted node that is back gets restored.
-func (r *Reconciler) reconcileNode(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.linstorErr != nil {
-		s.stop = true
-		return ctrl.Result{RequeueAfter: shortPoll}, nil
-	}
+// reconcileWorkload runs the satellite pod on its node. It comes before the LINSTOR
+// phases: a satellite must run for LINSTOR to reach it.
+func (r *Reconciler) reconcileWorkload(ctx context.Context, s *scope) (ctrl.Result, error) {
 	node := &corev1.Node{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: s.sat.Name}, node); err != nil {
 		s.nodeErr = fmt.Errorf("kubernetes node %s: %w", s.sat.Name, err)
@@ -38,6 +35,26 @@ func (r *Reconciler) reconcileNode(ctx context.Context, s *scope) (ctrl.Result, 
 		return ctrl.Result{RequeueAfter: shortPoll}, client.IgnoreNotFound(err)
 	}
 	s.node = node
+	objs, err := render.Satellite(s.cluster, s.sat, node, r.Images)
+	if err != nil {
+		s.workloadErr = err
+		return ctrl.Result{}, nil // a spec problem: the condition says what to fix
+	}
+	if _, err := r.applier.Apply(ctx, s.sat, objs); err != nil {
+		s.workloadErr = err
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileNode registers the LINSTOR node at the node's InternalIP and keeps the
+// address in sync; an evicted node that is back gets restored.
+func (r *Reconciler) reconcileNode(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.linstorErr != nil {
+		s.stop = true
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+	node := s.node
 	addr := internalIP(node)
 	if addr == nil {
 		s.nodeErr = fmt.Errorf("kubernetes node %s reports no InternalIP address", node.Name)

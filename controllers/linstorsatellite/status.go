@@ -54,6 +54,8 @@ func problem(s *scope) string {
 		return fmt.Sprintf("LinstorCluster %q not found", s.sat.Spec.ClusterRef.Name)
 	case s.nodeErr != nil:
 		return s.nodeErr.Error()
+	case s.workloadErr != nil:
+		return "Satellite workload: " + s.workloadErr.Error()
 	case s.propsErr != nil:
 		return s.propsErr.Error()
 	case s.poolErr != nil:

@@ -72,7 +72,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("setting up the LinstorCluster controller: %w", err)
 	}
 	if err := (&linstorsatellite.Reconciler{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("linstor-operator"),
+		Client: mgr.GetClient(), Images: opts.Images, Recorder: mgr.GetEventRecorderFor("linstor-operator"),
 		LinstorURL: opts.LinstorURL, Transport: transport, Poll: opts.LinstorPoll,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorSatellite controller: %w", err)

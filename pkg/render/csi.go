@@ -8,6 +8,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
@@ -283,3 +284,5 @@ func hostPath(name, path string, typ corev1.HostPathType) corev1.Volume {
 func restricted() *corev1.SecurityContext {
 	return &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
 }
+
+func intOrName(name string) intstr.IntOrString { return intstr.FromString(name) }

@@ -128,3 +128,18 @@ func TestCSIAndHADisabled(t *testing.T) {
 		t.Errorf("disabled components rendered %d objects", len(csi)+len(ha))
 	}
 }
+
+func TestSatelliteGolden(t *testing.T) {
+	c := cluster(linstorv1.LinstorClusterSpec{Satellite: &linstorv1.ComponentSpec{
+		Tolerations: []corev1.Toleration{{Key: "storage", Operator: corev1.TolerationOpExists}},
+		PodTemplate: &runtime.RawExtension{Raw: []byte(`{"spec":{"containers":[{"name":"linstor-satellite","env":[{"name":"TZ","value":"UTC"}]}]}}`)},
+	}})
+	sat := &linstorv1.LinstorSatellite{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Namespace: "storage"},
+		Spec: linstorv1.LinstorSatelliteSpec{PodTemplate: &runtime.RawExtension{Raw: []byte(`{"metadata":{"annotations":{"rack":"7"}}}`)}}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}, Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{OSImage: "Red Hat Enterprise Linux CoreOS 416.94.202410211619-0"}}}
+	objs, err := Satellite(c, sat, node, images.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "satellite-rhcos", objs)
+}

@@ -1,0 +1,112 @@
+package render
+
+import (
+	"fmt"
+	"hash/fnv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/images"
+)
+
+const (
+	satelliteComponent = "linstor-satellite"
+	// LabelSatellite tells the per-node DaemonSets apart (a hash: node names can be
+	// longer than a label value may be).
+	LabelSatellite = "linstor.io/satellite"
+	SatellitePort  = 3366
+)
+
+// SatelliteDaemonSetName is the DaemonSet of one node's satellite.
+func SatelliteDaemonSetName(node string) string { return "linstor-satellite." + node }
+
+// Satellite renders the satellite of one node: a DaemonSet pinned to the node, on the
+// host network, with the DRBD module loader chosen from the node's osImage.
+func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellite, node *corev1.Node, imgs images.Set) (Objects, error) {
+	l := labels(cluster, satelliteComponent)
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(node.Name))
+	l[LabelSatellite] = fmt.Sprintf("%08x", h.Sum32())
+	selector := map[string]string{LabelName: satelliteComponent, LabelInstance: cluster.Name, LabelSatellite: l[LabelSatellite]}
+	defaults := cluster.Spec.Satellite
+	override := ""
+	if defaults != nil {
+		override = defaults.Image
+	}
+	hostDir := func(name, path string) corev1.Volume {
+		return hostPath(name, path, corev1.HostPathDirectory)
+	}
+	tmpl := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: l},
+		Spec: corev1.PodSpec{
+			// LINSTOR and DRBD address the node by its own IP: satellites use the host network.
+			HostNetwork:                  true,
+			DNSPolicy:                    corev1.DNSClusterFirstWithHostNet,
+			PriorityClassName:            "system-node-critical",
+			AutomountServiceAccountToken: ptr.To(false),
+			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{
+					{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node.Name}},
+				}}},
+			}}},
+			InitContainers: []corev1.Container{{
+				Name:  "drbd-module-loader",
+				Image: imgs.DRBDModuleLoader(node.Status.NodeInfo.OSImage),
+				// Loading (and, if needed, building) the kernel module needs SYS_MODULE, nothing more.
+				SecurityContext: &corev1.SecurityContext{RunAsUser: ptr.To[int64](0), Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_MODULE"}, Drop: []corev1.Capability{"ALL"}}},
+				Env:             []corev1.EnvVar{{Name: "LB_HOW", Value: "compile"}},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "lib-modules", MountPath: "/lib/modules", ReadOnly: true},
+					{Name: "usr-src", MountPath: "/usr/src", ReadOnly: true},
+				},
+			}},
+			Containers: []corev1.Container{{
+				Name:  satelliteComponent,
+				Image: image(override, imgs.Image(images.LinstorSatellite)),
+				Args:  []string{"startSatellite"},
+				Env:   []corev1.EnvVar{{Name: "LB_FORCE_NODE_NAME", Value: node.Name}},
+				Ports: []corev1.ContainerPort{{Name: "linstor", ContainerPort: SatellitePort, Protocol: corev1.ProtocolTCP}},
+				// DRBD devices, LVM and ZFS on the host need a privileged container.
+				SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "dev", MountPath: "/dev"},
+					{Name: "lib-modules", MountPath: "/lib/modules", ReadOnly: true},
+					{Name: "var-lib-drbd", MountPath: "/var/lib/drbd"},
+					{Name: "var-lib-linstor-pools", MountPath: "/var/lib/linstor-pools"},
+				},
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intOrName("linstor")}}, PeriodSeconds: 10},
+			}},
+			Volumes: []corev1.Volume{
+				hostDir("dev", "/dev"),
+				hostDir("lib-modules", "/lib/modules"),
+				hostPath("usr-src", "/usr/src", corev1.HostPathDirectoryOrCreate),
+				hostPath("var-lib-drbd", "/var/lib/drbd", corev1.HostPathDirectoryOrCreate),
+				hostPath("var-lib-linstor-pools", "/var/lib/linstor-pools", corev1.HostPathDirectoryOrCreate),
+			},
+		},
+	}
+	applyComponent(&tmpl, defaults, satelliteComponent)
+	if defaults != nil {
+		if err := patchPodTemplate(&tmpl, defaults.PodTemplate); err != nil {
+			return nil, fmt.Errorf("spec.satellite.podTemplate: %w", err)
+		}
+	}
+	if err := patchPodTemplate(&tmpl, sat.Spec.PodTemplate); err != nil {
+		return nil, fmt.Errorf("LinstorSatelliteConfiguration podTemplate: %w", err)
+	}
+	tmpl.Labels = withSelector(tmpl, selector, satelliteComponent).Labels
+	return Objects{&appsv1.DaemonSet{
+		TypeMeta:   typeMeta("apps/v1", "DaemonSet"),
+		ObjectMeta: metav1.ObjectMeta{Name: SatelliteDaemonSetName(node.Name), Namespace: sat.Namespace, Labels: l},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Template: tmpl,
+			// One pod per node: an update replaces it in place, never two satellites at once.
+			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType},
+		},
+	}}, nil
+}

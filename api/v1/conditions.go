@@ -10,6 +10,8 @@ const (
 	ConditionDegraded = "Degraded"
 	// ConditionUpgradeable is false when upgrading the operator is unsafe now.
 	ConditionUpgradeable = "Upgradeable"
+	// ConditionConfigured is true when LINSTOR holds what the object asks for.
+	ConditionConfigured = "Configured"
 )
 
 // Condition reasons. Reasons are CamelCase and stable: alerts match on them.

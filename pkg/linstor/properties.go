@@ -13,6 +13,12 @@ const LastAppliedKey = "Aux/linstor-operator/last-applied"
 // PropertyDiff returns the modification that takes current to desired. It is empty
 // (IsEmpty) when current already matches.
 func PropertyDiff(current, desired map[string]string) lapi.GenericPropsModify {
+	return TrackedPropertyDiff(current, desired, LastAppliedKey)
+}
+
+// TrackedPropertyDiff is PropertyDiff with the keys recorded under tracker, for objects
+// that several owners configure (each owner tracks only its own keys).
+func TrackedPropertyDiff(current, desired map[string]string, tracker string) lapi.GenericPropsModify {
 	var mod lapi.GenericPropsModify
 	for k, v := range desired {
 		if cur, ok := current[k]; !ok || cur != v {
@@ -22,7 +28,7 @@ func PropertyDiff(current, desired map[string]string) lapi.GenericPropsModify {
 			mod.OverrideProps[k] = v
 		}
 	}
-	for _, k := range lastApplied(current) {
+	for _, k := range lastApplied(current, tracker) {
 		if _, still := desired[k]; !still {
 			if _, present := current[k]; present {
 				mod.DeleteProps = append(mod.DeleteProps, k)
@@ -36,15 +42,15 @@ func PropertyDiff(current, desired map[string]string) lapi.GenericPropsModify {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	tracker, _ := json.Marshal(keys)
+	tracked, _ := json.Marshal(keys)
 	switch {
-	case len(keys) == 0 && current[LastAppliedKey] != "":
-		mod.DeleteProps = append(mod.DeleteProps, LastAppliedKey)
-	case len(keys) > 0 && current[LastAppliedKey] != string(tracker):
+	case len(keys) == 0 && current[tracker] != "":
+		mod.DeleteProps = append(mod.DeleteProps, tracker)
+	case len(keys) > 0 && current[tracker] != string(tracked):
 		if mod.OverrideProps == nil {
 			mod.OverrideProps = lapi.OverrideProps{}
 		}
-		mod.OverrideProps[LastAppliedKey] = string(tracker)
+		mod.OverrideProps[tracker] = string(tracked)
 	}
 	return mod
 }
@@ -56,9 +62,9 @@ func IsEmpty(mod lapi.GenericPropsModify) bool {
 
 // lastApplied reads the tracked keys; a damaged value tracks nothing (it never
 // causes deletions of unknown keys).
-func lastApplied(current map[string]string) []string {
+func lastApplied(current map[string]string, tracker string) []string {
 	var keys []string
-	if raw := current[LastAppliedKey]; raw != "" {
+	if raw := current[tracker]; raw != "" {
 		if err := json.Unmarshal([]byte(raw), &keys); err != nil {
 			return nil
 		}

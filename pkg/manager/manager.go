@@ -16,6 +16,7 @@ import (
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	linstorv1alpha1 "github.com/linstor-operator/linstor-operator/api/v1alpha1"
 	"github.com/linstor-operator/linstor-operator/controllers/linstorcluster"
+	"github.com/linstor-operator/linstor-operator/controllers/linstornodeconnection"
 	"github.com/linstor-operator/linstor-operator/controllers/linstorsatellite"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
@@ -76,6 +77,12 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		LinstorURL: opts.LinstorURL, Transport: transport, Poll: opts.LinstorPoll,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorSatellite controller: %w", err)
+	}
+	if err := (&linstornodeconnection.Reconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("linstor-operator"),
+		LinstorURL: opts.LinstorURL, Transport: transport, Poll: opts.LinstorPoll,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the LinstorNodeConnection controller: %w", err)
 	}
 	return mgr, nil
 }

@@ -1,0 +1,204 @@
+package linstornodeconnection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	lapi "github.com/LINBIT/golinstor/client"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/nodeconnection"
+)
+
+// Finalizer removes the object's properties from LINSTOR before it goes.
+const Finalizer = "linstor.io/node-connection-cleanup"
+
+const (
+	pollInterval = 30 * time.Second
+	shortPoll    = 5 * time.Second
+)
+
+var errNoCluster = errors.New("no LinstorCluster")
+
+// Reconciler reconciles LinstorNodeConnections.
+type Reconciler struct {
+	Client     client.Client
+	Recorder   record.EventRecorder
+	LinstorURL string
+	Transport  http.RoundTripper
+	Poll       time.Duration
+}
+
+// +kubebuilder:rbac:groups=linstor.io,resources=linstornodeconnections,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=linstor.io,resources=linstornodeconnections/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=linstor.io,resources=linstornodeconnections/finalizers,verbs=update
+
+// Reconcile applies the object's properties to the selected pairs and removes them from
+// pairs no longer selected. Each object tracks its own keys, so two objects on one pair
+// never remove each other's properties.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	lnc := &linstorv1.LinstorNodeConnection{}
+	if err := r.Client.Get(ctx, req.NamespacedName, lnc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	deleting := !lnc.DeletionTimestamp.IsZero()
+	if deleting && !controllerutil.ContainsFinalizer(lnc, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	if !deleting && controllerutil.AddFinalizer(lnc, Finalizer) {
+		if err := r.Client.Update(ctx, lnc); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	lc, err := r.client(ctx, lnc.Namespace)
+	if err == nil {
+		err = r.sync(ctx, lc, lnc, deleting)
+	}
+	if deleting {
+		// Without a LinstorCluster there is no LINSTOR to clean up (the namespace is
+		// going away): let the object go rather than block it forever.
+		if err != nil && !errors.Is(err, errNoCluster) {
+			return ctrl.Result{RequeueAfter: shortPoll}, nil
+		}
+		controllerutil.RemoveFinalizer(lnc, Finalizer)
+		return ctrl.Result{}, r.Client.Update(ctx, lnc)
+	}
+
+	before := lnc.DeepCopy()
+	cond := metav1.Condition{Type: linstorv1.ConditionConfigured, Status: metav1.ConditionTrue, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: lnc.Generation}
+	if err != nil {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonLinstorError, err.Error()
+	} else {
+		lnc.Status.ObservedGeneration = lnc.Generation
+	}
+	meta.SetStatusCondition(&lnc.Status.Conditions, cond)
+	if perr := r.Client.Status().Patch(ctx, lnc, client.MergeFrom(before)); perr != nil && !apierrors.IsNotFound(perr) {
+		return ctrl.Result{}, perr
+	}
+	if err != nil {
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+	return ctrl.Result{RequeueAfter: r.poll()}, nil
+}
+
+// sync diffs every LINSTOR node connection against what this object wants.
+func (r *Reconciler) sync(ctx context.Context, lc *lapi.Client, lnc *linstorv1.LinstorNodeConnection, deleting bool) error {
+	tracker := "Aux/linstor-operator/lnc/" + lnc.Namespace + "." + lnc.Name
+	lnodes, err := lc.Nodes.GetAll(ctx)
+	if err != nil {
+		return fmt.Errorf("listing LINSTOR nodes: %w", err)
+	}
+	var nodes []corev1.Node
+	for _, ln := range lnodes {
+		n := corev1.Node{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: ln.Name}, &n); err == nil {
+			nodes = append(nodes, n)
+		}
+	}
+	desired := map[nodeconnection.Pair]map[string]string{}
+	if !deleting {
+		for _, p := range nodeconnection.Pairs(lnc.Spec.Selector, nodes) {
+			desired[p] = nodeconnection.Desired(&lnc.Spec, p)
+		}
+	}
+	existing, err := lc.Connections.GetNodeConnections(ctx, "", "")
+	if err != nil {
+		return fmt.Errorf("listing node connections: %w", err)
+	}
+	current := map[nodeconnection.Pair]map[string]string{}
+	for _, c := range existing {
+		a, b := c.NodeA, c.NodeB
+		if a > b {
+			a, b = b, a
+		}
+		current[nodeconnection.Pair{A: a, B: b}] = c.Props
+	}
+	var errs []string
+	apply := func(p nodeconnection.Pair, want map[string]string) {
+		mod := linstor.TrackedPropertyDiff(current[p], want, tracker)
+		if linstor.IsEmpty(mod) {
+			return
+		}
+		if err := lc.Connections.SetNodeConnection(ctx, p.A, p.B, mod); err != nil {
+			errs = append(errs, fmt.Sprintf("%s/%s: %v", p.A, p.B, err))
+		}
+	}
+	for p, want := range desired {
+		apply(p, want)
+	}
+	for p, props := range current {
+		if _, wanted := desired[p]; !wanted && props[tracker] != "" {
+			apply(p, nil)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("setting node connections: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// client finds LINSTOR through the LinstorCluster of the namespace.
+func (r *Reconciler) client(ctx context.Context, namespace string) (*lapi.Client, error) {
+	var clusters linstorv1.LinstorClusterList
+	if err := r.Client.List(ctx, &clusters, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	if len(clusters.Items) == 0 {
+		return nil, fmt.Errorf("%w in namespace %s", errNoCluster, namespace)
+	}
+	url := r.LinstorURL
+	if url == "" {
+		url = linstor.ServiceURL(namespace)
+		if ext := clusters.Items[0].Spec.ExternalController; ext != nil {
+			url = ext.URL
+		}
+	}
+	return linstor.NewClient(url, r.Transport)
+}
+
+func (r *Reconciler) poll() time.Duration {
+	if r.Poll > 0 {
+		return r.Poll
+	}
+	return pollInterval
+}
+
+// SetupWithManager registers the controller; node label changes and satellites coming
+// and going change the selected pairs.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []ctrl.Request {
+		var list linstorv1.LinstorNodeConnectionList
+		if err := r.Client.List(ctx, &list); err != nil {
+			return nil
+		}
+		reqs := make([]ctrl.Request, 0, len(list.Items))
+		for _, l := range list.Items {
+			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&l)})
+		}
+		return reqs
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&linstorv1.LinstorNodeConnection{}).
+		Watches(&corev1.Node{}, all, builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&linstorv1.LinstorSatellite{}, all, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.(*linstorv1.LinstorSatellite).Status.ConnectionStatus != e.ObjectNew.(*linstorv1.LinstorSatellite).Status.ConnectionStatus
+		}})).
+		Complete(r)
+}

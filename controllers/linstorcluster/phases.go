@@ -224,10 +224,12 @@ func (r *Reconciler) observeSatellites(ctx context.Context, s *scope) (ctrl.Resu
 	if err := r.Client.List(ctx, &sats, client.InNamespace(s.cluster.Namespace), client.MatchingLabels{render.LabelCluster: s.cluster.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
+	var live []linstorv1.LinstorSatellite
 	for _, sat := range sats.Items {
 		if !sat.DeletionTimestamp.IsZero() {
 			continue
 		}
+		live = append(live, sat)
 		s.satellitesTotal++
 		if sat.Status.ConnectionStatus == "ONLINE" {
 			s.satellitesReady++
@@ -242,5 +244,6 @@ func (r *Reconciler) observeSatellites(ctx context.Context, s *scope) (ctrl.Resu
 			}
 		}
 	}
+	recordMetrics(s.cluster, live)
 	return ctrl.Result{}, nil
 }

@@ -147,6 +147,8 @@ func TestLinstorErrorsSetConditionsAndRecover(t *testing.T) {
 		c := getCluster(g, cluster)
 		g.Expect(c.Status.SatellitesSummary).To(Equal("1/2"))
 		g.Expect(condition(c.Status.Conditions, linstorv1.ConditionAvailable).Reason).To(Equal(linstorv1.ReasonSatellitesNotReady))
+		g.Expect(gauge(g, "linstor_operator_satellites", map[string]string{"namespace": ns, "state": "OFFLINE"})).To(Equal(1.0))
+		g.Expect(gauge(g, "linstor_operator_satellites", map[string]string{"namespace": ns, "state": "ONLINE"})).To(Equal(1.0))
 	}, timeout, tick).Should(Succeed())
 	g.Expect(emu.SetSatelliteVersion("faults-b", "1.32.0")).To(Succeed())
 	g.Expect(emu.SetNodeOnline("faults-b", true)).To(Succeed())

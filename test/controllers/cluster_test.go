@@ -105,6 +105,9 @@ func TestClusterRunsLinstor(t *testing.T) {
 	props, err := lc.Controller.GetProps(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(props).To(HaveKeyWithValue("DrbdOptions/Net/protocol", "C"))
+	g.Eventually(func(g Gomega) {
+		g.Expect(gauge(g, "linstor_operator_storage_pool_capacity_bytes", map[string]string{"node": "run-a", "pool": "thin", "type": "total"})).To(Equal(float64(100 << 30)))
+	}, timeout, tick).Should(Succeed())
 
 	// Disabling the CSI driver prunes its objects, namespaced and cluster-scoped.
 	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) {

@@ -1,0 +1,49 @@
+package linstorcluster
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+)
+
+var (
+	satellitesGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "linstor_operator_satellites",
+		Help: "Satellites of a LinstorCluster by LINSTOR connection state (ONLINE, OFFLINE, VERSION_MISMATCH, ...).",
+	}, []string{"namespace", "cluster", "state"})
+	poolCapacity = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "linstor_operator_storage_pool_capacity_bytes",
+		Help: "Storage pool capacity as LINSTOR reports it; type is free or total.",
+	}, []string{"namespace", "node", "pool", "type"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(satellitesGauge, poolCapacity)
+}
+
+// recordMetrics replaces the cluster's series with what this pass observed, so series
+// of removed satellites and pools disappear.
+func recordMetrics(c *linstorv1.LinstorCluster, sats []linstorv1.LinstorSatellite) {
+	satellitesGauge.DeletePartialMatch(prometheus.Labels{"namespace": c.Namespace, "cluster": c.Name})
+	poolCapacity.DeletePartialMatch(prometheus.Labels{"namespace": c.Namespace})
+	states := map[string]float64{}
+	for _, s := range sats {
+		state := s.Status.ConnectionStatus
+		if state == "" {
+			state = "UNKNOWN"
+		}
+		states[state]++
+		for _, p := range s.Status.StoragePools {
+			if p.TotalCapacity != nil {
+				poolCapacity.WithLabelValues(c.Namespace, s.Name, p.Name, "total").Set(float64(p.TotalCapacity.Value()))
+			}
+			if p.FreeCapacity != nil {
+				poolCapacity.WithLabelValues(c.Namespace, s.Name, p.Name, "free").Set(float64(p.FreeCapacity.Value()))
+			}
+		}
+	}
+	for state, n := range states {
+		satellitesGauge.WithLabelValues(c.Namespace, c.Name, state).Set(n)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/controllers/internal/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/apply"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 )
@@ -80,29 +81,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}()
 
-	phases := []func(context.Context, *scope) (ctrl.Result, error){
+	return phases.Run(ctx, s, r.poll(), func() bool { return s.stop },
 		r.reconcileDuplicate,
 		r.reconcileControllerWorkload,
 		r.reconcileSatellites,
 		r.reconcileLinstor,
 		r.reconcilePassphrase,
 		r.observeSatellites,
-	}
-	result := ctrl.Result{RequeueAfter: r.poll()}
-	var errs []error
-	for _, phase := range phases {
-		res, err := phase(ctx, s)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		if res.RequeueAfter > 0 && res.RequeueAfter < result.RequeueAfter {
-			result.RequeueAfter = res.RequeueAfter
-		}
-		if s.stop {
-			break
-		}
-	}
-	return result, kerrors.NewAggregate(errs)
+	)
 }
 
 // SetupWithManager registers the controller.
@@ -131,9 +117,4 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-func (r *Reconciler) poll() time.Duration {
-	if r.Poll > 0 {
-		return r.Poll
-	}
-	return pollInterval
-}
+func (r *Reconciler) poll() time.Duration { return phases.Poll(r.Poll, pollInterval) }

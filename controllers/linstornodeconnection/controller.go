@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/controllers/internal/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/nodeconnection"
 )
@@ -173,12 +174,7 @@ func (r *Reconciler) client(ctx context.Context, namespace string) (*lapi.Client
 	return linstor.NewClient(url, r.Transport)
 }
 
-func (r *Reconciler) poll() time.Duration {
-	if r.Poll > 0 {
-		return r.Poll
-	}
-	return pollInterval
-}
+func (r *Reconciler) poll() time.Duration { return phases.Poll(r.Poll, pollInterval) }
 
 // SetupWithManager registers the controller; node label changes and satellites coming
 // and going change the selected pairs.

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/controllers/internal/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/apply"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
@@ -77,28 +78,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{RequeueAfter: shortPoll}, nil
 	}
 
-	phases := []func(context.Context, *scope) (ctrl.Result, error){
+	return phases.Run(ctx, s, r.poll(), func() bool { return s.stop },
 		r.reconcileWorkload,
 		r.reconcileNode,
 		r.reconcileNodeProperties,
 		r.reconcileStoragePools,
 		r.observeLinstor,
-	}
-	result := ctrl.Result{RequeueAfter: r.poll()}
-	var errs []error
-	for _, phase := range phases {
-		res, err := phase(ctx, s)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		if res.RequeueAfter > 0 && res.RequeueAfter < result.RequeueAfter {
-			result.RequeueAfter = res.RequeueAfter
-		}
-		if s.stop {
-			break
-		}
-	}
-	return result, kerrors.NewAggregate(errs)
+	)
 }
 
 // loadCluster finds the owning LinstorCluster and a LINSTOR client for it.
@@ -153,9 +139,4 @@ type scope struct {
 	pools      []lapi.StoragePool
 }
 
-func (r *Reconciler) poll() time.Duration {
-	if r.Poll > 0 {
-		return r.Poll
-	}
-	return pollInterval
-}
+func (r *Reconciler) poll() time.Duration { return phases.Poll(r.Poll, pollInterval) }

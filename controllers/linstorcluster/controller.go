@@ -38,6 +38,8 @@ type Reconciler struct {
 	LinstorURL string
 	// Transport carries LINSTOR requests (metrics instrumentation, tests).
 	Transport http.RoundTripper
+	// ProxyEnv is the cluster-wide proxy configuration passed on to the LINSTOR controller.
+	ProxyEnv []corev1.EnvVar
 	// Poll is how often LINSTOR state is re-read; zero means pollInterval.
 	Poll    time.Duration
 	applier *apply.Applier

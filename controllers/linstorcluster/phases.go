@@ -70,7 +70,11 @@ func (r *Reconciler) reconcileDuplicate(ctx context.Context, s *scope) (ctrl.Res
 func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) (ctrl.Result, error) {
 	var objs render.Objects
 	for _, part := range []func() (render.Objects, error){
-		func() (render.Objects, error) { return render.Controller(s.cluster, r.Images) },
+		func() (render.Objects, error) {
+			// The controller ships backups to remote storage: it needs the cluster proxy.
+			objs, err := render.Controller(s.cluster, r.Images)
+			return render.WithEnv(objs, r.ProxyEnv), err
+		},
 		func() (render.Objects, error) { return render.CSI(s.cluster, r.Images, inClusterURL(s.cluster)) },
 		func() (render.Objects, error) { return render.HAController(s.cluster, r.Images) },
 	} {

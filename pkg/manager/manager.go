@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/operator-framework/operator-lib/proxy"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -69,6 +70,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err := (&linstorcluster.Reconciler{
 		Client: mgr.GetClient(), Images: opts.Images, Recorder: mgr.GetEventRecorderFor("linstor-operator"),
 		LinstorURL: opts.LinstorURL, Transport: transport, Poll: opts.LinstorPoll,
+		ProxyEnv: proxy.ReadProxyVarsFromEnv(),
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorCluster controller: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
@@ -95,3 +96,35 @@ func patchPodTemplate(tmpl *corev1.PodTemplateSpec, patch *runtime.RawExtension)
 
 // Objects is an ordered set of desired objects.
 type Objects []client.Object
+
+// WithEnv adds env to every container of the Deployments and DaemonSets in objs (the
+// cluster-wide proxy settings OLM gives the operator, for example). Existing variables
+// of the same name win: a pod-template patch can override them.
+func WithEnv(objs Objects, env []corev1.EnvVar) Objects {
+	if len(env) == 0 {
+		return objs
+	}
+	add := func(spec *corev1.PodSpec) {
+		for i := range spec.Containers {
+			c := &spec.Containers[i]
+			have := map[string]bool{}
+			for _, e := range c.Env {
+				have[e.Name] = true
+			}
+			for _, e := range env {
+				if !have[e.Name] {
+					c.Env = append(c.Env, e)
+				}
+			}
+		}
+	}
+	for _, o := range objs {
+		switch w := o.(type) {
+		case *appsv1.Deployment:
+			add(&w.Spec.Template.Spec)
+		case *appsv1.DaemonSet:
+			add(&w.Spec.Template.Spec)
+		}
+	}
+	return objs
+}

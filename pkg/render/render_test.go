@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -142,4 +143,26 @@ func TestSatelliteGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "satellite-rhcos", objs)
+}
+
+func TestWithEnvAddsProxyWithoutOverriding(t *testing.T) {
+	objs, err := Controller(cluster(linstorv1.LinstorClusterSpec{Controller: &linstorv1.ControllerSpec{ComponentSpec: linstorv1.ComponentSpec{
+		PodTemplate: &runtime.RawExtension{Raw: []byte(`{"spec":{"containers":[{"name":"linstor-controller","env":[{"name":"NO_PROXY","value":"custom"}]}]}}`)},
+	}}}), images.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	WithEnv(objs, []corev1.EnvVar{{Name: "HTTPS_PROXY", Value: "http://proxy:3128"}, {Name: "NO_PROXY", Value: ".svc"}})
+	var env map[string]string
+	for _, o := range objs {
+		if d, ok := o.(*appsv1.Deployment); ok {
+			env = map[string]string{}
+			for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+				env[e.Name] = e.Value
+			}
+		}
+	}
+	if env["HTTPS_PROXY"] != "http://proxy:3128" || env["NO_PROXY"] != "custom" {
+		t.Errorf("env = %v, want the proxy added and the user's NO_PROXY kept", env)
+	}
 }

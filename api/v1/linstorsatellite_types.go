@@ -45,6 +45,13 @@ type LinstorSatelliteSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Template Patch"
 	PodTemplate *runtime.RawExtension `json:"podTemplate,omitempty"`
 
+	// maxConcurrentEvacuations limits how many nodes of the cluster evacuate at once.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Max Concurrent Evacuations"
+	MaxConcurrentEvacuations *int32 `json:"maxConcurrentEvacuations,omitempty"`
+
 	// deletionPolicy applied when this satellite is deleted.
 	// +kubebuilder:default=Retain
 	// +optional

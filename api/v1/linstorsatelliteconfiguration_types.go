@@ -50,7 +50,7 @@ type LinstorSatelliteConfigurationSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Deletion Policy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Retain","urn:alm:descriptor:com.tectonic.ui:select:Evacuate","urn:alm:descriptor:com.tectonic.ui:select:Delete"}
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 
-	// maxConcurrentEvacuations limits how many nodes evacuate at once.
+	// maxConcurrentEvacuations limits how many nodes of the cluster evacuate at once.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
 	// +optional

@@ -79,6 +79,24 @@ func (r *Reconciler) evacuateNode(ctx context.Context, s *scope) bool {
 		return false
 	}
 	if !hasFlag(lnode.Flags, "EVACUATE") {
+		// Evacuations copy whole volumes over the network: limit how many run at once.
+		if max := s.sat.Spec.MaxConcurrentEvacuations; max != nil {
+			all, err := s.lc.Nodes.GetAll(ctx)
+			if err != nil {
+				s.deleteWait = err.Error()
+				return false
+			}
+			running := 0
+			for _, n := range all {
+				if n.Name != s.sat.Name && hasFlag(n.Flags, "EVACUATE") {
+					running++
+				}
+			}
+			if running >= int(*max) {
+				s.deleteWait = fmt.Sprintf("waiting: %d evacuations already run and maxConcurrentEvacuations is %d", running, *max)
+				return false
+			}
+		}
 		if err := s.lc.Nodes.Evacuate(ctx, s.sat.Name, lapi.NodeEvacuate{}); err != nil {
 			s.deleteWait = fmt.Sprintf("evacuating node %s: %v", s.sat.Name, err)
 			return false

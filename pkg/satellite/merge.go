@@ -45,6 +45,9 @@ func Desired(cluster *linstorv1.LinstorCluster, configs []linstorv1.LinstorSatel
 		if cfg.Spec.DeletionPolicy != "" {
 			spec.DeletionPolicy = cfg.Spec.DeletionPolicy
 		}
+		if cfg.Spec.MaxConcurrentEvacuations != nil {
+			spec.MaxConcurrentEvacuations = cfg.Spec.MaxConcurrentEvacuations
+		}
 		if cfg.Spec.PodTemplate != nil && len(cfg.Spec.PodTemplate.Raw) > 0 {
 			var err error
 			if patch, err = mergePatches(patch, cfg.Spec.PodTemplate.Raw); err != nil {

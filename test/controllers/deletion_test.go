@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	lapi "github.com/LINBIT/golinstor/client"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/retry"
@@ -100,4 +101,32 @@ func TestDeletingTheClusterKeepsLinstorNodes(t *testing.T) {
 	})
 	_, ok := emu.Node("keep-a")
 	g.Expect(ok).To(BeTrue(), "deleting the LinstorCluster deleted a LINSTOR node")
+}
+
+func TestMaxConcurrentEvacuations(t *testing.T) {
+	g := NewWithT(t)
+	ns, _ := availableCluster(t, "maxev", linstorv1.LinstorSatelliteConfigurationSpec{
+		StoragePools: []linstorv1.StoragePool{thinPool}, DeletionPolicy: linstorv1.DeletionEvacuate,
+		MaxConcurrentEvacuations: ptrTo[int32](1),
+	}, "maxev-a", "maxev-b", "maxev-c")
+	// maxev-a's evacuation cannot finish while its resource is in use.
+	g.Expect(emu.PlaceResource("pvc-maxev", "maxev-a", "thin", true)).To(Succeed())
+	g.Expect(emu.PlaceResource("pvc-maxev2", "maxev-a", "thin", false)).To(Succeed())
+	emuClient := emulatorClient(t)
+	g.Expect(emuClient.Nodes.Evacuate(context.Background(), "maxev-a", lapi.NodeEvacuate{})).NotTo(Succeed(), "in use: LINSTOR refuses")
+	// Simulate an evacuation already running on maxev-a.
+	g.Expect(emu.PlaceResource("pvc-maxev", "maxev-a", "thin", false)).To(Succeed())
+	g.Expect(emuClient.Nodes.Evacuate(context.Background(), "maxev-a", lapi.NodeEvacuate{})).To(Succeed())
+
+	unselect(t, "maxev-b")
+	g.Eventually(func(g Gomega) {
+		sat := getSatellite(g, ns, "maxev-b")
+		g.Expect(condition(sat.Status.Conditions, linstorv1.ConditionDegraded).Message).To(ContainSubstring("maxConcurrentEvacuations is 1"))
+	}, timeout, tick).Should(Succeed())
+	n, _ := emu.Node("maxev-b")
+	g.Expect(n.Flags).NotTo(ContainElement("EVACUATE"), "a second evacuation started beyond the limit")
+
+	// When the running evacuation ends (the node is gone), the next one starts.
+	g.Expect(emuClient.Nodes.Delete(context.Background(), "maxev-a")).To(Succeed())
+	g.Eventually(satelliteGone(ns, "maxev-b"), timeout, tick).Should(BeTrue())
 }

@@ -104,6 +104,7 @@ func TestForeignPoolIsNeverDeleted(t *testing.T) {
 	availableCluster(t, "foreign", linstorv1.LinstorSatelliteConfigurationSpec{}, "foreign-a")
 	lc := emulatorClient(t)
 	g.Expect(lc.Nodes.CreateStoragePool(ctx, "foreign-a", lapi.StoragePool{StoragePoolName: "manual", ProviderKind: lapi.LVM})).To(Succeed())
+	t.Cleanup(func() { _ = lc.Nodes.DeleteStoragePool(ctx, "foreign-a", "manual") })
 	g.Consistently(func() error {
 		_, err := lc.Nodes.GetStoragePool(ctx, "foreign-a", "manual")
 		return err

@@ -22,7 +22,10 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 	setAvailableCondition(c, s)
 	setUpgradeableCondition(c, s)
 
-	c.Status.Version = s.linstorVersion
+	// The last version LINSTOR reported stays while it cannot be asked.
+	if s.linstorVersion != "" {
+		c.Status.Version = s.linstorVersion
+	}
 	if s.duplicateOf == "" {
 		c.Status.Satellites = linstorv1.SatelliteCounts{Ready: s.satellitesReady, Total: s.satellitesTotal}
 		c.Status.SatellitesSummary = fmt.Sprintf("%d/%d", s.satellitesReady, s.satellitesTotal)

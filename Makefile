@@ -55,10 +55,16 @@ envtest-assets: ## Build kube-apiserver and etcd from source (cached in bin/k8s/
 	K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) hack/build-k8s-binaries.sh kube-apiserver etcd
 
 .PHONY: test
-test: manifests generate fmt vet envtest-assets opm ## Run all tests: unit, fuzz round trips, LINSTOR API conformance, real kube-apiserver, bundle and catalog.
+test: manifests generate fmt vet envtest-assets opm config-check ## Run all tests: unit, fuzz round trips, LINSTOR API conformance, real kube-apiserver, bundle and catalog.
 	KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) CONTROLLER_GEN=$(CONTROLLER_GEN) OPM=$(OPM) \
 	LINSTOR_OPENAPI_SPEC=$(LINSTOR_OPENAPI_SPEC) \
 	go test ./... -count=1 -timeout 30m
+
+.PHONY: config-check
+config-check: kustomize ## Build every kustomize overlay (deploy, manifests, samples, scorecard, prometheus).
+	@for d in default manifests samples scorecard prometheus crd rbac; do \
+		$(KUSTOMIZE) build config/$$d >/dev/null || { echo "kustomize build config/$$d failed"; exit 1; }; \
+	done; echo "kustomize overlays build"
 
 .PHONY: fuzz
 fuzz: ## Run the native fuzz targets for a while each.

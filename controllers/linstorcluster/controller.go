@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/controllers/internal/phases"
+	"github.com/linstor-operator/linstor-operator/controllers/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/apply"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 )
@@ -40,6 +40,8 @@ type Reconciler struct {
 	Transport http.RoundTripper
 	// ProxyEnv is the cluster-wide proxy configuration passed on to the LINSTOR controller.
 	ProxyEnv []corev1.EnvVar
+	// Grace is how long LINSTOR may stay unreachable before conditions say so.
+	Grace *phases.Grace
 	// Poll is how often LINSTOR state is re-read; zero means pollInterval.
 	Poll    time.Duration
 	applier *apply.Applier

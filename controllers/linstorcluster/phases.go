@@ -11,6 +11,7 @@ import (
 	lapi "github.com/LINBIT/golinstor/client"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -176,8 +177,18 @@ func (r *Reconciler) reconcileLinstor(ctx context.Context, s *scope) (ctrl.Resul
 	}
 	v, err := lc.Controller.GetVersion(ctx)
 	if err != nil {
-		s.linstorErr = fmt.Errorf("%w at %s: %v", linstor.ErrUnreachable, s.linstorURL, err)
+		err = fmt.Errorf("%w at %s: %v", linstor.ErrUnreachable, s.linstorURL, err)
+		// A blip while the cluster is Available is retried before conditions change.
+		wasAvailable := meta.IsStatusConditionTrue(s.cluster.Status.Conditions, linstorv1.ConditionAvailable)
+		if r.Grace != nil && !r.Grace.Failed(s.cluster.UID, time.Now()) && wasAvailable {
+			s.transient = true
+			return ctrl.Result{RequeueAfter: shortPoll}, nil
+		}
+		s.linstorErr = err
 		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+	if r.Grace != nil {
+		r.Grace.Succeeded(s.cluster.UID)
 	}
 	s.linstorVersion = v.Version
 	s.lc = lc

@@ -18,10 +18,12 @@ type scope struct {
 	applyErr     error
 	satelliteErr error
 
-	lc             *lapi.Client
-	passphraseErr  error
-	linstorURL     string
-	linstorErr     error
+	lc            *lapi.Client
+	passphraseErr error
+	linstorURL    string
+	linstorErr    error
+	// transient: LINSTOR did not answer, but for less than the grace period.
+	transient      bool
 	linstorVersion string
 	propertiesErr  error
 

@@ -18,8 +18,10 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 	c := s.cluster
 	before := c.DeepCopy()
 	setDegradedCondition(c, s)
-	setProgressingCondition(c, s)
-	setAvailableCondition(c, s)
+	if !s.transient { // keep what was last observed until a failure lasts
+		setProgressingCondition(c, s)
+		setAvailableCondition(c, s)
+	}
 	setUpgradeableCondition(c, s)
 
 	// The last version LINSTOR reported stays while it cannot be asked.
@@ -37,7 +39,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 			}
 		}
 	}
-	if passSucceeded && s.degradedReason() == "" {
+	if passSucceeded && s.degradedReason() == "" && !s.transient {
 		c.Status.ObservedGeneration = c.Generation
 	}
 	return r.Client.Status().Patch(ctx, c, client.MergeFrom(before))

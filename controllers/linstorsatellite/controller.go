@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/controllers/internal/phases"
+	"github.com/linstor-operator/linstor-operator/controllers/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/apply"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
@@ -40,7 +40,9 @@ type Reconciler struct {
 	LinstorURL string
 	Transport  http.RoundTripper
 	// Poll is how often LINSTOR state is re-read; zero means pollInterval.
-	Poll    time.Duration
+	Poll time.Duration
+	// Grace is how long LINSTOR may stay unreachable before conditions say so.
+	Grace   *phases.Grace
 	applier *apply.Applier
 }
 
@@ -126,6 +128,7 @@ type scope struct {
 	stop    bool
 
 	node        *corev1.Node
+	transient   bool
 	workloadErr error
 	linstorErr  error
 	nodeErr     error

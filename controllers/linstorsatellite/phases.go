@@ -7,9 +7,11 @@ import (
 	"net"
 	"sort"
 	"strings"
+	"time"
 
 	lapi "github.com/LINBIT/golinstor/client"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -74,7 +76,7 @@ func (r *Reconciler) reconcileNode(ctx context.Context, s *scope) (ctrl.Result, 
 		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "NodeRegistered", "Registered LINSTOR node %s at %s", node.Name, addr)
 		return ctrl.Result{}, nil
 	case err != nil:
-		s.linstorErr = fmt.Errorf("%w: %v", linstor.ErrUnreachable, err)
+		r.unreachable(s, err)
 		s.stop = true
 		return ctrl.Result{RequeueAfter: shortPoll}, nil
 	}
@@ -272,8 +274,11 @@ func writeManagedPools(ctx context.Context, lc *lapi.Client, node string, props 
 func (r *Reconciler) observeLinstor(ctx context.Context, s *scope) (ctrl.Result, error) {
 	lnode, err := s.lc.Nodes.Get(ctx, s.sat.Name)
 	if err != nil {
-		s.linstorErr = fmt.Errorf("%w: %v", linstor.ErrUnreachable, err)
+		r.unreachable(s, err)
 		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+	if r.Grace != nil {
+		r.Grace.Succeeded(s.sat.UID)
 	}
 	s.connection = lnode.ConnectionStatus
 	if s.connection == "ONLINE" {
@@ -284,7 +289,7 @@ func (r *Reconciler) observeLinstor(ctx context.Context, s *scope) (ctrl.Result,
 	}
 	pools, err := s.lc.Nodes.GetStoragePools(ctx, s.sat.Name)
 	if err != nil {
-		s.linstorErr = fmt.Errorf("%w: %v", linstor.ErrUnreachable, err)
+		r.unreachable(s, err)
 		return ctrl.Result{RequeueAfter: shortPoll}, nil
 	}
 	s.pools = pools
@@ -312,4 +317,15 @@ func hasFlag(flags []string, f string) bool {
 		}
 	}
 	return false
+}
+
+// unreachable records a failed LINSTOR request: a blip on an Available satellite is
+// retried quietly; a lasting failure is reported.
+func (r *Reconciler) unreachable(s *scope, err error) {
+	wasAvailable := meta.IsStatusConditionTrue(s.sat.Status.Conditions, linstorv1.ConditionAvailable)
+	if r.Grace != nil && !r.Grace.Failed(s.sat.UID, time.Now()) && wasAvailable {
+		s.transient = true
+		return
+	}
+	s.linstorErr = fmt.Errorf("%w: %v", linstor.ErrUnreachable, err)
 }

@@ -19,7 +19,9 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 	before := sat.DeepCopy()
 	if s.connection != "" {
 		sat.Status.ConnectionStatus = s.connection
-		sat.Status.Version = s.version
+		if s.version != "" || s.connection != "ONLINE" { // a failed version read keeps the last one
+			sat.Status.Version = s.version
+		}
 	}
 	if s.pools != nil {
 		sat.Status.StoragePools = nil
@@ -40,9 +42,11 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 		sat.Status.PoolsSummary = fmt.Sprintf("%d/%d", ready, len(sat.Spec.StoragePools))
 	}
 	setDegradedCondition(sat, s)
-	setProgressingCondition(sat, s)
-	setAvailableCondition(sat, s)
-	if passSucceeded && problem(s) == "" {
+	if !s.transient { // keep what was last observed until a failure lasts
+		setProgressingCondition(sat, s)
+		setAvailableCondition(sat, s)
+	}
+	if passSucceeded && problem(s) == "" && !s.transient {
 		sat.Status.ObservedGeneration = sat.Generation
 	}
 	return r.Client.Status().Patch(ctx, sat, client.MergeFrom(before))

@@ -19,6 +19,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/controllers/linstorcluster"
 	"github.com/linstor-operator/linstor-operator/controllers/linstornodeconnection"
 	"github.com/linstor-operator/linstor-operator/controllers/linstorsatellite"
+	"github.com/linstor-operator/linstor-operator/controllers/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/webhooks"
@@ -48,7 +49,13 @@ type Options struct {
 	// LinstorPoll is how often LINSTOR state is re-read (it cannot be watched); zero
 	// keeps the controllers' default.
 	LinstorPoll time.Duration
+	// LinstorGrace is how long LINSTOR may be unreachable before conditions report it;
+	// zero means DefaultLinstorGrace.
+	LinstorGrace time.Duration
 }
+
+// DefaultLinstorGrace absorbs a LINSTOR controller restart or a network blip.
+const DefaultLinstorGrace = 30 * time.Second
 
 // New builds the manager and registers everything the operator runs.
 func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
@@ -67,16 +74,17 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		}
 	}
 	transport := linstor.InstrumentedTransport(opts.Transport)
+	grace := phases.Poll(opts.LinstorGrace, DefaultLinstorGrace)
 	if err := (&linstorcluster.Reconciler{
 		Client: mgr.GetClient(), Images: opts.Images, Recorder: mgr.GetEventRecorderFor("linstor-operator"),
 		LinstorURL: opts.LinstorURL, Transport: transport, Poll: opts.LinstorPoll,
-		ProxyEnv: proxy.ReadProxyVarsFromEnv(),
+		ProxyEnv: proxy.ReadProxyVarsFromEnv(), Grace: &phases.Grace{Period: grace},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorCluster controller: %w", err)
 	}
 	if err := (&linstorsatellite.Reconciler{
 		Client: mgr.GetClient(), Images: opts.Images, Recorder: mgr.GetEventRecorderFor("linstor-operator"),
-		LinstorURL: opts.LinstorURL, Transport: transport, Poll: opts.LinstorPoll,
+		LinstorURL: opts.LinstorURL, Transport: transport, Poll: opts.LinstorPoll, Grace: &phases.Grace{Period: grace},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorSatellite controller: %w", err)
 	}

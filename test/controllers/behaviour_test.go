@@ -127,6 +127,17 @@ func TestLinstorErrorsSetConditionsAndRecover(t *testing.T) {
 	g := NewWithT(t)
 	ns, cluster := availableCluster(t, "faults", linstorv1.LinstorSatelliteConfigurationSpec{}, "faults-a", "faults-b")
 
+	// A blip (1.5 s of failures, shorter than the 3 s grace of this suite) does not flip the condition.
+	stillAvailable := func(g Gomega) {
+		c := getCluster(g, cluster)
+		g.Expect(condition(c.Status.Conditions, linstorv1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
+	}
+	emu.InjectFault("GET /v1/controller/version", emulator.Fault{Status: http.StatusInternalServerError})
+	g.Consistently(stillAvailable, "1500ms", tick).Should(Succeed())
+	emu.InjectFault("GET /v1/controller/version", emulator.Fault{})
+	g.Consistently(stillAvailable, "3s", tick).Should(Succeed())
+
+	// A lasting failure (longer than the 3 s grace of this suite) is reported.
 	emu.InjectFault("GET /v1/controller/version", emulator.Fault{Status: http.StatusInternalServerError})
 	g.Eventually(func(g Gomega) {
 		c := getCluster(g, cluster)

@@ -39,6 +39,8 @@ type Options struct {
 	LinstorURL string
 	// LinstorPoll shortens how often the controllers re-read LINSTOR.
 	LinstorPoll time.Duration
+	// LinstorGrace shortens how long LINSTOR may fail before conditions report it.
+	LinstorGrace time.Duration
 	// Setup registers extra controllers on the manager before it starts.
 	Setup func(ctrl.Manager) error
 }
@@ -107,10 +109,11 @@ func start(opts Options) (*Env, func() error, error) {
 
 	wh := te.WebhookInstallOptions
 	mgr, err := manager.New(cfg, manager.Options{
-		Webhooks:    true,
-		Images:      images.Default(),
-		LinstorURL:  opts.LinstorURL,
-		LinstorPoll: opts.LinstorPoll,
+		Webhooks:     true,
+		Images:       images.Default(),
+		LinstorURL:   opts.LinstorURL,
+		LinstorPoll:  opts.LinstorPoll,
+		LinstorGrace: opts.LinstorGrace,
 		Manager: ctrl.Options{
 			Scheme:                 scheme,
 			Metrics:                metricsserver.Options{BindAddress: "0"},

@@ -10,6 +10,8 @@ const (
 	ConditionDegraded = "Degraded"
 	// ConditionUpgradeable is false when upgrading the operator is unsafe now.
 	ConditionUpgradeable = "Upgradeable"
+	// ConditionApplied is true when a configuration was merged into the satellites it selects.
+	ConditionApplied = "Applied"
 	// ConditionConfigured is true when LINSTOR holds what the object asks for.
 	ConditionConfigured = "Configured"
 )

@@ -11,6 +11,7 @@ import (
 	lapi "github.com/LINBIT/golinstor/client"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -127,10 +128,14 @@ func (r *Reconciler) reconcileSatellites(ctx context.Context, s *scope) (ctrl.Re
 		return ctrl.Result{}, fmt.Errorf("listing satellites: %w", err)
 	}
 	wanted := map[string]bool{}
+	matched := map[string][]string{} // configuration -> nodes it applies to
 	var errs []string
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
-		spec, _, err := satellite.Desired(s.cluster, configs.Items, node)
+		spec, applied, err := satellite.Desired(s.cluster, configs.Items, node)
+		for _, cfg := range applied {
+			matched[cfg] = append(matched[cfg], node.Name)
+		}
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("node %s: %v", node.Name, err))
 			wanted[node.Name] = true // keep the existing satellite while the configuration is broken
@@ -160,11 +165,33 @@ func (r *Reconciler) reconcileSatellites(ctx context.Context, s *scope) (ctrl.Re
 		}
 		r.Recorder.Eventf(s.cluster, corev1.EventTypeNormal, "SatelliteRemoved", "Node %s is no longer selected; its deletion policy applies", sat.Name)
 	}
+	for i := range configs.Items {
+		if err := r.updateConfigurationStatus(ctx, &configs.Items[i], matched[configs.Items[i].Name]); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
 	if len(errs) > 0 {
 		s.satelliteErr = errors.New(strings.Join(errs, "; "))
 		return ctrl.Result{}, s.satelliteErr
 	}
 	return ctrl.Result{}, nil
+}
+
+// updateConfigurationStatus reports which nodes a configuration applies to. It writes
+// only when something changed, so a steady state makes no writes.
+func (r *Reconciler) updateConfigurationStatus(ctx context.Context, cfg *linstorv1.LinstorSatelliteConfiguration, nodes []string) error {
+	before := cfg.DeepCopy()
+	sort.Strings(nodes)
+	cfg.Status.MatchedNodes = nodes
+	cfg.Status.ObservedGeneration = cfg.Generation
+	meta.SetStatusCondition(&cfg.Status.Conditions, metav1.Condition{
+		Type: linstorv1.ConditionApplied, Status: metav1.ConditionTrue, Reason: linstorv1.ReasonAsExpected,
+		ObservedGeneration: cfg.Generation, Message: fmt.Sprintf("Applies to %d nodes", len(nodes)),
+	})
+	if equality.Semantic.DeepEqual(before.Status, cfg.Status) {
+		return nil
+	}
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, cfg, client.MergeFrom(before)))
 }
 
 // reconcileLinstor reads the controller version and applies controller properties.

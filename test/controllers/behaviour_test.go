@@ -49,6 +49,8 @@ func TestSteadyStateMakesNoWrites(t *testing.T) {
 	var before appsv1.Deployment
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-controller"}, &before)).To(Succeed())
 	satBefore := getSatellite(g, ns, "steady-a")
+	var cfgBefore linstorv1.LinstorSatelliteConfiguration
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cfg"}, &cfgBefore)).To(Succeed())
 	emu.ResetRequests()
 
 	// Force more passes: an annotation change triggers the cluster reconciler, and the
@@ -64,6 +66,9 @@ func TestSteadyStateMakesNoWrites(t *testing.T) {
 	g.Expect(after.ResourceVersion).To(Equal(before.ResourceVersion), "the Deployment was rewritten")
 	satAfter := getSatellite(g, ns, "steady-a")
 	g.Expect(satAfter.ResourceVersion).To(Equal(satBefore.ResourceVersion), "the LinstorSatellite was rewritten")
+	var cfgAfter linstorv1.LinstorSatelliteConfiguration
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cfg"}, &cfgAfter)).To(Succeed())
+	g.Expect(cfgAfter.ResourceVersion).To(Equal(cfgBefore.ResourceVersion), "the configuration status was rewritten")
 }
 
 func TestPoolHoldingDataIsNotDeleted(t *testing.T) {

@@ -82,6 +82,14 @@ func TestClusterRunsLinstor(t *testing.T) {
 		g.Expect(selected).To(BeFalse(), "node not selected by the cluster must not be registered")
 	}, timeout, tick).Should(Succeed())
 
+	// The configuration reports where it applies.
+	g.Eventually(func(g Gomega) {
+		var cfg linstorv1.LinstorSatelliteConfiguration
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pools"}, &cfg)).To(Succeed())
+		g.Expect(cfg.Status.MatchedNodes).To(Equal([]string{"run-a", "run-b"}))
+		g.Expect(condition(cfg.Status.Conditions, linstorv1.ConditionApplied).Status).To(Equal(metav1.ConditionTrue))
+	}, timeout, tick).Should(Succeed())
+
 	lc := emulatorClient(t)
 	pool, err := lc.Nodes.GetStoragePool(ctx, "run-a", "thin")
 	g.Expect(err).NotTo(HaveOccurred())

@@ -205,9 +205,9 @@ func (r *Reconciler) reconcileLinstor(ctx context.Context, s *scope) (ctrl.Resul
 	v, err := lc.Controller.GetVersion(ctx)
 	if err != nil {
 		err = fmt.Errorf("%w at %s: %v", linstor.ErrUnreachable, s.linstorURL, err)
-		// A blip while the cluster is Available is retried before conditions change.
-		wasAvailable := meta.IsStatusConditionTrue(s.cluster.Status.Conditions, linstorv1.ConditionAvailable)
-		if r.Grace != nil && !r.Grace.Failed(s.cluster.UID, time.Now()) && wasAvailable {
+		// A blip is retried before conditions change (the cached object's conditions may
+		// lag behind our own last write, so they are not consulted).
+		if r.Grace != nil && !r.Grace.Failed(s.cluster.UID, time.Now()) {
 			s.transient = true
 			return ctrl.Result{RequeueAfter: shortPoll}, nil
 		}

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/controllers/phases"
 )
 
 // updateStatus derives every condition from the scope's observations and writes the
@@ -18,7 +19,9 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 	c := s.cluster
 	before := c.DeepCopy()
 	setDegradedCondition(c, s)
-	if !s.transient { // keep what was last observed until a failure lasts
+	if s.transient { // keep what was last observed until a failure lasts
+		phases.SetUnknownIfAbsent(&c.Status.Conditions, c.Generation, linstorv1.ConditionProgressing, linstorv1.ConditionAvailable)
+	} else {
 		setProgressingCondition(c, s)
 		setAvailableCondition(c, s)
 	}

@@ -11,7 +11,6 @@ import (
 
 	lapi "github.com/LINBIT/golinstor/client"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -319,11 +318,10 @@ func hasFlag(flags []string, f string) bool {
 	return false
 }
 
-// unreachable records a failed LINSTOR request: a blip on an Available satellite is
-// retried quietly; a lasting failure is reported.
+// unreachable records a failed LINSTOR request: a blip is retried quietly; a lasting
+// failure is reported.
 func (r *Reconciler) unreachable(s *scope, err error) {
-	wasAvailable := meta.IsStatusConditionTrue(s.sat.Status.Conditions, linstorv1.ConditionAvailable)
-	if r.Grace != nil && !r.Grace.Failed(s.sat.UID, time.Now()) && wasAvailable {
+	if r.Grace != nil && !r.Grace.Failed(s.sat.UID, time.Now()) {
 		s.transient = true
 		return
 	}

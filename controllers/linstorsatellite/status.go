@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/controllers/phases"
 )
 
 // updateStatus turns the pass's observations into status with one merge patch.
@@ -42,7 +43,9 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 		sat.Status.PoolsSummary = fmt.Sprintf("%d/%d", ready, len(sat.Spec.StoragePools))
 	}
 	setDegradedCondition(sat, s)
-	if !s.transient { // keep what was last observed until a failure lasts
+	if s.transient { // keep what was last observed until a failure lasts
+		phases.SetUnknownIfAbsent(&sat.Status.Conditions, sat.Generation, linstorv1.ConditionProgressing, linstorv1.ConditionAvailable)
+	} else {
 		setProgressingCondition(sat, s)
 		setAvailableCondition(sat, s)
 	}

@@ -137,6 +137,8 @@ func TestLinstorErrorsSetConditionsAndRecover(t *testing.T) {
 		c := getCluster(g, cluster)
 		g.Expect(condition(c.Status.Conditions, linstorv1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
 	}
+	// A failing test must not leave the fault behind for the next ones.
+	t.Cleanup(func() { emu.InjectFault("GET /v1/controller/version", emulator.Fault{}) })
 	emu.InjectFault("GET /v1/controller/version", emulator.Fault{Status: http.StatusInternalServerError})
 	g.Consistently(stillAvailable, "1500ms", tick).Should(Succeed())
 	emu.InjectFault("GET /v1/controller/version", emulator.Fault{})

@@ -84,6 +84,10 @@ run: manifests generate fmt vet ## Run the operator against the cluster in KUBEC
 demo: envtest-assets ## Run the operator on a local API server with the LINSTOR emulator (Ctrl-C stops it).
 	KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) go run ./cmd/demo
 
+.PHONY: demo-down
+demo-down: ## Stop what a killed `make demo` left running.
+	hack/demo-down.sh
+
 .PHONY: emulator
 emulator: ## Run the LINSTOR REST emulator on :3370.
 	go run ./cmd/linstor-emulator --listen 127.0.0.1:3370

@@ -51,6 +51,9 @@ func main() {
 func run(nodeCount int) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Output piped into a program that exits (head) must not kill the demo before it
+	// stops the API server and etcd.
+	signal.Ignore(syscall.SIGPIPE)
 	start := time.Now()
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapErrorsOnly)))
 

@@ -34,30 +34,30 @@ func (e *Emulator) routes(mux *http.ServeMux) {
 
 	mux.HandleFunc("GET /v1/nodes", e.listNodes)
 	mux.HandleFunc("POST /v1/nodes", e.createNode)
-	mux.HandleFunc("GET /v1/nodes/{node}", e.getNode)
-	mux.HandleFunc("PUT /v1/nodes/{node}", e.modifyNode)
-	mux.HandleFunc("DELETE /v1/nodes/{node}", e.deleteNode)
-	mux.HandleFunc("DELETE /v1/nodes/{node}/lost", e.lostNode)
-	mux.HandleFunc("PUT /v1/nodes/{node}/reconnect", e.reconnectNode)
-	mux.HandleFunc("PUT /v1/nodes/{node}/evacuate", e.evacuateNode)
-	mux.HandleFunc("PUT /v1/nodes/{node}/evict", e.evictNode)
-	mux.HandleFunc("PUT /v1/nodes/{node}/restore", e.restoreNode)
-	mux.HandleFunc("GET /v1/nodes/{node}/net-interfaces", e.listNetIfs)
-	mux.HandleFunc("POST /v1/nodes/{node}/net-interfaces", e.createNetIf)
-	mux.HandleFunc("GET /v1/nodes/{node}/net-interfaces/{netif}", e.getNetIf)
-	mux.HandleFunc("PUT /v1/nodes/{node}/net-interfaces/{netif}", e.modifyNetIf)
-	mux.HandleFunc("DELETE /v1/nodes/{node}/net-interfaces/{netif}", e.deleteNetIf)
+	mux.HandleFunc("GET /v1/nodes/{node}", e.onNode(e.getNode))
+	mux.HandleFunc("PUT /v1/nodes/{node}", e.onNode(e.modifyNode))
+	mux.HandleFunc("DELETE /v1/nodes/{node}", e.onNode(e.deleteNode))
+	mux.HandleFunc("DELETE /v1/nodes/{node}/lost", e.onNode(e.lostNode))
+	mux.HandleFunc("PUT /v1/nodes/{node}/reconnect", e.onNode(e.reconnectNode))
+	mux.HandleFunc("PUT /v1/nodes/{node}/evacuate", e.onNode(e.evacuateNode))
+	mux.HandleFunc("PUT /v1/nodes/{node}/evict", e.onNode(e.evictNode))
+	mux.HandleFunc("PUT /v1/nodes/{node}/restore", e.onNode(e.restoreNode))
+	mux.HandleFunc("GET /v1/nodes/{node}/net-interfaces", e.onNode(e.listNetIfs))
+	mux.HandleFunc("POST /v1/nodes/{node}/net-interfaces", e.onNode(e.createNetIf))
+	mux.HandleFunc("GET /v1/nodes/{node}/net-interfaces/{netif}", e.onNode(e.getNetIf))
+	mux.HandleFunc("PUT /v1/nodes/{node}/net-interfaces/{netif}", e.onNode(e.modifyNetIf))
+	mux.HandleFunc("DELETE /v1/nodes/{node}/net-interfaces/{netif}", e.onNode(e.deleteNetIf))
 
-	mux.HandleFunc("GET /v1/nodes/{node}/storage-pools", e.listPools)
-	mux.HandleFunc("POST /v1/nodes/{node}/storage-pools", e.createPool)
-	mux.HandleFunc("GET /v1/nodes/{node}/storage-pools/{pool}", e.getPool)
-	mux.HandleFunc("PUT /v1/nodes/{node}/storage-pools/{pool}", e.modifyPool)
-	mux.HandleFunc("DELETE /v1/nodes/{node}/storage-pools/{pool}", e.deletePool)
+	mux.HandleFunc("GET /v1/nodes/{node}/storage-pools", e.onNode(e.listPools))
+	mux.HandleFunc("POST /v1/nodes/{node}/storage-pools", e.onNode(e.createPool))
+	mux.HandleFunc("GET /v1/nodes/{node}/storage-pools/{pool}", e.onNode(e.getPool))
+	mux.HandleFunc("PUT /v1/nodes/{node}/storage-pools/{pool}", e.onNode(e.modifyPool))
+	mux.HandleFunc("DELETE /v1/nodes/{node}/storage-pools/{pool}", e.onNode(e.deletePool))
 	mux.HandleFunc("GET /v1/view/storage-pools", e.viewPools)
 	mux.HandleFunc("GET /v1/physical-storage", e.viewPhysicalStorage)
 	mux.HandleFunc("GET /v1/physical-storage/{$}", e.viewPhysicalStorage)
-	mux.HandleFunc("GET /v1/physical-storage/{node}", e.getPhysicalStorage)
-	mux.HandleFunc("POST /v1/physical-storage/{node}", e.createDevicePool)
+	mux.HandleFunc("GET /v1/physical-storage/{node}", e.onNode(e.getPhysicalStorage))
+	mux.HandleFunc("POST /v1/physical-storage/{node}", e.onNode(e.createDevicePool))
 
 	mux.HandleFunc("GET /v1/node-connections", e.listNodeConnections)
 	mux.HandleFunc("PUT /v1/node-connections/{a}/{b}", e.modifyNodeConnection)
@@ -87,13 +87,7 @@ func (e *Emulator) listNodes(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (e *Emulator) getNode(w http.ResponseWriter, r *http.Request) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n, ok := e.lookupNode(w, r)
-	if !ok {
-		return
-	}
+func (e *Emulator) getNode(w http.ResponseWriter, r *http.Request, n *node) {
 	writeJSON(w, http.StatusOK, e.nodeView(n))
 }
 
@@ -143,15 +137,9 @@ func (e *Emulator) createNode(w http.ResponseWriter, r *http.Request) {
 	writeRC(w, http.StatusCreated, rc(lapiconst.Created|lapiconst.MaskNode|lapiconst.MaskCrt|lapiconst.MaskInfo, "New node %q registered.", in.Name))
 }
 
-func (e *Emulator) modifyNode(w http.ResponseWriter, r *http.Request) {
+func (e *Emulator) modifyNode(w http.ResponseWriter, r *http.Request, n *node) {
 	var in lapi.NodeModify
 	if !decode(w, r, &in) {
-		return
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n, ok := e.lookupNode(w, r)
-	if !ok {
 		return
 	}
 	if in.NodeType != "" {
@@ -167,13 +155,7 @@ func (e *Emulator) modifyNode(w http.ResponseWriter, r *http.Request) {
 }
 
 // deleteNode refuses to drop data: no in-use resources, no last up-to-date replica.
-func (e *Emulator) deleteNode(w http.ResponseWriter, r *http.Request) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n, ok := e.lookupNode(w, r)
-	if !ok {
-		return
-	}
+func (e *Emulator) deleteNode(w http.ResponseWriter, r *http.Request, n *node) {
 	for _, rd := range e.sortedRDs() {
 		rep := rd.resources[n.Name]
 		if rep == nil {
@@ -193,13 +175,7 @@ func (e *Emulator) deleteNode(w http.ResponseWriter, r *http.Request) {
 }
 
 // lostNode refuses connected nodes and, like LINSTOR, does not check replicas.
-func (e *Emulator) lostNode(w http.ResponseWriter, r *http.Request) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n, ok := e.lookupNode(w, r)
-	if !ok {
-		return
-	}
+func (e *Emulator) lostNode(w http.ResponseWriter, r *http.Request, n *node) {
 	if e.nodeView(n).ConnectionStatus == "ONLINE" {
 		writeRC(w, http.StatusOK, rc(lapiconst.FailExistsStltConn|lapiconst.MaskNode|lapiconst.MaskDel, "Node %q is still connected; use a regular delete", n.Name))
 		return
@@ -220,26 +196,14 @@ func (e *Emulator) removeNode(n *node) {
 	delete(e.nodes, strings.ToLower(n.Name))
 }
 
-func (e *Emulator) reconnectNode(w http.ResponseWriter, r *http.Request) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n, ok := e.lookupNode(w, r)
-	if !ok {
-		return
-	}
+func (e *Emulator) reconnectNode(w http.ResponseWriter, r *http.Request, n *node) {
 	writeRC(w, http.StatusOK, rc(lapiconst.Modified|lapiconst.MaskNode|lapiconst.MaskMod|lapiconst.MaskInfo, "Node %q reconnecting.", n.Name))
 }
 
 // evacuateNode moves every replica away (instantly here) and flags the node.
-func (e *Emulator) evacuateNode(w http.ResponseWriter, r *http.Request) {
+func (e *Emulator) evacuateNode(w http.ResponseWriter, r *http.Request, n *node) {
 	var in lapi.NodeEvacuate
 	if !decode(w, r, &in) {
-		return
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n, ok := e.lookupNode(w, r)
-	if !ok {
 		return
 	}
 	for _, rd := range e.rds {
@@ -257,13 +221,7 @@ func (e *Emulator) evacuateNode(w http.ResponseWriter, r *http.Request) {
 	writeRC(w, http.StatusOK, rc(lapiconst.Modified|lapiconst.MaskNode|lapiconst.MaskMod|lapiconst.MaskInfo, "Node %q evacuating.", n.Name))
 }
 
-func (e *Emulator) evictNode(w http.ResponseWriter, r *http.Request) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n, ok := e.lookupNode(w, r)
-	if !ok {
-		return
-	}
+func (e *Emulator) evictNode(w http.ResponseWriter, r *http.Request, n *node) {
 	if !hasFlag(n.Flags, lapiconst.FlagEvicted) {
 		n.Flags = append(n.Flags, lapiconst.FlagEvicted)
 		n.EvictionTimestamp = &lapi.TimeStampMs{Time: time.Now()}
@@ -271,15 +229,9 @@ func (e *Emulator) evictNode(w http.ResponseWriter, r *http.Request) {
 	writeRC(w, http.StatusOK, rc(lapiconst.Modified|lapiconst.MaskNode|lapiconst.MaskMod|lapiconst.MaskInfo, "Node %q evicted.", n.Name))
 }
 
-func (e *Emulator) restoreNode(w http.ResponseWriter, r *http.Request) {
+func (e *Emulator) restoreNode(w http.ResponseWriter, r *http.Request, n *node) {
 	var in lapi.NodeRestore
 	if !decode(w, r, &in) {
-		return
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n, ok := e.lookupNode(w, r)
-	if !ok {
 		return
 	}
 	n.Flags = withoutFlag(withoutFlag(n.Flags, lapiconst.FlagEvicted), lapiconst.FlagEvacuate)
@@ -287,23 +239,11 @@ func (e *Emulator) restoreNode(w http.ResponseWriter, r *http.Request) {
 	writeRC(w, http.StatusOK, rc(lapiconst.Modified|lapiconst.MaskNode|lapiconst.MaskMod|lapiconst.MaskInfo, "Node %q restored.", n.Name))
 }
 
-func (e *Emulator) listNetIfs(w http.ResponseWriter, r *http.Request) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n, ok := e.lookupNode(w, r)
-	if !ok {
-		return
-	}
+func (e *Emulator) listNetIfs(w http.ResponseWriter, r *http.Request, n *node) {
 	writeJSON(w, http.StatusOK, append([]lapi.NetInterface{}, n.NetInterfaces...))
 }
 
-func (e *Emulator) getNetIf(w http.ResponseWriter, r *http.Request) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n, ok := e.lookupNode(w, r)
-	if !ok {
-		return
-	}
+func (e *Emulator) getNetIf(w http.ResponseWriter, r *http.Request, n *node) {
 	i := findNetIf(n, r.PathValue("netif"))
 	if i < 0 {
 		writeRC(w, http.StatusOK, rc(lapiconst.FailNotFoundNetIf|lapiconst.MaskNetIf, "Net interface %q not found", r.PathValue("netif")))
@@ -312,15 +252,9 @@ func (e *Emulator) getNetIf(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, n.NetInterfaces[i])
 }
 
-func (e *Emulator) createNetIf(w http.ResponseWriter, r *http.Request) {
+func (e *Emulator) createNetIf(w http.ResponseWriter, r *http.Request, n *node) {
 	var in lapi.NetInterface
 	if !decode(w, r, &in) {
-		return
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n, ok := e.lookupNode(w, r)
-	if !ok {
 		return
 	}
 	if findNetIf(n, in.Name) >= 0 {
@@ -339,15 +273,9 @@ func (e *Emulator) createNetIf(w http.ResponseWriter, r *http.Request) {
 	writeRC(w, http.StatusCreated, rc(lapiconst.Created|lapiconst.MaskNetIf|lapiconst.MaskCrt|lapiconst.MaskInfo, "Net interface %q created.", in.Name))
 }
 
-func (e *Emulator) modifyNetIf(w http.ResponseWriter, r *http.Request) {
+func (e *Emulator) modifyNetIf(w http.ResponseWriter, r *http.Request, n *node) {
 	var in lapi.NetInterface
 	if !decode(w, r, &in) {
-		return
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n, ok := e.lookupNode(w, r)
-	if !ok {
 		return
 	}
 	i := findNetIf(n, r.PathValue("netif"))
@@ -372,13 +300,7 @@ func (e *Emulator) modifyNetIf(w http.ResponseWriter, r *http.Request) {
 	writeRC(w, http.StatusOK, rc(lapiconst.Modified|lapiconst.MaskNetIf|lapiconst.MaskMod|lapiconst.MaskInfo, "Net interface %q modified.", r.PathValue("netif")))
 }
 
-func (e *Emulator) deleteNetIf(w http.ResponseWriter, r *http.Request) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n, ok := e.lookupNode(w, r)
-	if !ok {
-		return
-	}
+func (e *Emulator) deleteNetIf(w http.ResponseWriter, r *http.Request, n *node) {
 	i := findNetIf(n, r.PathValue("netif"))
 	switch {
 	case i < 0:
@@ -403,6 +325,18 @@ func findNetIf(n *node, name string) int {
 func clearActive(n *node) {
 	for i := range n.NetInterfaces {
 		n.NetInterfaces[i].IsActive = false
+	}
+}
+
+// onNode serves a request about the node in the path: it holds the lock and answers
+// LINSTOR's 404 ApiCallRc when the node does not exist.
+func (e *Emulator) onNode(h func(http.ResponseWriter, *http.Request, *node)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if n, ok := e.lookupNode(w, r); ok {
+			h(w, r, n)
+		}
 	}
 }
 

@@ -45,13 +45,7 @@ func sortedPools(n *node) []*lapi.StoragePool {
 	return out
 }
 
-func (e *Emulator) listPools(w http.ResponseWriter, r *http.Request) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n, ok := e.lookupNode(w, r)
-	if !ok {
-		return
-	}
+func (e *Emulator) listPools(w http.ResponseWriter, r *http.Request, n *node) {
 	out := []lapi.StoragePool{}
 	for _, p := range sortedPools(n) {
 		out = append(out, e.poolView(p))
@@ -78,13 +72,7 @@ func (e *Emulator) viewPools(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (e *Emulator) getPool(w http.ResponseWriter, r *http.Request) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n, ok := e.lookupNode(w, r)
-	if !ok {
-		return
-	}
+func (e *Emulator) getPool(w http.ResponseWriter, r *http.Request, n *node) {
 	p, ok := e.lookupPool(w, n, r.PathValue("pool"), 0)
 	if !ok {
 		return
@@ -92,15 +80,9 @@ func (e *Emulator) getPool(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, e.poolView(p))
 }
 
-func (e *Emulator) createPool(w http.ResponseWriter, r *http.Request) {
+func (e *Emulator) createPool(w http.ResponseWriter, r *http.Request, n *node) {
 	var in lapi.StoragePool
 	if !decode(w, r, &in) {
-		return
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n, ok := e.lookupNode(w, r)
-	if !ok {
 		return
 	}
 	const op = lapiconst.MaskStorPool | lapiconst.MaskCrt
@@ -131,15 +113,9 @@ func (e *Emulator) createPool(w http.ResponseWriter, r *http.Request) {
 	writeRC(w, http.StatusCreated, rc(lapiconst.Created|op|lapiconst.MaskInfo, "Storage pool %q created on node %q.", p.StoragePoolName, n.Name))
 }
 
-func (e *Emulator) modifyPool(w http.ResponseWriter, r *http.Request) {
+func (e *Emulator) modifyPool(w http.ResponseWriter, r *http.Request, n *node) {
 	var in lapi.GenericPropsModify
 	if !decode(w, r, &in) {
-		return
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n, ok := e.lookupNode(w, r)
-	if !ok {
 		return
 	}
 	p, ok := e.lookupPool(w, n, r.PathValue("pool"), lapiconst.MaskMod)
@@ -151,13 +127,7 @@ func (e *Emulator) modifyPool(w http.ResponseWriter, r *http.Request) {
 }
 
 // deletePool refuses pools that hold volumes: deleting them would destroy data.
-func (e *Emulator) deletePool(w http.ResponseWriter, r *http.Request) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n, ok := e.lookupNode(w, r)
-	if !ok {
-		return
-	}
+func (e *Emulator) deletePool(w http.ResponseWriter, r *http.Request, n *node) {
 	p, ok := e.lookupPool(w, n, r.PathValue("pool"), lapiconst.MaskDel)
 	if !ok {
 		return
@@ -208,27 +178,15 @@ func (e *Emulator) viewPhysicalStorage(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (e *Emulator) getPhysicalStorage(w http.ResponseWriter, r *http.Request) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n, ok := e.lookupNode(w, r)
-	if !ok {
-		return
-	}
+func (e *Emulator) getPhysicalStorage(w http.ResponseWriter, r *http.Request, n *node) {
 	writeJSON(w, http.StatusOK, append([]lapi.PhysicalStorageNode{}, n.disks...))
 }
 
 // createDevicePool consumes unused disks into a volume group or zpool and, when asked,
 // creates the storage pool on top sized after the disks.
-func (e *Emulator) createDevicePool(w http.ResponseWriter, r *http.Request) {
+func (e *Emulator) createDevicePool(w http.ResponseWriter, r *http.Request, n *node) {
 	var in lapi.PhysicalStorageCreate
 	if !decode(w, r, &in) {
-		return
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n, ok := e.lookupNode(w, r)
-	if !ok {
 		return
 	}
 	const op = lapiconst.MaskPhysicalDevice | lapiconst.MaskCrt

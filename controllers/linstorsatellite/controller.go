@@ -8,18 +8,25 @@ import (
 	lapi "github.com/LINBIT/golinstor/client"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/apply"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/netif"
 )
 
 // Finalizer runs the deletion policy before the LinstorSatellite goes.
@@ -117,7 +124,36 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&linstorv1.LinstorSatellite{}).
 		Owns(&appsv1.DaemonSet{}).
+		// A LinstorSatellite is named after its node: address and NIC changes reach it at once.
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.satellitesOfNode), builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return false },
+			DeleteFunc: func(event.DeleteEvent) bool { return true },
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return nodeAddressesChanged(e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node))
+			},
+		})).
 		Complete(r)
+}
+
+// satellitesOfNode finds the LinstorSatellite named after a node (one per cluster, and
+// there is one cluster; the list is from the cache).
+func (r *Reconciler) satellitesOfNode(ctx context.Context, o client.Object) []reconcile.Request {
+	var list linstorv1.LinstorSatelliteList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, sat := range list.Items {
+		if sat.Name == o.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&sat)})
+		}
+	}
+	return out
+}
+
+func nodeAddressesChanged(old, new *corev1.Node) bool {
+	return old.Annotations[netif.HostInterfacesAnnotation] != new.Annotations[netif.HostInterfacesAnnotation] ||
+		!equality.Semantic.DeepEqual(old.Status.Addresses, new.Status.Addresses)
 }
 
 // scope carries one pass's observations.
@@ -127,15 +163,17 @@ type scope struct {
 	lc      *lapi.Client
 	stop    bool
 
-	node        *corev1.Node
-	transient   bool
-	workloadErr error
-	linstorErr  error
-	nodeErr     error
-	propsErr    error
-	poolErr     error
-	poolWaiting string
-	deleteWait  string
+	node         *corev1.Node
+	transient    bool
+	workloadErr  error
+	linstorErr   error
+	nodeErr      error
+	propsErr     error
+	netifErr     error
+	netifInvalid bool // netifErr is a configuration the node cannot satisfy
+	poolErr      error
+	poolWaiting  string
+	deleteWait   string
 
 	connection string
 	version    string

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"sort"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/netif"
 	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
@@ -24,7 +24,9 @@ import (
 // Only these are ever deleted, and only when empty.
 const ManagedPoolsKey = "Aux/linstor-operator/managed-pools"
 
-const defaultInterface = "default"
+// ManagedInterfacesKey is the LINSTOR node property listing the net interfaces the
+// operator registered. Only these are ever deleted.
+const ManagedInterfacesKey = "Aux/linstor-operator/managed-interfaces"
 
 // reconcileWorkload runs the satellite pod on its node. It comes before the LINSTOR
 // phases: a satellite must run for LINSTOR to reach it.
@@ -48,32 +50,41 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, s *scope) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// reconcileNode registers the LINSTOR node at the node's InternalIP and keeps the
-// address in sync; an evicted node that is back gets restored.
+// reconcileNode registers the LINSTOR node with its planned net interfaces (the
+// InternalIP, plus the configured NICs) and keeps them in sync; an evicted node that is
+// back gets restored.
 func (r *Reconciler) reconcileNode(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if s.linstorErr != nil {
 		s.stop = true
 		return ctrl.Result{RequeueAfter: shortPoll}, nil
 	}
 	node := s.node
-	addr := internalIP(node)
+	addr := netif.InternalIP(node)
 	if addr == nil {
 		s.nodeErr = fmt.Errorf("kubernetes node %s reports no InternalIP address", node.Name)
 		s.stop = true
 		return ctrl.Result{RequeueAfter: shortPoll}, nil
 	}
+	port, encryption := satelliteConnection(s.cluster)
 
 	lnode, err := s.lc.Nodes.Get(ctx, node.Name)
 	switch {
 	case linstor.IsNotFound(err):
+		// Register at the InternalIP alone; the configured NICs follow on the next pass,
+		// so a NIC that cannot be resolved never keeps a node out of LINSTOR.
 		err = s.lc.Nodes.Create(ctx, lapi.Node{Name: node.Name, Type: "Satellite",
-			NetInterfaces: []lapi.NetInterface{{Name: defaultInterface, Address: addr, SatellitePort: 3366, SatelliteEncryptionType: "PLAIN", IsActive: true}}})
+			Props:         map[string]string{ManagedInterfacesKey: netif.Default},
+			NetInterfaces: []lapi.NetInterface{{Name: netif.Default, Address: addr, SatellitePort: port, SatelliteEncryptionType: encryption, IsActive: true}}})
 		if err != nil {
 			s.nodeErr = fmt.Errorf("registering LINSTOR node: %w", err)
 			return ctrl.Result{RequeueAfter: shortPoll}, nil
 		}
 		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "NodeRegistered", "Registered LINSTOR node %s at %s", node.Name, addr)
-		return ctrl.Result{}, nil
+		if lnode, err = s.lc.Nodes.Get(ctx, node.Name); err != nil {
+			r.unreachable(s, err)
+			s.stop = true
+			return ctrl.Result{RequeueAfter: shortPoll}, nil
+		}
 	case err != nil:
 		r.unreachable(s, err)
 		s.stop = true
@@ -88,18 +99,91 @@ func (r *Reconciler) reconcileNode(ctx context.Context, s *scope) (ctrl.Result, 
 		}
 		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "NodeRestored", "LINSTOR node %s was evicted and is back: restored", node.Name)
 	}
-	for _, nif := range lnode.NetInterfaces {
-		if nif.Name == defaultInterface && !nif.Address.Equal(addr) {
-			nif.Address = addr
-			if err := s.lc.Nodes.ModifyNetInterface(ctx, node.Name, defaultInterface, nif); err != nil {
-				s.nodeErr = fmt.Errorf("updating the node address: %w", err)
-				return ctrl.Result{RequeueAfter: shortPoll}, nil
-			}
-			r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "AddressChanged", "LINSTOR node %s now at %s", node.Name, addr)
+	return r.reconcileNetInterfaces(ctx, s, lnode, port, encryption)
+}
+
+// reconcileNetInterfaces brings the node's interfaces to the plan. An interface that
+// cannot be resolved leaves everything registered as it is and says why.
+func (r *Reconciler) reconcileNetInterfaces(ctx context.Context, s *scope, lnode lapi.Node, port int32, encryption string) (ctrl.Result, error) {
+	plan, err := netif.Plan(s.node, s.sat.Spec.NetInterfaces)
+	if err != nil {
+		s.netifErr, s.netifInvalid = err, true
+		return ctrl.Result{}, nil
+	}
+	managed := splitList(lnode.Props[ManagedInterfacesKey])
+	changes := netif.Diff(lnode.NetInterfaces, plan, managed, port, encryption)
+	if changes.Empty() {
+		return ctrl.Result{}, nil
+	}
+	// Record ownership first: an interface created just before a crash is still ours.
+	var names []string
+	for _, d := range plan {
+		names = append(names, d.Name)
+	}
+	names = append(names, changes.Delete...)
+	if err := setNodeProp(ctx, s.lc, lnode, ManagedInterfacesKey, joinList(names)); err != nil {
+		s.netifErr = err
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+	fail := func(what string, err error) (ctrl.Result, error) {
+		s.netifErr = fmt.Errorf("%s: %w", what, err)
+		r.Recorder.Eventf(s.sat, corev1.EventTypeWarning, "NetInterfaceFailed", "%s: %v", what, err)
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+	for _, nif := range changes.Create {
+		if err := s.lc.Nodes.CreateNetInterface(ctx, lnode.Name, nif); err != nil {
+			return fail("creating net interface "+nif.Name, err)
+		}
+		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "NetInterfaceCreated", "Net interface %s at %s", nif.Name, nif.Address)
+	}
+	for _, nif := range changes.Modify {
+		if err := s.lc.Nodes.ModifyNetInterface(ctx, lnode.Name, nif.Name, nif); err != nil {
+			return fail("updating net interface "+nif.Name, err)
+		}
+		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "NetInterfaceUpdated", "Net interface %s at %s (active: %t)", nif.Name, nif.Address, nif.IsActive)
+	}
+	for _, name := range changes.Delete {
+		if err := s.lc.Nodes.DeleteNetinterface(ctx, lnode.Name, name); err != nil {
+			return fail("deleting net interface "+name, err)
+		}
+		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "NetInterfaceDeleted", "Net interface %s is no longer configured", name)
+	}
+	if len(changes.Delete) > 0 {
+		if err := setNodeProp(ctx, s.lc, lnode, ManagedInterfacesKey, joinList(names[:len(names)-len(changes.Delete)])); err != nil {
+			s.netifErr = err
+			return ctrl.Result{RequeueAfter: shortPoll}, nil
 		}
 	}
 	return ctrl.Result{}, nil
 }
+
+// satelliteConnection is the port and encryption of controller-satellite traffic.
+func satelliteConnection(cluster *linstorv1.LinstorCluster) (int32, string) {
+	if render.InternalTLSEnabled(cluster) {
+		return 3367, "SSL"
+	}
+	return 3366, "PLAIN"
+}
+
+func setNodeProp(ctx context.Context, lc *lapi.Client, lnode lapi.Node, key, value string) error {
+	if lnode.Props[key] == value {
+		return nil
+	}
+	mod := lapi.GenericPropsModify{OverrideProps: lapi.OverrideProps{key: value}}
+	if err := lc.Nodes.Modify(ctx, lnode.Name, lapi.NodeModify{GenericPropsModify: mod}); err != nil {
+		return fmt.Errorf("recording %s: %w", key, err)
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+func joinList(names []string) string { return strings.Join(names, ",") }
 
 // reconcileNodeProperties applies the node properties with last-applied tracking.
 func (r *Reconciler) reconcileNodeProperties(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -296,17 +380,6 @@ func (r *Reconciler) observeLinstor(ctx context.Context, s *scope) (ctrl.Result,
 		return ctrl.Result{RequeueAfter: shortPoll}, nil
 	}
 	return ctrl.Result{}, nil
-}
-
-func internalIP(node *corev1.Node) net.IP {
-	for _, a := range node.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			if ip := net.ParseIP(a.Address); ip != nil {
-				return ip
-			}
-		}
-	}
-	return nil
 }
 
 func hasFlag(flags []string, f string) bool {

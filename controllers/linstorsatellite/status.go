@@ -63,6 +63,8 @@ func problem(s *scope) string {
 		return s.nodeErr.Error()
 	case s.workloadErr != nil:
 		return "Satellite workload: " + s.workloadErr.Error()
+	case s.netifErr != nil:
+		return s.netifErr.Error()
 	case s.propsErr != nil:
 		return s.propsErr.Error()
 	case s.poolErr != nil:
@@ -77,7 +79,7 @@ func setDegradedCondition(sat *linstorv1.LinstorSatellite, s *scope) {
 	cond := metav1.Condition{Type: linstorv1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: sat.Generation}
 	reason := linstorv1.ReasonLinstorError
 	switch {
-	case s.cluster == nil || s.nodeErr != nil:
+	case s.cluster == nil || s.nodeErr != nil || s.netifInvalid:
 		reason = linstorv1.ReasonInvalidSpec
 	case s.deleteWait != "":
 		reason = linstorv1.ReasonWaitingForEvacuate

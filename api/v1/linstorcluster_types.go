@@ -153,6 +153,8 @@ type DatabaseSpec struct {
 }
 
 // TLSSpec secures LINSTOR's traffic.
+// +kubebuilder:validation:XValidation:rule="!has(self.internal) || !has(self.internal.clientSecretName)",message="spec.tls.internal.clientSecretName: only the api channel has client certificates"
+// +kubebuilder:validation:XValidation:rule="!has(self.api) || self.api.mode != 'Secret' || has(self.api.clientSecretName)",message="spec.tls.api.clientSecretName is required when mode is Secret"
 type TLSSpec struct {
 	// internal secures controller-satellite traffic.
 	// +optional
@@ -195,6 +197,15 @@ type TLSConfig struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
 	SecretName string `json:"secretName,omitempty"`
+
+	// clientSecretName (api only) holds ca.crt, tls.crt and tls.key of the client
+	// certificate the operator, CSI and HA controller present to the API (mode Secret), or
+	// names the Secret the operator or cert-manager writes.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Client Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
+	ClientSecretName string `json:"clientSecretName,omitempty"`
 
 	// issuerRef is the cert-manager issuer (mode CertManager).
 	// +optional
@@ -280,6 +291,27 @@ type LinstorClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Capacity"
 	Capacity *CapacityStatus `json:"capacity,omitempty"`
+
+	// certificates lists the TLS Secrets in use, with their expiry.
+	// +listType=map
+	// +listMapKey=secretName
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Certificates"
+	Certificates []CertificateStatus `json:"certificates,omitempty"`
+}
+
+// CertificateStatus reports one TLS Secret the cluster uses.
+type CertificateStatus struct {
+	// secretName of the Secret holding the certificate.
+	SecretName string `json:"secretName"`
+	// notAfter is when the certificate expires. Generated certificates are renewed when
+	// a third of their life is left.
+	// +optional
+	NotAfter *metav1.Time `json:"notAfter,omitempty"`
+	// fingerprint identifies the Secret's content (SHA-256, shortened); it changes when
+	// the certificate is renewed, and pods mounting it are rolled.
+	// +optional
+	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
 // SatelliteCounts counts satellites.

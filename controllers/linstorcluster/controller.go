@@ -2,7 +2,6 @@ package linstorcluster
 
 import (
 	"context"
-	"net/http"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -21,6 +20,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/controllers/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/apply"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 )
 
 // Finalizer removes the cluster-scoped objects (RBAC) that owner references cannot.
@@ -34,10 +34,8 @@ type Reconciler struct {
 	Client   client.Client
 	Images   images.Set
 	Recorder record.EventRecorder
-	// LinstorURL overrides where LINSTOR is reached (out-of-cluster development).
-	LinstorURL string
-	// Transport carries LINSTOR requests (metrics instrumentation, tests).
-	Transport http.RoundTripper
+	// Linstor opens connections to a cluster's LINSTOR.
+	Linstor *linstor.Connector
 	// ProxyEnv is the cluster-wide proxy configuration passed on to the LINSTOR controller.
 	ProxyEnv []corev1.EnvVar
 	// Grace is how long LINSTOR may stay unreachable before conditions say so.
@@ -57,6 +55,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=serviceaccounts;services;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;create;update;patch
 // +kubebuilder:rbac:groups=apps,resources=deployments;daemonsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=csidrivers,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;clusterrolebindings;roles;rolebindings,verbs=get;list;watch;create;update;patch;delete;bind;escalate
@@ -88,6 +87,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	return phases.Run(ctx, s, r.poll(), func() bool { return s.stop },
 		r.reconcileDuplicate,
+		r.reconcileTLS,
 		r.reconcileControllerWorkload,
 		r.reconcileSatellites,
 		r.reconcileLinstor,

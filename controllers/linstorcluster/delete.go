@@ -17,7 +17,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, cluster *linstorv1.Lin
 	if !controllerutil.ContainsFinalizer(cluster, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	if _, err := r.applier.Prune(ctx, apply.Applied{}, "", r.clusterScopedSelector(cluster), clusterKinds...); err != nil {
+	if _, err := r.applier.Prune(ctx, cluster, apply.Applied{}, "", r.clusterScopedSelector(cluster), clusterKinds...); err != nil {
 		return ctrl.Result{}, err
 	}
 	controllerutil.RemoveFinalizer(cluster, Finalizer)

@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
-	"net/http"
-	"time"
 
 	lapi "github.com/LINBIT/golinstor/client"
 	corev1 "k8s.io/api/core/v1"
@@ -76,7 +74,7 @@ func (r *Reconciler) reconcilePassphrase(ctx context.Context, s *scope) (ctrl.Re
 	if s.lc == nil {
 		return ctrl.Result{}, nil // LINSTOR not reachable: reconcileLinstor reports it
 	}
-	status, err := linstor.GetPassphraseStatus(ctx, s.lc, &http.Client{Transport: r.Transport, Timeout: 15 * time.Second})
+	status, err := linstor.GetPassphraseStatus(ctx, s.lc, s.httpClient)
 	if err != nil {
 		s.passphraseErr = err
 		return ctrl.Result{RequeueAfter: shortPoll}, nil

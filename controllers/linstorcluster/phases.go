@@ -70,6 +70,9 @@ func (r *Reconciler) reconcileDuplicate(ctx context.Context, s *scope) (ctrl.Res
 // controller and applies them. Pruning runs only after a successful render and apply,
 // so a broken spec never deletes a running workload.
 func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.tlsErr != nil {
+		return ctrl.Result{}, nil // the pods would mount a certificate that is not there
+	}
 	var objs render.Objects
 	for _, part := range []func() (render.Objects, error){
 		func() (render.Objects, error) {
@@ -79,6 +82,7 @@ func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) 
 		},
 		func() (render.Objects, error) { return render.CSI(s.cluster, r.Images, inClusterURL(s.cluster)) },
 		func() (render.Objects, error) { return render.HAController(s.cluster, r.Images) },
+		func() (render.Objects, error) { return render.SatelliteConfig(s.cluster), nil },
 	} {
 		o, err := part()
 		if err != nil {
@@ -87,19 +91,20 @@ func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) 
 		}
 		objs = append(objs, o...)
 	}
+	objs = render.WithSecretFingerprints(objs, s.tlsFingerprints)
 	applied, err := r.applier.Apply(ctx, s.cluster, objs)
 	if err != nil {
 		s.applyErr = err
 		return ctrl.Result{}, err
 	}
 	selector := client.MatchingLabels{render.LabelCluster: s.cluster.Name, render.LabelManagedBy: render.ManagedBy}
-	if n, err := r.applier.Prune(ctx, applied, s.cluster.Namespace, selector, namespacedKinds...); err != nil {
+	if n, err := r.applier.Prune(ctx, s.cluster, applied, s.cluster.Namespace, selector, namespacedKinds...); err != nil {
 		s.applyErr = err
 		return ctrl.Result{}, err
 	} else if n > 0 {
 		r.Recorder.Eventf(s.cluster, corev1.EventTypeNormal, "Pruned", "Removed %d objects no longer needed", n)
 	}
-	if _, err := r.applier.Prune(ctx, applied, "", r.clusterScopedSelector(s.cluster), clusterKinds...); err != nil {
+	if _, err := r.applier.Prune(ctx, s.cluster, applied, "", r.clusterScopedSelector(s.cluster), clusterKinds...); err != nil {
 		s.applyErr = err
 		return ctrl.Result{}, err
 	}
@@ -196,12 +201,13 @@ func (r *Reconciler) updateConfigurationStatus(ctx context.Context, cfg *linstor
 
 // reconcileLinstor reads the controller version and applies controller properties.
 func (r *Reconciler) reconcileLinstor(ctx context.Context, s *scope) (ctrl.Result, error) {
-	s.linstorURL = r.linstorURL(s.cluster)
-	lc, err := linstor.NewClient(s.linstorURL, r.Transport)
+	conn, err := r.Linstor.Connect(ctx, s.cluster)
 	if err != nil {
 		s.linstorErr = err
-		return ctrl.Result{}, nil
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
 	}
+	s.linstorURL, s.httpClient = conn.URL, conn.HTTP
+	lc := conn.Client
 	v, err := lc.Controller.GetVersion(ctx)
 	if err != nil {
 		err = fmt.Errorf("%w at %s: %v", linstor.ErrUnreachable, s.linstorURL, err)
@@ -245,20 +251,8 @@ func (r *Reconciler) reconcileLinstor(ctx context.Context, s *scope) (ctrl.Resul
 // shortPoll is used while LINSTOR is not answering yet.
 const shortPoll = 5 * time.Second
 
-func (r *Reconciler) linstorURL(c *linstorv1.LinstorCluster) string {
-	if r.LinstorURL != "" {
-		return r.LinstorURL
-	}
-	return inClusterURL(c)
-}
-
 // inClusterURL is where workloads in the cluster reach LINSTOR.
-func inClusterURL(c *linstorv1.LinstorCluster) string {
-	if c.Spec.ExternalController != nil {
-		return c.Spec.ExternalController.URL
-	}
-	return linstor.ServiceURL(c.Namespace)
-}
+func inClusterURL(c *linstorv1.LinstorCluster) string { return linstor.ClusterURL(c) }
 
 // observeSatellites totals the satellites' reported state.
 func (r *Reconciler) observeSatellites(ctx context.Context, s *scope) (ctrl.Result, error) {

@@ -1,6 +1,8 @@
 package linstorcluster
 
 import (
+	"net/http"
+
 	lapi "github.com/LINBIT/golinstor/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
@@ -18,9 +20,15 @@ type scope struct {
 	applyErr     error
 	satelliteErr error
 
+	tlsErr          error
+	tlsMissing      bool              // a user-provided Secret is missing
+	tlsFingerprints map[string]string // Secret name -> fingerprint, for rolling pods
+	certificates    []linstorv1.CertificateStatus
+
 	lc            *lapi.Client
 	passphraseErr error
 	linstorURL    string
+	httpClient    *http.Client
 	linstorErr    error
 	// transient: LINSTOR did not answer, but for less than the grace period.
 	transient      bool

@@ -42,6 +42,9 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 			}
 		}
 	}
+	if s.tlsFingerprints != nil {
+		c.Status.Certificates = s.certificates
+	}
 	if passSucceeded && s.degradedReason() == "" && !s.transient {
 		c.Status.ObservedGeneration = c.Generation
 	}
@@ -58,6 +61,10 @@ func (s *scope) problem() (reason, message string) {
 	switch {
 	case s.duplicateOf != "":
 		return linstorv1.ReasonDuplicateCluster, fmt.Sprintf("Only one LinstorCluster may exist; %s is older and manages LINSTOR. Delete this one.", s.duplicateOf)
+	case s.tlsErr != nil && s.tlsMissing:
+		return linstorv1.ReasonSecretMissing, s.tlsErr.Error()
+	case s.tlsErr != nil:
+		return linstorv1.ReasonInvalidSpec, s.tlsErr.Error()
 	case s.renderErr != nil:
 		return linstorv1.ReasonInvalidSpec, s.renderErr.Error()
 	case s.applyErr != nil:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -40,11 +39,11 @@ var errNoCluster = errors.New("no LinstorCluster")
 
 // Reconciler reconciles LinstorNodeConnections.
 type Reconciler struct {
-	Client     client.Client
-	Recorder   record.EventRecorder
-	LinstorURL string
-	Transport  http.RoundTripper
-	Poll       time.Duration
+	Client   client.Client
+	Recorder record.EventRecorder
+	// Linstor opens connections to a cluster's LINSTOR.
+	Linstor *linstor.Connector
+	Poll    time.Duration
 }
 
 // +kubebuilder:rbac:groups=linstor.io,resources=linstornodeconnections,verbs=get;list;watch;update;patch
@@ -164,14 +163,11 @@ func (r *Reconciler) client(ctx context.Context, namespace string) (*lapi.Client
 	if len(clusters.Items) == 0 {
 		return nil, fmt.Errorf("%w in namespace %s", errNoCluster, namespace)
 	}
-	url := r.LinstorURL
-	if url == "" {
-		url = linstor.ServiceURL(namespace)
-		if ext := clusters.Items[0].Spec.ExternalController; ext != nil {
-			url = ext.URL
-		}
+	conn, err := r.Linstor.Connect(ctx, &clusters.Items[0])
+	if err != nil {
+		return nil, err
 	}
-	return linstor.NewClient(url, r.Transport)
+	return conn.Client, nil
 }
 
 func (r *Reconciler) poll() time.Duration { return phases.Poll(r.Poll, pollInterval) }

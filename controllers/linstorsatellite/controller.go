@@ -2,7 +2,6 @@ package linstorsatellite
 
 import (
 	"context"
-	"net/http"
 	"time"
 
 	lapi "github.com/LINBIT/golinstor/client"
@@ -41,11 +40,11 @@ const (
 
 // Reconciler reconciles LinstorSatellites.
 type Reconciler struct {
-	Client     client.Client
-	Images     images.Set
-	Recorder   record.EventRecorder
-	LinstorURL string
-	Transport  http.RoundTripper
+	Client   client.Client
+	Images   images.Set
+	Recorder record.EventRecorder
+	// Linstor opens connections to a cluster's LINSTOR.
+	Linstor *linstor.Connector
 	// Poll is how often LINSTOR state is re-read; zero means pollInterval.
 	Poll time.Duration
 	// Grace is how long LINSTOR may stay unreachable before conditions say so.
@@ -107,14 +106,12 @@ func (r *Reconciler) loadCluster(ctx context.Context, s *scope) error {
 		return err
 	}
 	s.cluster = cluster
-	url := r.LinstorURL
-	if url == "" {
-		url = linstor.ServiceURL(cluster.Namespace)
-		if cluster.Spec.ExternalController != nil {
-			url = cluster.Spec.ExternalController.URL
-		}
+	conn, err := r.Linstor.Connect(ctx, cluster)
+	if err != nil {
+		s.linstorErr = err
+		return nil
 	}
-	s.lc, s.linstorErr = linstor.NewClient(url, r.Transport)
+	s.lc = conn.Client
 	return nil
 }
 

@@ -43,6 +43,13 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, s *scope) (ctrl.Resu
 		s.workloadErr = err
 		return ctrl.Result{}, nil // a spec problem: the condition says what to fix
 	}
+	// The cluster reconciler issues the certificates and records their fingerprints:
+	// a renewed internal certificate rolls the satellites.
+	fingerprints := map[string]string{}
+	for _, c := range s.cluster.Status.Certificates {
+		fingerprints[c.SecretName] = c.Fingerprint
+	}
+	objs = render.WithSecretFingerprints(objs, fingerprints)
 	if _, err := r.applier.Apply(ctx, s.sat, objs); err != nil {
 		s.workloadErr = err
 		return ctrl.Result{}, err

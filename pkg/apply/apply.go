@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -51,8 +52,10 @@ func keyOf(gvk schema.GroupVersionKind, ns, name string) string {
 }
 
 // Prune deletes objects of the given kinds that match selector and were not applied.
-// namespace "" lists cluster-scoped kinds.
-func (a *Applier) Prune(ctx context.Context, applied Applied, namespace string, selector client.MatchingLabels, kinds ...schema.GroupVersionKind) (int, error) {
+// namespace "" lists cluster-scoped kinds. An object whose controller is not owner (a
+// satellite's DaemonSet carries the cluster's labels but belongs to its
+// LinstorSatellite) is left alone.
+func (a *Applier) Prune(ctx context.Context, owner client.Object, applied Applied, namespace string, selector client.MatchingLabels, kinds ...schema.GroupVersionKind) (int, error) {
 	deleted := 0
 	for _, gvk := range kinds {
 		list := &unstructured.UnstructuredList{}
@@ -67,6 +70,9 @@ func (a *Applier) Prune(ctx context.Context, applied Applied, namespace string, 
 		for i := range list.Items {
 			item := &list.Items[i]
 			if applied[keyOf(gvk, item.GetNamespace(), item.GetName())] || item.GetDeletionTimestamp() != nil {
+				continue
+			}
+			if ref := metav1.GetControllerOfNoCopy(item); ref != nil && ref.UID != owner.GetUID() {
 				continue
 			}
 			if err := a.Client.Delete(ctx, item, client.PropagationPolicy("Background")); err != nil && !apierrors.IsNotFound(err) {

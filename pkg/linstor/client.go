@@ -18,18 +18,16 @@ const requestTimeout = 15 * time.Second
 
 // NewClient returns a golinstor client for the controller at rawURL.
 func NewClient(rawURL string, transport http.RoundTripper) (*lapi.Client, error) {
+	return newClient(rawURL, &http.Client{Timeout: requestTimeout, Transport: transport})
+}
+
+func newClient(rawURL string, hc *http.Client) (*lapi.Client, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("LINSTOR URL %q: %w", rawURL, err)
 	}
-	hc := &http.Client{Timeout: requestTimeout, Transport: transport}
 	return lapi.NewClient(lapi.BaseURL(u), lapi.HTTPClient(hc), lapi.Log(nil))
 }
 
 // IsNotFound reports a 404 from LINSTOR (golinstor's sentinel).
 func IsNotFound(err error) bool { return errors.Is(err, lapi.NotFoundError) }
-
-// ServiceURL is where the operator reaches the controller it deploys.
-func ServiceURL(namespace string) string {
-	return fmt.Sprintf("http://linstor-controller.%s.svc:3370", namespace)
-}

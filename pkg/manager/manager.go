@@ -73,24 +73,24 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			return nil, fmt.Errorf("registering webhooks: %w", err)
 		}
 	}
-	transport := linstor.InstrumentedTransport(opts.Transport)
+	connector := &linstor.Connector{Reader: mgr.GetClient(), URL: opts.LinstorURL, Transport: opts.Transport}
 	grace := phases.Poll(opts.LinstorGrace, DefaultLinstorGrace)
 	if err := (&linstorcluster.Reconciler{
 		Client: mgr.GetClient(), Images: opts.Images, Recorder: mgr.GetEventRecorderFor("linstor-operator"),
-		LinstorURL: opts.LinstorURL, Transport: transport, Poll: opts.LinstorPoll,
+		Linstor: connector, Poll: opts.LinstorPoll,
 		ProxyEnv: proxy.ReadProxyVarsFromEnv(), Grace: &phases.Grace{Period: grace},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorCluster controller: %w", err)
 	}
 	if err := (&linstorsatellite.Reconciler{
 		Client: mgr.GetClient(), Images: opts.Images, Recorder: mgr.GetEventRecorderFor("linstor-operator"),
-		LinstorURL: opts.LinstorURL, Transport: transport, Poll: opts.LinstorPoll, Grace: &phases.Grace{Period: grace},
+		Linstor: connector, Poll: opts.LinstorPoll, Grace: &phases.Grace{Period: grace},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorSatellite controller: %w", err)
 	}
 	if err := (&linstornodeconnection.Reconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("linstor-operator"),
-		LinstorURL: opts.LinstorURL, Transport: transport, Poll: opts.LinstorPoll,
+		Linstor: connector, Poll: opts.LinstorPoll,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorNodeConnection controller: %w", err)
 	}

@@ -75,15 +75,16 @@ func Controller(cluster *linstorv1.LinstorCluster, imgs images.Set) (Objects, er
 	if err != nil {
 		return nil, err
 	}
+	ports := []corev1.ServicePort{
+		{Name: "api", Port: APIPort, TargetPort: intstr.FromString("api"), Protocol: corev1.ProtocolTCP},
+		{Name: "secure-api", Port: SecureAPIPort, TargetPort: intstr.FromString("secure-api"), Protocol: corev1.ProtocolTCP},
+	}
+	if APITLSEnabled(cluster) {
+		ports = ports[1:] // plain HTTP only answers on the pod's loopback
+	}
 	svc := &corev1.Service{
 		TypeMeta: typeMeta("v1", "Service"), ObjectMeta: meta(ControllerName),
-		Spec: corev1.ServiceSpec{
-			Selector: selectorLabels(cluster, ControllerName),
-			Ports: []corev1.ServicePort{
-				{Name: "api", Port: APIPort, TargetPort: intstr.FromString("api"), Protocol: corev1.ProtocolTCP},
-				{Name: "secure-api", Port: SecureAPIPort, TargetPort: intstr.FromString("secure-api"), Protocol: corev1.ProtocolTCP},
-			},
-		},
+		Spec: corev1.ServiceSpec{Selector: selectorLabels(cluster, ControllerName), Ports: ports},
 	}
 	return Objects{sa, role, binding, leRole, leBinding, config, deploy, svc}, nil
 }
@@ -100,13 +101,16 @@ func linstorTOML(cluster *linstorv1.LinstorCluster) string {
 	b.WriteString("[db]\n")
 	if db == nil || db.Type != linstorv1.DatabaseExternal {
 		b.WriteString("  connection_url = \"k8s\"\n")
-		return b.String()
+	} else {
+		fmt.Fprintf(&b, "  connection_url = %q\n", db.ConnectionURL)
+		if db.ClientCertificateSecretRef != nil {
+			fmt.Fprintf(&b, "  ca_certificate = %q\n", dbCertMount+"/ca.crt")
+			fmt.Fprintf(&b, "  client_certificate = %q\n", dbCertMount+"/tls.crt")
+			fmt.Fprintf(&b, "  client_key_pkcs8_pem = %q\n", dbCertMount+"/tls.key")
+		}
 	}
-	fmt.Fprintf(&b, "  connection_url = %q\n", db.ConnectionURL)
-	if db.ClientCertificateSecretRef != nil {
-		fmt.Fprintf(&b, "  ca_certificate = %q\n", dbCertMount+"/ca.crt")
-		fmt.Fprintf(&b, "  client_certificate = %q\n", dbCertMount+"/tls.crt")
-		fmt.Fprintf(&b, "  client_key_pkcs8_pem = %q\n", dbCertMount+"/tls.key")
+	if APITLSEnabled(cluster) {
+		b.WriteString(httpsTOML())
 	}
 	return b.String()
 }
@@ -130,6 +134,20 @@ func controllerDeployment(cluster *linstorv1.LinstorCluster, imgs images.Set, l 
 	if db := cluster.Spec.Database; db != nil && db.ClientCertificateSecretRef != nil {
 		volumes = append(volumes, corev1.Volume{Name: "db-client", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: db.ClientCertificateSecretRef.Name}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: "db-client", MountPath: dbCertMount, ReadOnly: true})
+	}
+	if InternalTLSEnabled(cluster) {
+		v, m := pemVolumes("internal-tls", InternalTLSSecretName(cluster), internalPEMDir, internalJKSDir)
+		volumes, mounts = append(volumes, v...), append(mounts, m...)
+	}
+	// The controller's /health answers on plain HTTP, which API TLS keeps on loopback:
+	// the kubelet then checks that the HTTPS port accepts connections.
+	probe := corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString("api")}}
+	if APITLSEnabled(cluster) {
+		v, m := pemVolumes("api-tls", APITLSSecretName(cluster), apiPEMDir, apiJKSDir)
+		volumes, mounts = append(volumes, v...), append(mounts, m...)
+		volumes = append(volumes, corev1.Volume{Name: "client-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: APIClientSecretName(cluster)}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "client-tls", MountPath: clientPEMDir, ReadOnly: true})
+		probe = corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("secure-api")}}
 	}
 	env := []corev1.EnvVar{
 		{Name: "K8S_AWAIT_ELECTION_ENABLED", Value: fmt.Sprint(replicas > 1)},
@@ -155,12 +173,12 @@ func controllerDeployment(cluster *linstorv1.LinstorCluster, imgs images.Set, l 
 				},
 				VolumeMounts: mounts,
 				LivenessProbe: &corev1.Probe{
-					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString("api")}},
+					ProbeHandler:  probe,
 					PeriodSeconds: 10, FailureThreshold: 6, TimeoutSeconds: 5,
 				},
 				StartupProbe: &corev1.Probe{
 					// Database migrations on upgrade can take minutes: do not kill the controller mid-migration.
-					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString("api")}},
+					ProbeHandler:  probe,
 					PeriodSeconds: 10, FailureThreshold: 60, TimeoutSeconds: 5,
 				},
 				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},

@@ -47,6 +47,9 @@ func CSI(cluster *linstorv1.LinstorCluster, imgs images.Set, linstorURL string) 
 		{Name: "LS_CONTROLLERS", Value: linstorURL},
 		{Name: "KUBE_NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
 	}
+	if UsesAPIClientCertificate(cluster) {
+		env = append(env, clientCertEnv(APIClientSecretName(cluster))...)
+	}
 
 	driver := &storagev1.CSIDriver{
 		TypeMeta:   typeMeta("storage.k8s.io/v1", "CSIDriver"),

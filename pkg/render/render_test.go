@@ -71,6 +71,10 @@ func TestControllerGolden(t *testing.T) {
 			Database: &linstorv1.DatabaseSpec{Type: linstorv1.DatabaseExternal, ConnectionURL: "jdbc:postgresql://db.storage.svc/linstor",
 				ClientCertificateSecretRef: &linstorv1.LocalSecretReference{Name: "db-client"}},
 		}},
+		{"controller-tls", linstorv1.LinstorClusterSpec{TLS: &linstorv1.TLSSpec{
+			Internal: &linstorv1.TLSConfig{Mode: linstorv1.TLSGenerated},
+			API:      &linstorv1.TLSConfig{Mode: linstorv1.TLSSecret, SecretName: "my-api", ClientSecretName: "my-client"},
+		}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -164,5 +168,20 @@ func TestWithEnvAddsProxyWithoutOverriding(t *testing.T) {
 	}
 	if env["HTTPS_PROXY"] != "http://proxy:3128" || env["NO_PROXY"] != "custom" {
 		t.Errorf("env = %v, want the proxy added and the user's NO_PROXY kept", env)
+	}
+}
+
+func TestSatelliteWithInternalTLS(t *testing.T) {
+	c := cluster(linstorv1.LinstorClusterSpec{TLS: &linstorv1.TLSSpec{Internal: &linstorv1.TLSConfig{Mode: linstorv1.TLSSecret, SecretName: "sat-tls"}}})
+	sat := &linstorv1.LinstorSatellite{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Namespace: "storage"}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
+	objs, err := Satellite(c, sat, node, images.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs = WithSecretFingerprints(objs, map[string]string{"sat-tls": "abc", "unrelated": "def"})
+	golden(t, "satellite-tls", append(objs, SatelliteConfig(c)...))
+	if SatelliteConfig(cluster(linstorv1.LinstorClusterSpec{})) != nil {
+		t.Error("a satellite configuration was rendered without internal TLS")
 	}
 }

@@ -19,7 +19,24 @@ const (
 	// longer than a label value may be).
 	LabelSatellite = "linstor.io/satellite"
 	SatellitePort  = 3366
+	// SatelliteSecurePort is the satellite's port with internal TLS.
+	SatelliteSecurePort = 3367
+	// SatelliteConfigName is the satellites' shared configuration (internal TLS only).
+	SatelliteConfigName = "linstor-satellite-config"
 )
+
+// SatelliteConfig renders the satellites' linstor_satellite.toml; without internal TLS
+// the defaults serve and there is nothing to render.
+func SatelliteConfig(cluster *linstorv1.LinstorCluster) Objects {
+	if !InternalTLSEnabled(cluster) {
+		return nil
+	}
+	return Objects{&corev1.ConfigMap{
+		TypeMeta:   typeMeta("v1", "ConfigMap"),
+		ObjectMeta: metav1.ObjectMeta{Name: SatelliteConfigName, Namespace: cluster.Namespace, Labels: labels(cluster, satelliteComponent)},
+		Data:       map[string]string{"linstor_satellite.toml": satelliteTOML()},
+	}}
+}
 
 // SatelliteDaemonSetName is the DaemonSet of one node's satellite.
 func SatelliteDaemonSetName(node string) string { return "linstor-satellite." + node }
@@ -39,6 +56,27 @@ func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellit
 	}
 	hostDir := func(name, path string) corev1.Volume {
 		return hostPath(name, path, corev1.HostPathDirectory)
+	}
+	port := int32(SatellitePort)
+	mounts := []corev1.VolumeMount{
+		{Name: "dev", MountPath: "/dev"},
+		{Name: "lib-modules", MountPath: "/lib/modules", ReadOnly: true},
+		{Name: "var-lib-drbd", MountPath: "/var/lib/drbd"},
+		{Name: "var-lib-linstor-pools", MountPath: "/var/lib/linstor-pools"},
+	}
+	volumes := []corev1.Volume{
+		hostDir("dev", "/dev"),
+		hostDir("lib-modules", "/lib/modules"),
+		hostPath("usr-src", "/usr/src", corev1.HostPathDirectoryOrCreate),
+		hostPath("var-lib-drbd", "/var/lib/drbd", corev1.HostPathDirectoryOrCreate),
+		hostPath("var-lib-linstor-pools", "/var/lib/linstor-pools", corev1.HostPathDirectoryOrCreate),
+	}
+	if InternalTLSEnabled(cluster) {
+		port = SatelliteSecurePort
+		v, m := pemVolumes("internal-tls", InternalTLSSecretName(cluster), internalPEMDir, internalJKSDir)
+		volumes = append(append(volumes, v...), corev1.Volume{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: SatelliteConfigName}}}})
+		mounts = append(append(mounts, m...), corev1.VolumeMount{Name: "config", MountPath: "/etc/linstor", ReadOnly: true})
 	}
 	tmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: l},
@@ -69,24 +107,13 @@ func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellit
 				Image: image(override, imgs.Image(images.LinstorSatellite)),
 				Args:  []string{"startSatellite"},
 				Env:   []corev1.EnvVar{{Name: "LB_FORCE_NODE_NAME", Value: node.Name}},
-				Ports: []corev1.ContainerPort{{Name: "linstor", ContainerPort: SatellitePort, Protocol: corev1.ProtocolTCP}},
+				Ports: []corev1.ContainerPort{{Name: "linstor", ContainerPort: port, Protocol: corev1.ProtocolTCP}},
 				// DRBD devices, LVM and ZFS on the host need a privileged container.
 				SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
-				VolumeMounts: []corev1.VolumeMount{
-					{Name: "dev", MountPath: "/dev"},
-					{Name: "lib-modules", MountPath: "/lib/modules", ReadOnly: true},
-					{Name: "var-lib-drbd", MountPath: "/var/lib/drbd"},
-					{Name: "var-lib-linstor-pools", MountPath: "/var/lib/linstor-pools"},
-				},
-				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intOrName("linstor")}}, PeriodSeconds: 10},
+				VolumeMounts:    mounts,
+				ReadinessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intOrName("linstor")}}, PeriodSeconds: 10},
 			}},
-			Volumes: []corev1.Volume{
-				hostDir("dev", "/dev"),
-				hostDir("lib-modules", "/lib/modules"),
-				hostPath("usr-src", "/usr/src", corev1.HostPathDirectoryOrCreate),
-				hostPath("var-lib-drbd", "/var/lib/drbd", corev1.HostPathDirectoryOrCreate),
-				hostPath("var-lib-linstor-pools", "/var/lib/linstor-pools", corev1.HostPathDirectoryOrCreate),
-			},
+			Volumes: volumes,
 		},
 	}
 	applyComponent(&tmpl, defaults, satelliteComponent)

@@ -14,6 +14,7 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/emulator"
+	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
 // availableCluster sets up nodes, a cluster and one pool, and waits for Available.
@@ -49,6 +50,8 @@ func TestSteadyStateMakesNoWrites(t *testing.T) {
 	var before appsv1.Deployment
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-controller"}, &before)).To(Succeed())
 	satBefore := getSatellite(g, ns, "steady-a")
+	var dsBefore appsv1.DaemonSet
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: render.SatelliteDaemonSetName("steady-a")}, &dsBefore)).To(Succeed())
 	var cfgBefore linstorv1.LinstorSatelliteConfiguration
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cfg"}, &cfgBefore)).To(Succeed())
 	emu.ResetRequests()
@@ -66,6 +69,11 @@ func TestSteadyStateMakesNoWrites(t *testing.T) {
 	g.Expect(after.ResourceVersion).To(Equal(before.ResourceVersion), "the Deployment was rewritten")
 	satAfter := getSatellite(g, ns, "steady-a")
 	g.Expect(satAfter.ResourceVersion).To(Equal(satBefore.ResourceVersion), "the LinstorSatellite was rewritten")
+	// The satellite's DaemonSet carries the cluster's labels but is not the cluster's to prune.
+	var dsAfter appsv1.DaemonSet
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: render.SatelliteDaemonSetName("steady-a")}, &dsAfter)).To(Succeed())
+	g.Expect(dsAfter.UID).To(Equal(dsBefore.UID), "the satellite DaemonSet was deleted and recreated")
+	g.Expect(dsAfter.ResourceVersion).To(Equal(dsBefore.ResourceVersion), "the satellite DaemonSet was rewritten")
 	var cfgAfter linstorv1.LinstorSatelliteConfiguration
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cfg"}, &cfgAfter)).To(Succeed())
 	g.Expect(cfgAfter.ResourceVersion).To(Equal(cfgBefore.ResourceVersion), "the configuration status was rewritten")

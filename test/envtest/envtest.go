@@ -43,6 +43,8 @@ type Options struct {
 	LinstorGrace time.Duration
 	// Setup registers extra controllers on the manager before it starts.
 	Setup func(ctrl.Manager) error
+	// ExtraCRDs are more CRD files or directories to install (third-party kinds).
+	ExtraCRDs []string
 }
 
 // RepoRoot is the repository's top directory.
@@ -93,7 +95,7 @@ func start(opts Options) (*Env, func() error, error) {
 	te := &ctrlenvtest.Environment{
 		BinaryAssetsDirectory: dir,
 		CRDInstallOptions: ctrlenvtest.CRDInstallOptions{
-			Paths:              []string{filepath.Join(root, "config", "crd", "bases")},
+			Paths:              append([]string{filepath.Join(root, "config", "crd", "bases")}, opts.ExtraCRDs...),
 			Scheme:             scheme,
 			ErrorIfPathMissing: true,
 		},

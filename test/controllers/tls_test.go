@@ -1,0 +1,304 @@
+package controllers
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/certs"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/render"
+)
+
+func getSecret(g Gomega, ns, name string) *corev1.Secret {
+	s := &corev1.Secret{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, s)).To(Succeed())
+	return s
+}
+
+// verify checks that a generated Secret holds a certificate of its CA for the usage.
+func verify(g Gomega, ns, name string, usage x509.ExtKeyUsage, dnsName string) *x509.Certificate {
+	secret := getSecret(g, ns, name)
+	leaf, err := certs.Parse(secret.Data["tls.crt"], secret.Data["tls.key"])
+	g.Expect(err).NotTo(HaveOccurred(), name)
+	roots := x509.NewCertPool()
+	g.Expect(roots.AppendCertsFromPEM(secret.Data["ca.crt"])).To(BeTrue(), name)
+	_, err = leaf.Cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: dnsName, KeyUsages: []x509.ExtKeyUsage{usage}})
+	g.Expect(err).NotTo(HaveOccurred(), name)
+	return leaf.Cert
+}
+
+func podTemplate(g Gomega, obj client.Object) corev1.PodTemplateSpec {
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+	switch w := obj.(type) {
+	case *appsv1.Deployment:
+		return w.Spec.Template
+	case *appsv1.DaemonSet:
+		return w.Spec.Template
+	}
+	panic("not a workload")
+}
+
+func mountsSecret(tmpl corev1.PodTemplateSpec, secret, path string) bool {
+	vol := ""
+	for _, v := range tmpl.Spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == secret {
+			vol = v.Name
+		}
+	}
+	for _, c := range tmpl.Spec.Containers {
+		for _, m := range c.VolumeMounts {
+			if m.Name == vol && m.MountPath == path {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func TestGeneratedTLSIsIssuedMountedAndRenewed(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	makeNode(t, "tls-a", "10.4.0.1", map[string]string{"suite": "tls"})
+	g.Expect(env.Client.Create(ctx, &linstorv1.LinstorSatelliteConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: ns}})).To(Succeed())
+	cluster := makeCluster(t, ns, linstorv1.LinstorClusterSpec{
+		NodeSelector: map[string]string{"suite": "tls"},
+		TLS: &linstorv1.TLSSpec{
+			Internal: &linstorv1.TLSConfig{Mode: linstorv1.TLSGenerated},
+			API:      &linstorv1.TLSConfig{Mode: linstorv1.TLSGenerated},
+		},
+	})
+
+	// Certificates: signed by their CA, with the right names and usages.
+	var apiCert *x509.Certificate
+	g.Eventually(func(g Gomega) {
+		verify(g, ns, render.DefaultInternalTLSSecret, x509.ExtKeyUsageServerAuth, "")
+		verify(g, ns, render.DefaultInternalTLSSecret, x509.ExtKeyUsageClientAuth, "")
+		apiCert = verify(g, ns, render.DefaultAPITLSSecret, x509.ExtKeyUsageServerAuth, "linstor-controller."+ns+".svc")
+		verify(g, ns, render.DefaultAPIClientTLSSecret, x509.ExtKeyUsageClientAuth, "")
+		c := getCluster(g, cluster)
+		g.Expect(c.Status.Certificates).To(HaveLen(3))
+		for _, st := range c.Status.Certificates {
+			g.Expect(st.NotAfter).NotTo(BeNil())
+			g.Expect(st.NotAfter.Time).To(BeTemporally(">", time.Now().Add(300*24*time.Hour)))
+		}
+	}, timeout, tick).Should(Succeed())
+	// The CAs' keys stay in their own Secrets; the leaves carry only the trust bundle.
+	g.Expect(getSecret(g, ns, render.DefaultAPITLSSecret).Data["ca.crt"]).To(Equal(getSecret(g, ns, render.APICASecret).Data["ca.crt"]))
+	internalCA := getSecret(g, ns, render.InternalCASecret)
+	g.Expect(internalCA.OwnerReferences).To(HaveLen(1), "generated TLS Secrets go with the cluster")
+
+	// Mounted where the LINSTOR images look for them.
+	g.Eventually(func(g Gomega) {
+		ctrl := podTemplate(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "linstor-controller"}})
+		g.Expect(mountsSecret(ctrl, render.DefaultInternalTLSSecret, "/etc/linstor/ssl-pem")).To(BeTrue())
+		g.Expect(mountsSecret(ctrl, render.DefaultAPITLSSecret, "/etc/linstor/https-pem")).To(BeTrue())
+		g.Expect(mountsSecret(ctrl, render.DefaultAPIClientTLSSecret, "/etc/linstor/client")).To(BeTrue())
+		g.Expect(ctrl.Annotations[render.AnnotationTLSHash]).To(ContainSubstring(render.DefaultAPITLSSecret + "="))
+		sat := podTemplate(g, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.SatelliteDaemonSetName("tls-a")}})
+		g.Expect(mountsSecret(sat, render.DefaultInternalTLSSecret, "/etc/linstor/ssl-pem")).To(BeTrue())
+		g.Expect(sat.Spec.Containers[0].Ports[0].ContainerPort).To(Equal(int32(3367)))
+		g.Expect(sat.Annotations[render.AnnotationTLSHash]).To(HavePrefix(render.DefaultInternalTLSSecret + "="))
+		csi := podTemplate(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.CSIControllerName}})
+		var env []string
+		for _, e := range csi.Spec.Containers[0].Env {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				env = append(env, e.Name+"="+e.ValueFrom.SecretKeyRef.Name+"/"+e.ValueFrom.SecretKeyRef.Key)
+			}
+			if e.Name == "LS_CONTROLLERS" {
+				g.Expect(e.Value).To(Equal("https://linstor-controller." + ns + ".svc:3371"))
+			}
+		}
+		g.Expect(env).To(ConsistOf("LS_ROOT_CA=linstor-client-tls/ca.crt", "LS_USER_CERTIFICATE=linstor-client-tls/tls.crt", "LS_USER_KEY=linstor-client-tls/tls.key"))
+		var svc corev1.Service
+		g.Expect(env2Get(ns, "linstor-controller", &svc)).To(Succeed())
+		g.Expect(svc.Spec.Ports).To(HaveLen(1))
+		g.Expect(svc.Spec.Ports[0].Port).To(Equal(int32(3371)))
+		var cm corev1.ConfigMap
+		g.Expect(env2Get(ns, "linstor-controller-config", &cm)).To(Succeed())
+		g.Expect(cm.Data["linstor.toml"]).To(ContainSubstring("[https]\n  enabled = true"))
+		g.Expect(env2Get(ns, render.SatelliteConfigName, &cm)).To(Succeed())
+		g.Expect(cm.Data["linstor_satellite.toml"]).To(ContainSubstring(`type = "ssl"`))
+	}, timeout, tick).Should(Succeed())
+
+	// LINSTOR connects to the satellite over SSL on 3367.
+	g.Eventually(func(g Gomega) {
+		n, ok := emu.Node("tls-a")
+		g.Expect(ok).To(BeTrue())
+		g.Expect(n.NetInterfaces).To(HaveLen(1))
+		g.Expect(n.NetInterfaces[0].SatelliteEncryptionType).To(Equal("SSL"))
+		g.Expect(n.NetInterfaces[0].SatellitePort).To(Equal(int32(3367)))
+	}, timeout, tick).Should(Succeed())
+
+	// A certificate in the last third of its life is renewed, and the pods mounting it roll.
+	before := podTemplate(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "linstor-controller"}}).Annotations[render.AnnotationTLSHash]
+	caSecret := getSecret(g, ns, render.APICASecret)
+	ca, err := certs.Parse(caSecret.Data["tls.crt"], caSecret.Data["tls.key"])
+	g.Expect(err).NotTo(HaveOccurred())
+	old, err := certs.Issue(ca, certs.Request{CommonName: render.ControllerName, DNSNames: render.APIServerDNSNames(cluster), Server: true}, time.Now().Add(-300*24*time.Hour))
+	g.Expect(err).NotTo(HaveOccurred())
+	server := getSecret(g, ns, render.DefaultAPITLSSecret)
+	server.Data["tls.crt"], server.Data["tls.key"] = old.CertPEM, old.KeyPEM
+	g.Expect(env.Client.Update(ctx, server)).To(Succeed())
+	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) { c.Annotations = map[string]string{"touch": "renew"} })).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		renewed := verify(g, ns, render.DefaultAPITLSSecret, x509.ExtKeyUsageServerAuth, "linstor-controller."+ns+".svc")
+		g.Expect(renewed.SerialNumber).NotTo(Equal(old.Cert.SerialNumber))
+		g.Expect(renewed.SerialNumber).NotTo(Equal(apiCert.SerialNumber))
+		after := podTemplate(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "linstor-controller"}}).Annotations[render.AnnotationTLSHash]
+		g.Expect(after).NotTo(Equal(before), "the controller pods were not rolled")
+	}, timeout, tick).Should(Succeed())
+	// The satellites do not mount the API certificate: they are not restarted for it.
+	sat := podTemplate(g, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.SatelliteDaemonSetName("tls-a")}})
+	g.Expect(sat.Annotations[render.AnnotationTLSHash]).NotTo(ContainSubstring(render.DefaultAPITLSSecret))
+
+	// The operator's own connector speaks mutual TLS with the generated client certificate
+	// to a server using the generated API certificate.
+	apiSecret := getSecret(g, ns, render.DefaultAPITLSSecret)
+	pair, err := tls.X509KeyPair(apiSecret.Data["tls.crt"], apiSecret.Data["tls.key"])
+	g.Expect(err).NotTo(HaveOccurred())
+	clientCAs := x509.NewCertPool()
+	clientCAs.AppendCertsFromPEM(apiSecret.Data["ca.crt"])
+	srv := httptest.NewUnstartedServer(emu.Handler())
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, ClientCAs: clientCAs, ClientAuth: tls.RequireAndVerifyClientCert}
+	srv.StartTLS()
+	defer srv.Close()
+	// The certificate names the Service: dial the test server under that name.
+	dialer := &net.Dialer{}
+	direct := &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return dialer.DialContext(ctx, network, srv.Listener.Addr().String())
+	}}
+	c := getCluster(g, cluster)
+	connector := &linstor.Connector{Reader: env.Client, Transport: direct}
+	conn, err := connector.Connect(ctx, c)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(conn.URL).To(Equal("https://linstor-controller." + ns + ".svc:3371"))
+	v, err := conn.Controller.GetVersion(ctx)
+	g.Expect(err).NotTo(HaveOccurred(), "mutual TLS with the generated certificates failed")
+	g.Expect(v.Version).NotTo(BeEmpty())
+	// Under another name the server certificate does not verify.
+	conn, err = (&linstor.Connector{Reader: env.Client, Transport: direct, URL: "https://elsewhere.example:3371"}).Connect(ctx, c)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = conn.Controller.GetVersion(ctx)
+	g.Expect(err).To(MatchError(ContainSubstring("certificate is valid for linstor-controller")))
+}
+
+func env2Get(ns, name string, obj client.Object) error {
+	return env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj)
+}
+
+func TestTLSSecretsAreCheckedAndNeverOverwritten(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	makeNode(t, "tlsu-a", "10.4.1.1", map[string]string{"suite": "tlsu"})
+	// A Secret of the user's under the name a generated certificate would take.
+	mine := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "linstor-internal-tls", Namespace: ns}, Data: map[string][]byte{"keep": []byte("me")}}
+	g.Expect(env.Client.Create(ctx, mine)).To(Succeed())
+	cluster := makeCluster(t, ns, linstorv1.LinstorClusterSpec{
+		NodeSelector: map[string]string{"suite": "tlsu"},
+		TLS:          &linstorv1.TLSSpec{Internal: &linstorv1.TLSConfig{Mode: linstorv1.TLSGenerated}},
+	})
+	g.Eventually(func(g Gomega) {
+		d := condition(getCluster(g, cluster).Status.Conditions, linstorv1.ConditionDegraded)
+		g.Expect(d.Reason).To(Equal(linstorv1.ReasonInvalidSpec))
+		g.Expect(d.Message).To(ContainSubstring("Secret linstor-internal-tls exists and was not generated by the operator"))
+	}, timeout, tick).Should(Succeed())
+	g.Expect(getSecret(g, ns, "linstor-internal-tls").Data).To(Equal(map[string][]byte{"keep": []byte("me")}))
+
+	// Mode Secret with a missing Secret: SecretMissing, and no workload mounts it yet.
+	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) {
+		c.Spec.TLS.Internal = &linstorv1.TLSConfig{Mode: linstorv1.TLSSecret, SecretName: "my-internal-tls"}
+	})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		d := condition(getCluster(g, cluster).Status.Conditions, linstorv1.ConditionDegraded)
+		g.Expect(d.Reason).To(Equal(linstorv1.ReasonSecretMissing))
+		g.Expect(d.Message).To(ContainSubstring("spec.tls: Secret my-internal-tls not found"))
+	}, timeout, tick).Should(Succeed())
+
+	// An expired certificate is refused by name.
+	ca, _ := certs.NewCA("user-ca", time.Now().Add(-3*365*24*time.Hour))
+	leaf, _ := certs.Issue(ca, certs.Request{CommonName: "x", Server: true, Client: true}, time.Now().Add(-2*365*24*time.Hour))
+	user := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "my-internal-tls", Namespace: ns},
+		Data: map[string][]byte{"ca.crt": ca.CertPEM, "tls.crt": leaf.CertPEM, "tls.key": leaf.KeyPEM}}
+	g.Expect(env.Client.Create(ctx, user)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		d := condition(getCluster(g, cluster).Status.Conditions, linstorv1.ConditionDegraded)
+		g.Expect(d.Message).To(MatchRegexp(`the certificate in Secret my-internal-tls expired on \d{4}-`))
+	}, timeout, tick).Should(Succeed())
+
+	// A valid one is used as is, and mounted.
+	leaf, _ = certs.Issue(ca, certs.Request{CommonName: "x", Server: true, Client: true}, time.Now())
+	user.Data["tls.crt"], user.Data["tls.key"] = leaf.CertPEM, leaf.KeyPEM
+	g.Expect(env.Client.Update(ctx, user)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := getCluster(g, cluster)
+		g.Expect(condition(c.Status.Conditions, linstorv1.ConditionDegraded).Status).To(Equal(metav1.ConditionFalse))
+		ctrl := podTemplate(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "linstor-controller"}})
+		g.Expect(mountsSecret(ctrl, "my-internal-tls", "/etc/linstor/ssl-pem")).To(BeTrue())
+	}, timeout, tick).Should(Succeed())
+	g.Expect(getSecret(g, ns, "my-internal-tls").Data["tls.crt"]).To(Equal(leaf.CertPEM), "a user-provided Secret was modified")
+}
+
+// Mode CertManager: the operator asks cert-manager for each Secret; this test plays
+// cert-manager and issues it.
+func TestCertManagerModeRequestsCertificates(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	makeNode(t, "tlscm-a", "10.4.2.1", map[string]string{"suite": "tlscm"})
+	cluster := makeCluster(t, ns, linstorv1.LinstorClusterSpec{
+		NodeSelector: map[string]string{"suite": "tlscm"},
+		TLS: &linstorv1.TLSSpec{API: &linstorv1.TLSConfig{Mode: linstorv1.TLSCertManager,
+			IssuerRef: &linstorv1.IssuerReference{Name: "storage-ca", Kind: "ClusterIssuer"}}},
+	})
+	certificate := &unstructured.Unstructured{}
+	certificate.SetGroupVersionKind(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"})
+	g.Eventually(func(g Gomega) {
+		g.Expect(env2Get(ns, render.DefaultAPITLSSecret, certificate)).To(Succeed())
+		d := condition(getCluster(g, cluster).Status.Conditions, linstorv1.ConditionDegraded)
+		g.Expect(d.Reason).To(Equal(linstorv1.ReasonSecretMissing))
+		g.Expect(d.Message).To(ContainSubstring("waiting for cert-manager to issue Secret linstor-api-tls"))
+	}, timeout, tick).Should(Succeed())
+	spec := certificate.Object["spec"].(map[string]any)
+	g.Expect(spec["secretName"]).To(Equal(render.DefaultAPITLSSecret))
+	g.Expect(spec["issuerRef"]).To(Equal(map[string]any{"group": "cert-manager.io", "kind": "ClusterIssuer", "name": "storage-ca"}))
+	g.Expect(spec["dnsNames"]).To(ContainElement("linstor-controller." + ns + ".svc"))
+	g.Expect(spec["usages"]).To(ContainElement("server auth"))
+	g.Expect(certificate.GetOwnerReferences()).To(HaveLen(1))
+	client := &unstructured.Unstructured{}
+	client.SetGroupVersionKind(certificate.GroupVersionKind())
+	g.Expect(env2Get(ns, render.DefaultAPIClientTLSSecret, client)).To(Succeed())
+	g.Expect(client.Object["spec"].(map[string]any)["usages"]).To(ContainElement("client auth"))
+
+	// "cert-manager" issues both Secrets.
+	ca, _ := certs.NewCA("storage-ca", time.Now())
+	for _, name := range []string{render.DefaultAPITLSSecret, render.DefaultAPIClientTLSSecret} {
+		leaf, err := certs.Issue(ca, certs.Request{CommonName: name, DNSNames: render.APIServerDNSNames(cluster), Server: true, Client: true}, time.Now())
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Type: corev1.SecretTypeTLS,
+			Data: map[string][]byte{"ca.crt": ca.CertPEM, "tls.crt": leaf.CertPEM, "tls.key": leaf.KeyPEM}})).To(Succeed())
+	}
+	g.Eventually(func(g Gomega) {
+		c := getCluster(g, cluster)
+		g.Expect(condition(c.Status.Conditions, linstorv1.ConditionDegraded).Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Status.Certificates).To(HaveLen(2))
+		ctrl := podTemplate(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "linstor-controller"}})
+		g.Expect(mountsSecret(ctrl, render.DefaultAPITLSSecret, "/etc/linstor/https-pem")).To(BeTrue())
+	}, timeout, tick).Should(Succeed())
+}

@@ -54,6 +54,11 @@ vet: ## Run go vet.
 envtest-assets: ## Build kube-apiserver and etcd from source (cached in bin/k8s/<version>).
 	K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) hack/build-k8s-binaries.sh kube-apiserver etcd
 
+.PHONY: kwok-assets
+kwok-assets: ## Build the simulated cluster: control plane, etcd and kwok (cached in bin/).
+	K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) hack/build-k8s-binaries.sh kube-apiserver etcd kube-controller-manager kube-scheduler >/dev/null
+	hack/build-kwok.sh >/dev/null
+
 .PHONY: test
 test: manifests generate fmt vet envtest-assets opm config-check ## Run all tests: unit, fuzz round trips, LINSTOR API conformance, real kube-apiserver, bundle and catalog.
 	KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) CONTROLLER_GEN=$(CONTROLLER_GEN) OPM=$(OPM) \
@@ -81,8 +86,8 @@ run: manifests generate fmt vet ## Run the operator against the cluster in KUBEC
 	go run . --metrics-bind-address=0 --leader-elect=false
 
 .PHONY: demo
-demo: envtest-assets ## Run the operator on a local API server with the LINSTOR emulator (Ctrl-C stops it).
-	KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) go run ./cmd/demo
+demo: kwok-assets ## Run the operator on a local kwok cluster (NODES=3) with the LINSTOR emulator (Ctrl-C stops it).
+	go run ./cmd/demo
 
 .PHONY: demo-down
 demo-down: ## Stop what a killed `make demo` left running.

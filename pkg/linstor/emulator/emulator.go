@@ -32,6 +32,10 @@ type Emulator struct {
 	passphrase      string
 	passphraseOpen  bool
 	newNodeDisks    []lapi.PhysicalStorageNode
+	// coupled: node state follows a Kubernetes cluster (see Couple).
+	coupled        bool
+	controllerDown bool
+	controllerPod  string
 
 	faults   map[string]*Fault
 	requests []Request
@@ -109,6 +113,11 @@ func (e *Emulator) Handler() http.Handler {
 		route := e.Route(r)
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		defer func() { e.record(r, route, rec.status) }()
+		if e.isControllerDown() {
+			// No controller pod runs: nothing answers, as a refused connection would.
+			writeRC(rec, http.StatusServiceUnavailable, rc(lapiconst.MaskError|lapiconst.FailUnknownError, "LINSTOR controller is not running"))
+			return
+		}
 		if f := e.takeFault(route); f != nil {
 			if f.Latency > 0 {
 				time.Sleep(f.Latency)

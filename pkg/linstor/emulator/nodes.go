@@ -116,7 +116,7 @@ func (e *Emulator) createNode(w http.ResponseWriter, r *http.Request) {
 	n := &node{Node: lapi.Node{
 		Name: in.Name, Type: typ, Props: copyMap(in.Props), Uuid: uuid.NewString(),
 		StorageProviders: []lapi.ProviderKind{lapi.DISKLESS, lapi.LVM, lapi.LVM_THIN, lapi.ZFS, lapi.ZFS_THIN, lapi.FILE, lapi.FILE_THIN},
-	}, online: true, pools: map[string]*lapi.StoragePool{}, disks: append([]lapi.PhysicalStorageNode(nil), e.newNodeDisks...)}
+	}, online: !e.coupled, pools: map[string]*lapi.StoragePool{}, disks: append([]lapi.PhysicalStorageNode(nil), e.newNodeDisks...)}
 	if n.Props == nil {
 		n.Props = map[string]string{}
 	}

@@ -1,0 +1,190 @@
+// Package sim runs the operator end to end on this machine: a kwok-simulated cluster
+// with real control-plane processes, the operator's CRDs and webhooks installed in it,
+// the LINSTOR emulator coupled to the cluster's pods, and the operator itself as a
+// local process talking to both. `make demo` and the e2e tests are built on it.
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	lapi "github.com/LINBIT/golinstor/client"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/linstor-operator/linstor-operator/internal/kwokcluster"
+	"github.com/linstor-operator/linstor-operator/pkg/images"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor/emulator"
+	"github.com/linstor-operator/linstor-operator/pkg/manager"
+)
+
+// Options configure an environment.
+type Options struct {
+	// Root is the repository (config/ and bin/ are read from it).
+	Root string
+	// Name of the kwok cluster.
+	Name string
+	// Namespace the LinstorCluster lives in; created.
+	Namespace string
+	// LinstorPoll is how often the operator re-reads LINSTOR.
+	LinstorPoll time.Duration
+}
+
+// Env is a running simulated environment.
+type Env struct {
+	Cluster    *kwokcluster.Cluster
+	Client     client.Client
+	Emulator   *emulator.Emulator
+	LinstorURL string
+
+	opts      Options
+	installer *envtest.Environment
+	emuSrv    *http.Server
+	stopSync  context.CancelFunc
+	operator  *operator
+}
+
+type operator struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// Start builds what is missing, creates the cluster and installs the operator's API.
+// The operator itself is started with StartOperator. On error, everything started is
+// stopped again.
+func Start(ctx context.Context, opts Options) (env *Env, err error) {
+	if err := kwokcluster.BuildBinaries(ctx, opts.Root); err != nil {
+		return nil, err
+	}
+	e := &Env{opts: opts}
+	defer func() {
+		if err != nil {
+			_ = e.Stop()
+		}
+	}()
+	if e.Cluster, err = kwokcluster.Create(ctx, opts.Root, opts.Name); err != nil {
+		return nil, err
+	}
+	scheme := manager.NewScheme()
+	// envtest installs the CRDs (conversion webhook included) and the webhook
+	// configurations into the existing cluster, pointing at the operator's local
+	// webhook server with certificates it generates.
+	e.installer = &envtest.Environment{
+		UseExistingCluster: ptr.To(true),
+		Config:             e.Cluster.Config,
+		CRDInstallOptions: envtest.CRDInstallOptions{Paths: []string{filepath.Join(opts.Root, "config", "crd", "bases")},
+			Scheme: scheme, ErrorIfPathMissing: true},
+		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join(opts.Root, "config", "webhook")}},
+	}
+	if _, err = e.installer.Start(); err != nil {
+		return nil, fmt.Errorf("installing the CRDs and webhooks: %w", err)
+	}
+	if e.Client, err = client.New(e.Cluster.Config, client.Options{Scheme: scheme}); err != nil {
+		return nil, err
+	}
+	if err = e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+
+	e.Emulator = emulator.New()
+	e.Emulator.SetNewNodeDisks(lapi.PhysicalStorageNode{PhysicalStorageDevice: lapi.PhysicalStorageDevice{Device: "/dev/vdb", Model: "emulated"}, Size: 100 << 30})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	e.emuSrv = &http.Server{Handler: e.Emulator.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = e.emuSrv.Serve(ln) }()
+	e.LinstorURL = "http://" + ln.Addr().String()
+	syncCtx, stopSync := context.WithCancel(context.Background())
+	e.stopSync = stopSync
+	go e.Emulator.Couple(syncCtx, emulator.Cluster{Reader: e.Client, Namespace: opts.Namespace})
+	return e, nil
+}
+
+// StartOperator runs the operator (webhooks and controllers) until StopOperator.
+func (e *Env) StartOperator() error {
+	if e.operator != nil {
+		return errors.New("the operator is already running")
+	}
+	wh := e.installer.WebhookInstallOptions
+	mgr, err := manager.New(e.Cluster.Config, manager.Options{
+		Webhooks: true, Images: images.Default(), LinstorURL: e.LinstorURL, LinstorPoll: e.opts.LinstorPoll,
+		Manager: ctrl.Options{
+			Scheme:  e.Client.Scheme(),
+			Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+			WebhookServer: webhook.NewServer(webhook.Options{Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir}),
+			// A restarted operator in the same process registers its controllers again.
+			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	op := &operator{cancel: cancel, done: make(chan error, 1)}
+	go func() { op.done <- mgr.Start(ctx) }()
+	check := mgr.GetWebhookServer().StartedChecker()
+	deadline := time.Now().Add(30 * time.Second)
+	for check(nil) != nil {
+		select {
+		case err := <-op.done:
+			cancel()
+			return fmt.Errorf("the operator stopped: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			return errors.New("the operator's webhook server did not start")
+		}
+	}
+	e.operator = op
+	return nil
+}
+
+// OperatorDone reports the operator's exit.
+func (e *Env) OperatorDone() <-chan error {
+	if e.operator == nil {
+		return nil
+	}
+	return e.operator.done
+}
+
+// StopOperator stops the operator and waits for it.
+func (e *Env) StopOperator() error {
+	if e.operator == nil {
+		return nil
+	}
+	e.operator.cancel()
+	err := <-e.operator.done
+	e.operator = nil
+	return err
+}
+
+// Stop stops the operator, the emulator and the cluster.
+func (e *Env) Stop() error {
+	var errs []error
+	errs = append(errs, e.StopOperator())
+	if e.stopSync != nil {
+		e.stopSync()
+	}
+	if e.emuSrv != nil {
+		errs = append(errs, e.emuSrv.Close())
+	}
+	if e.Cluster != nil {
+		errs = append(errs, e.Cluster.Delete())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,129 @@
+package emulator
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	lapiconst "github.com/LINBIT/golinstor"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/linstor-operator/linstor-operator/pkg/render"
+)
+
+// Cluster is the Kubernetes cluster a coupled emulator follows.
+type Cluster struct {
+	Reader client.Reader
+	// Namespace of the LinstorCluster's workloads.
+	Namespace string
+	// Interval between looks at the cluster; zero means one second.
+	Interval time.Duration
+}
+
+// Couple makes the emulator follow the pods the operator deploys, as a real LINSTOR
+// would, until ctx ends:
+//   - a satellite is ONLINE only while its pod is Running, and reports the version of
+//     its image (so it is VERSION_MISMATCH while its image differs from the controller's);
+//   - the controller answers only while a controller pod is Running (when the operator
+//     deploys one), reports the version of that pod's image, and forgets the master
+//     passphrase when its pod is replaced;
+//   - new nodes start OFFLINE until their satellite pod runs.
+func (e *Emulator) Couple(ctx context.Context, k Cluster) {
+	e.mu.Lock()
+	e.coupled = true
+	e.mu.Unlock()
+	interval := k.Interval
+	if interval == 0 {
+		interval = time.Second
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		_ = e.SyncWithCluster(ctx, k)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// SyncWithCluster looks at the cluster once (Couple does it periodically).
+func (e *Emulator) SyncWithCluster(ctx context.Context, k Cluster) error {
+	var pods corev1.PodList
+	if err := k.Reader.List(ctx, &pods, client.InNamespace(k.Namespace)); err != nil {
+		return err
+	}
+	var deployments appsv1.DeploymentList
+	if err := k.Reader.List(ctx, &deployments, client.InNamespace(k.Namespace), client.MatchingLabels{render.LabelName: render.ControllerName}); err != nil {
+		return err
+	}
+	satellites := map[string]string{} // node -> version of its running satellite
+	controllerPod, controllerVersion := "", ""
+	for _, pod := range pods.Items {
+		if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
+			continue
+		}
+		switch pod.Labels[render.LabelName] {
+		case "linstor-satellite":
+			satellites[pod.Spec.NodeName] = imageVersion(pod.Spec.Containers, "linstor-satellite")
+		case render.ControllerName:
+			controllerPod, controllerVersion = string(pod.UID), imageVersion(pod.Spec.Containers, render.ControllerName)
+		}
+	}
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	// Without a controller Deployment the emulator plays an external controller: always up.
+	e.controllerDown = len(deployments.Items) > 0 && controllerPod == ""
+	if controllerPod != "" && controllerPod != e.controllerPod {
+		if e.controllerPod != "" {
+			e.passphraseOpen = false // a new controller process starts locked
+		}
+		e.controllerPod = controllerPod
+	}
+	if controllerVersion != "" {
+		e.version = controllerVersion
+	}
+	for name, n := range e.nodes {
+		if n.Type == lapiconst.ValNodeTypeCtrl {
+			continue
+		}
+		v, running := satellites[name]
+		n.online, n.satelliteVersion = running, v
+	}
+	return nil
+}
+
+func (e *Emulator) isControllerDown() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.controllerDown
+}
+
+// imageVersion reads the LINSTOR version from an image tag such as
+// "quay.io/piraeusdatastore/piraeus-server:v1.33.3"; "" (follow the controller) when
+// the tag says nothing usable, e.g. a digest.
+func imageVersion(containers []corev1.Container, name string) string {
+	for _, c := range containers {
+		if c.Name != name {
+			continue
+		}
+		ref := c.Image
+		if strings.Contains(ref, "@") {
+			return ""
+		}
+		i := strings.LastIndex(ref, ":")
+		if i < 0 || strings.Contains(ref[i:], "/") {
+			return ""
+		}
+		v := strings.TrimPrefix(ref[i+1:], "v")
+		if v == "" || v[0] < '0' || v[0] > '9' {
+			return ""
+		}
+		return v
+	}
+	return ""
+}

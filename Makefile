@@ -54,13 +54,17 @@ vet: ## Run go vet.
 envtest-assets: ## Build kube-apiserver and etcd from source (cached in bin/k8s/<version>).
 	K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) hack/build-k8s-binaries.sh kube-apiserver etcd
 
+.PHONY: test-e2e
+test-e2e: manifests kwok-assets ## Run only the end-to-end tests on a kwok-simulated cluster.
+	go test ./test/e2e -count=1 -v -timeout 15m
+
 .PHONY: kwok-assets
 kwok-assets: ## Build the simulated cluster: control plane, etcd and kwok (cached in bin/).
 	K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) hack/build-k8s-binaries.sh kube-apiserver etcd kube-controller-manager kube-scheduler >/dev/null
 	hack/build-kwok.sh >/dev/null
 
 .PHONY: test
-test: manifests generate fmt vet envtest-assets opm config-check ## Run all tests: unit, fuzz round trips, LINSTOR API conformance, real kube-apiserver, bundle and catalog.
+test: manifests generate fmt vet envtest-assets kwok-assets opm config-check ## Run all tests: unit, fuzz round trips, LINSTOR API conformance, real kube-apiserver, bundle and catalog, end to end on kwok.
 	KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) CONTROLLER_GEN=$(CONTROLLER_GEN) OPM=$(OPM) \
 	LINSTOR_OPENAPI_SPEC=$(LINSTOR_OPENAPI_SPEC) \
 	go test ./... -count=1 -timeout 30m

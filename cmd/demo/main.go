@@ -17,10 +17,8 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/yaml"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -51,12 +49,18 @@ func run(nodeCount int) error {
 	// stops the cluster.
 	signal.Ignore(syscall.SIGPIPE)
 	start := time.Now()
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapErrorsOnly)))
-
 	root, err := os.Getwd()
 	if err != nil {
 		return err
 	}
+	// The operator's log goes to a file: the terminal shows the progress.
+	logPath := filepath.Join(root, "bin", "demo-operator.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.Level(zapcore.InfoLevel)))
 	step("building what is missing and starting the kwok cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)", start)
 	env, err := sim.Start(ctx, sim.Options{Root: root, Name: clusterName, Namespace: namespace, LinstorPoll: 5 * time.Second})
 	if err != nil {
@@ -78,10 +82,10 @@ func run(nodeCount int) error {
 		return err
 	}
 	step("applying config/samples", start)
-	if err := applySamples(ctx, c, root); err != nil {
+	if err := sim.ApplySamples(ctx, c, root, namespace); err != nil {
 		return err
 	}
-	fmt.Printf("\n  kubectl --kubeconfig %s get linstorclusters,linstorsatellites,pods -A\n\n", env.Cluster.Kubeconfig)
+	fmt.Printf("\n  kubectl --kubeconfig %s get linstorclusters,linstorsatellites,pods -A\n  operator log: %s\n\n", env.Cluster.Kubeconfig, logPath)
 
 	announced, last, lastAt := false, "", time.Time{}
 	ticker := time.NewTicker(time.Second)
@@ -109,24 +113,6 @@ func run(nodeCount int) error {
 			}
 		}
 	}
-}
-
-func applySamples(ctx context.Context, c client.Client, root string) error {
-	for _, f := range []string{"linstor_v1_linstorsatelliteconfiguration.yaml", "linstor_v1_linstornodeconnection.yaml", "linstor_v1_linstorcluster.yaml"} {
-		raw, err := os.ReadFile(filepath.Join(root, "config", "samples", f))
-		if err != nil {
-			return err
-		}
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(raw, &u.Object); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		u.SetNamespace(namespace)
-		if err := c.Create(ctx, u); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-	}
-	return nil
 }
 
 func progress(ctx context.Context, c client.Client) (string, bool) {
@@ -173,5 +159,3 @@ func envInt(name string, def int) int {
 	}
 	return def
 }
-
-const zapErrorsOnly = zapcore.Level(2)

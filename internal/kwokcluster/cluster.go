@@ -160,7 +160,8 @@ func Node(name string, i int) *corev1.Node {
 	}}}
 	n.Status.NodeInfo = corev1.NodeSystemInfo{OSImage: osImages[i%len(osImages)], KernelVersion: "6.8.0-48-generic", Architecture: "amd64", OperatingSystem: "linux"}
 	n.Status.Addresses = []corev1.NodeAddress{
-		{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.%d.%d.%d", 100+i/65536, (i/256)%256, i%256+1)},
+		// Inside the samples' data network 10.0.0.0/16.
+		{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.0.%d.%d", i/250, i%250+10)},
 		{Type: corev1.NodeHostName, Address: name},
 	}
 	return n

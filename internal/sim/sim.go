@@ -10,13 +10,18 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	lapi "github.com/LINBIT/golinstor/client"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/yaml"
 
 	"github.com/linstor-operator/linstor-operator/internal/kwokcluster"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
@@ -187,4 +193,42 @@ func (e *Env) Stop() error {
 		errs = append(errs, e.Cluster.Delete())
 	}
 	return errors.Join(errs...)
+}
+
+// ApplySamples creates the v1 samples of config/samples in namespace.
+func ApplySamples(ctx context.Context, c client.Client, root, namespace string) error {
+	for _, f := range []string{"linstor_v1_linstorsatelliteconfiguration.yaml", "linstor_v1_linstornodeconnection.yaml", "linstor_v1_linstorcluster.yaml"} {
+		raw, err := os.ReadFile(filepath.Join(root, "config", "samples", f))
+		if err != nil {
+			return err
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(raw, &u.Object); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		u.SetNamespace(namespace)
+		if err := c.Create(ctx, u); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+	}
+	return nil
+}
+
+// Addresses are the host:port endpoints the environment listens on (the API server,
+// the operator's webhook server, the emulator), for checking that Stop closed them.
+func (e *Env) Addresses() []string {
+	var out []string
+	if e.Cluster != nil {
+		if u, err := url.Parse(e.Cluster.Config.Host); err == nil {
+			out = append(out, u.Host)
+		}
+	}
+	if e.installer != nil {
+		wh := e.installer.WebhookInstallOptions
+		out = append(out, net.JoinHostPort(wh.LocalServingHost, strconv.Itoa(wh.LocalServingPort)))
+	}
+	if e.LinstorURL != "" {
+		out = append(out, strings.TrimPrefix(e.LinstorURL, "http://"))
+	}
+	return out
 }

@@ -454,3 +454,15 @@ func withoutFlag(flags []string, f string) []string {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// StoragePools lists a node's storage pools, sorted by name.
+func (e *Emulator) StoragePools(nodeName string) ([]lapi.StoragePool, error) {
+	var out []lapi.StoragePool
+	err := e.withNode(nodeName, func(n *node) {
+		for _, p := range n.pools {
+			out = append(out, *p)
+		}
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].StoragePoolName < out[j].StoragePoolName })
+	return out, err
+}

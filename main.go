@@ -7,10 +7,15 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/zapr"
+	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
+	"github.com/operator-framework/operator-lib/conditions"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -19,6 +24,8 @@ import (
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/manager"
 )
+
+var setupLog logr.Logger
 
 // webhookCertDir is where OLM (and config/default's cert-manager patch) mount the serving cert.
 const webhookCertDir = "/tmp/k8s-webhook-server/serving-certs"
@@ -46,7 +53,7 @@ func main() {
 		os.Exit(2)
 	}
 	ctrl.SetLogger(zapr.NewLogger(log))
-	setupLog := ctrl.Log.WithName("setup")
+	setupLog = ctrl.Log.WithName("setup")
 
 	// A typo in a mirror's RELATED_IMAGE_* must stop the operator, not pull the default.
 	imageSet, err := images.FromEnv(os.Environ())
@@ -64,10 +71,12 @@ func main() {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 
-	mgr, err := manager.New(ctrl.GetConfigOrDie(), manager.Options{
-		Webhooks:   webhooksEnabled,
-		Images:     imageSet,
-		LinstorURL: linstorURL,
+	cfg := ctrl.GetConfigOrDie()
+	mgr, err := manager.New(cfg, manager.Options{
+		Webhooks:          webhooksEnabled,
+		Images:            imageSet,
+		LinstorURL:        linstorURL,
+		OperatorCondition: olmUpgradeable(cfg),
 		Manager: ctrl.Options{
 			Metrics:                       metricsOpts,
 			WebhookServer:                 webhook.NewServer(webhook.Options{CertDir: webhookCertDir, TLSOpts: tlsOpts}),
@@ -117,4 +126,24 @@ func newLogger(level, format string) (*zap.Logger, error) {
 	}
 	cfg.Level = zap.NewAtomicLevelAt(lvl)
 	return cfg.Build()
+}
+
+// olmUpgradeable is the Upgradeable condition of the OperatorCondition OLM created for
+// this operator, or nil outside OLM (no OPERATOR_CONDITION_NAME), which skips it quietly.
+func olmUpgradeable(cfg *rest.Config) conditions.Condition {
+	if os.Getenv("OPERATOR_CONDITION_NAME") == "" {
+		setupLog.Info("not managed by OLM: no OperatorCondition to keep")
+		return nil
+	}
+	c, err := client.New(cfg, client.Options{Scheme: manager.NewScheme()})
+	if err != nil {
+		setupLog.Error(err, "OperatorCondition client")
+		os.Exit(1)
+	}
+	cond, err := conditions.InClusterFactory{Client: c}.NewCondition(operatorsv2.ConditionType(operatorsv2.Upgradeable))
+	if err != nil {
+		setupLog.Error(err, "OperatorCondition")
+		os.Exit(1)
+	}
+	return cond
 }

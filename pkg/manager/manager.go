@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"time"
 
+	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
+	"github.com/operator-framework/operator-lib/conditions"
 	"github.com/operator-framework/operator-lib/proxy"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,6 +21,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/controllers/linstorcluster"
 	"github.com/linstor-operator/linstor-operator/controllers/linstornodeconnection"
 	"github.com/linstor-operator/linstor-operator/controllers/linstorsatellite"
+	"github.com/linstor-operator/linstor-operator/controllers/operatorcondition"
 	"github.com/linstor-operator/linstor-operator/controllers/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
@@ -31,6 +34,7 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(linstorv1.AddToScheme(s))
 	utilruntime.Must(linstorv1alpha1.AddToScheme(s))
+	utilruntime.Must(operatorsv2.AddToScheme(s))
 	return s
 }
 
@@ -52,6 +56,9 @@ type Options struct {
 	// LinstorGrace is how long LINSTOR may be unreachable before conditions report it;
 	// zero means DefaultLinstorGrace.
 	LinstorGrace time.Duration
+	// OperatorCondition is the Upgradeable condition of the operator's OperatorCondition
+	// when OLM manages the operator; nil skips it.
+	OperatorCondition conditions.Condition
 }
 
 // DefaultLinstorGrace absorbs a LINSTOR controller restart or a network blip.
@@ -93,6 +100,11 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Linstor: connector, Poll: opts.LinstorPoll,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorNodeConnection controller: %w", err)
+	}
+	if opts.OperatorCondition != nil {
+		if err := (&operatorcondition.Reconciler{Client: mgr.GetClient(), Condition: opts.OperatorCondition}).SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up the OperatorCondition controller: %w", err)
+		}
 	}
 	return mgr, nil
 }

@@ -3,6 +3,8 @@ package envtest
 import (
 	"context"
 	"fmt"
+	olmcrds "github.com/operator-framework/api/crds"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -95,7 +97,9 @@ func start(opts Options) (*Env, func() error, error) {
 	te := &ctrlenvtest.Environment{
 		BinaryAssetsDirectory: dir,
 		CRDInstallOptions: ctrlenvtest.CRDInstallOptions{
-			Paths:              append([]string{filepath.Join(root, "config", "crd", "bases")}, opts.ExtraCRDs...),
+			Paths: append([]string{filepath.Join(root, "config", "crd", "bases")}, opts.ExtraCRDs...),
+			// OLM's OperatorCondition, which the operator keeps when OLM manages it.
+			CRDs:               []*apiextensionsv1.CustomResourceDefinition{olmcrds.OperatorCondition()},
 			Scheme:             scheme,
 			ErrorIfPathMissing: true,
 		},

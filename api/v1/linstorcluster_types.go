@@ -292,12 +292,75 @@ type LinstorClusterStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Capacity"
 	Capacity *CapacityStatus `json:"capacity,omitempty"`
 
+	// deployed is the LINSTOR version each part is deployed at. During an upgrade the
+	// controller moves first and the satellites follow.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Deployed Versions"
+	Deployed *DeployedVersions `json:"deployed,omitempty"`
+
+	// upgrade reports a LINSTOR version change: waiting for approval, refused, or in
+	// progress phase by phase. It survives operator restarts: the upgrade resumes.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Upgrade"
+	Upgrade *UpgradeStatus `json:"upgrade,omitempty"`
+
 	// certificates lists the TLS Secrets in use, with their expiry.
 	// +listType=map
 	// +listMapKey=secretName
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Certificates"
 	Certificates []CertificateStatus `json:"certificates,omitempty"`
+}
+
+// DeployedVersions are the LINSTOR versions the operator deploys.
+type DeployedVersions struct {
+	// controller is the LINSTOR controller's version.
+	// +optional
+	Controller string `json:"controller,omitempty"`
+	// satellites is the version of every satellite (LINSTOR refuses mixed versions).
+	// +optional
+	Satellites string `json:"satellites,omitempty"`
+}
+
+// UpgradePhase is a step of a LINSTOR upgrade.
+// +kubebuilder:validation:Enum=AwaitingApproval;Refused;Preflight;Backup;Controller;Satellites;Verify;Succeeded;RollingBack;RolledBack
+type UpgradePhase string
+
+const (
+	UpgradeAwaitingApproval UpgradePhase = "AwaitingApproval"
+	UpgradeRefused          UpgradePhase = "Refused"
+	UpgradePreflight        UpgradePhase = "Preflight"
+	UpgradeBackup           UpgradePhase = "Backup"
+	UpgradeController       UpgradePhase = "Controller"
+	UpgradeSatellites       UpgradePhase = "Satellites"
+	UpgradeVerify           UpgradePhase = "Verify"
+	UpgradeSucceeded        UpgradePhase = "Succeeded"
+	UpgradeRollingBack      UpgradePhase = "RollingBack"
+	UpgradeRolledBack       UpgradePhase = "RolledBack"
+)
+
+// UpgradeStatus is the state of a LINSTOR version change.
+type UpgradeStatus struct {
+	// phase of the upgrade.
+	Phase UpgradePhase `json:"phase"`
+	// from is the version running when the upgrade started.
+	// +optional
+	From string `json:"from,omitempty"`
+	// to is the version the upgrade moves to (a stepping stone, or the final version).
+	// +optional
+	To string `json:"to,omitempty"`
+	// startedAt is when the upgrade (or the current attempt) started.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// phaseStartedAt is when the current phase started; phases are bounded in time.
+	// +optional
+	PhaseStartedAt *metav1.Time `json:"phaseStartedAt,omitempty"`
+	// backupName is the LinstorBackup taken before the database migration.
+	// +optional
+	BackupName string `json:"backupName,omitempty"`
+	// message says what happens, what blocks, or what to do.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // CertificateStatus reports one TLS Secret the cluster uses.

@@ -166,3 +166,31 @@ func Components() []string {
 	sort.Strings(out)
 	return out
 }
+
+// ForLinstor returns the set with the LINSTOR controller and satellite images of the
+// given version. The release's own version keeps its (possibly overridden) images;
+// another version takes the same repository with tag "v<version>". "" changes nothing.
+func (s Set) ForLinstor(version string) Set {
+	if version == "" || version == LinstorVersion {
+		return s
+	}
+	out := Set{images: map[Component]string{}, loaders: s.loaders}
+	for c, img := range s.images {
+		out.images[c] = img
+	}
+	for _, c := range []Component{LinstorController, LinstorSatellite} {
+		out.images[c] = withTag(s.images[c], "v"+version)
+	}
+	return out
+}
+
+// withTag replaces the tag (or digest) of an image reference.
+func withTag(ref, tag string) string {
+	if i := strings.Index(ref, "@"); i >= 0 {
+		ref = ref[:i]
+	}
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		ref = ref[:i]
+	}
+	return ref + ":" + tag
+}

@@ -106,3 +106,26 @@ func TestRelatedListsEveryImage(t *testing.T) {
 		}
 	}
 }
+
+func TestForLinstor(t *testing.T) {
+	s, err := FromEnv([]string{"RELATED_IMAGE_LINSTOR_CONTROLLER=mirror.local:5000/piraeus/piraeus-server@sha256:" + strings.Repeat("a", 64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.ForLinstor(LinstorVersion).Image(LinstorController); !strings.Contains(got, "@sha256:") {
+		t.Errorf("the release's version must keep its pinned image, got %s", got)
+	}
+	other := s.ForLinstor("1.33.2")
+	if got := other.Image(LinstorController); got != "mirror.local:5000/piraeus/piraeus-server:v1.33.2" {
+		t.Errorf("controller for 1.33.2 = %s", got)
+	}
+	if got := other.Image(LinstorSatellite); got != "quay.io/piraeusdatastore/piraeus-server:v1.33.2" {
+		t.Errorf("satellite for 1.33.2 = %s", got)
+	}
+	if other.Image(LinstorCSI) != s.Image(LinstorCSI) {
+		t.Error("ForLinstor changed another component")
+	}
+	if s.Image(LinstorController) == other.Image(LinstorController) {
+		t.Error("ForLinstor modified the original set")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/operator-framework/operator-lib/conditions"
 	"github.com/operator-framework/operator-lib/proxy"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -35,6 +36,7 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(linstorv1.AddToScheme(s))
 	utilruntime.Must(linstorv1alpha1.AddToScheme(s))
 	utilruntime.Must(operatorsv2.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	return s
 }
 

@@ -141,3 +141,5 @@ func gauge(g Gomega, name string, labels map[string]string) float64 {
 	}
 	return -1
 }
+
+func ptrKey(name string) client.ObjectKey { return client.ObjectKey{Name: name} }

@@ -1,0 +1,227 @@
+// Package dbbackup backs up and restores LINSTOR's database when it lives in Kubernetes
+// (the "k8s" backend): every CRD of the group internal.linstor.linbit.com and all their
+// objects. A dump is encoded deterministically (sorted JSON, gzip without timestamps),
+// so equal databases give equal bytes and a checksum proves a restore exact. Encoded
+// dumps are split into chunks small enough for Secrets.
+package dbbackup
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Group is the API group of LINSTOR's k8s database backend.
+const Group = "internal.linstor.linbit.com"
+
+// ChunkSize keeps each Secret well under the 1 MiB object limit.
+const ChunkSize = 512 << 10
+
+// Dump is the database: its CRDs and their objects, without server-set fields.
+type Dump struct {
+	CRDs    []apiextensionsv1.CustomResourceDefinition `json:"crds"`
+	Objects []map[string]any                           `json:"objects"`
+}
+
+// Take reads the database. The LINSTOR controller must be stopped: it writes to it.
+func Take(ctx context.Context, c client.Client) (*Dump, error) {
+	var crds apiextensionsv1.CustomResourceDefinitionList
+	if err := c.List(ctx, &crds); err != nil {
+		return nil, fmt.Errorf("listing CRDs: %w", err)
+	}
+	d := &Dump{}
+	for _, crd := range crds.Items {
+		if crd.Spec.Group != Group {
+			continue
+		}
+		version := storageVersion(&crd)
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion(Group + "/" + version)
+		list.SetKind(crd.Spec.Names.ListKind)
+		if err := c.List(ctx, list); err != nil {
+			return nil, fmt.Errorf("listing %s: %w", crd.Name, err)
+		}
+		for _, o := range list.Items {
+			d.Objects = append(d.Objects, clean(o.Object))
+		}
+		d.CRDs = append(d.CRDs, cleanCRD(crd))
+	}
+	d.sort()
+	return d, nil
+}
+
+// Counts returns the numbers of CRDs and objects.
+func (d *Dump) Counts() (crds, objects int) { return len(d.CRDs), len(d.Objects) }
+
+func (d *Dump) sort() {
+	sort.Slice(d.CRDs, func(i, j int) bool { return d.CRDs[i].Name < d.CRDs[j].Name })
+	key := func(o map[string]any) string {
+		u := unstructured.Unstructured{Object: o}
+		return u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
+	}
+	sort.Slice(d.Objects, func(i, j int) bool { return key(d.Objects[i]) < key(d.Objects[j]) })
+}
+
+func storageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			return v.Name
+		}
+	}
+	return crd.Spec.Versions[0].Name
+}
+
+// clean drops what the API server sets, so a restore creates the objects anew and
+// two dumps of the same data are equal.
+func clean(o map[string]any) map[string]any {
+	u := unstructured.Unstructured{Object: o}
+	out := u.DeepCopy()
+	for _, f := range []string{"resourceVersion", "uid", "creationTimestamp", "generation", "managedFields", "selfLink"} {
+		unstructured.RemoveNestedField(out.Object, "metadata", f)
+	}
+	return out.Object
+}
+
+func cleanCRD(crd apiextensionsv1.CustomResourceDefinition) apiextensionsv1.CustomResourceDefinition {
+	out := apiextensionsv1.CustomResourceDefinition{TypeMeta: crd.TypeMeta, Spec: *crd.Spec.DeepCopy()}
+	out.APIVersion, out.Kind = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
+	out.Name, out.Labels, out.Annotations = crd.Name, crd.Labels, crd.Annotations
+	return out
+}
+
+// Encode serializes the dump deterministically and compresses it.
+func (d *Dump) Encode() ([]byte, error) {
+	raw, err := json.Marshal(d) // map keys are sorted by encoding/json
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression) // no name, zero mtime: deterministic
+	if _, err := zw.Write(raw); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Decode reverses Encode.
+func Decode(data []byte) (*Dump, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("backup data is not gzip: %w", err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, fmt.Errorf("backup data is corrupt: %w", err)
+	}
+	d := &Dump{}
+	if err := json.Unmarshal(raw, d); err != nil {
+		return nil, fmt.Errorf("backup data is corrupt: %w", err)
+	}
+	return d, nil
+}
+
+// Checksum is the SHA-256 of encoded data, as "sha256:<hex>".
+func Checksum(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Split cuts data into chunks of at most size bytes.
+func Split(data []byte, size int) [][]byte {
+	var out [][]byte
+	for len(data) > size {
+		out = append(out, data[:size])
+		data = data[size:]
+	}
+	return append(out, data)
+}
+
+// Restore replaces the database with the dump: the group's CRDs are deleted (with all
+// their objects), the dump's CRDs are created and, once established, its objects. The
+// LINSTOR controller must be stopped.
+func Restore(ctx context.Context, c client.Client, d *Dump) error {
+	var crds apiextensionsv1.CustomResourceDefinitionList
+	if err := c.List(ctx, &crds); err != nil {
+		return fmt.Errorf("listing CRDs: %w", err)
+	}
+	for i := range crds.Items {
+		crd := &crds.Items[i]
+		if crd.Spec.Group != Group {
+			continue
+		}
+		if err := c.Delete(ctx, crd); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting %s: %w", crd.Name, err)
+		}
+	}
+	for i := range crds.Items {
+		if crds.Items[i].Spec.Group != Group {
+			continue
+		}
+		if err := waitGone(ctx, c, crds.Items[i].Name); err != nil {
+			return err
+		}
+	}
+	for i := range d.CRDs {
+		crd := d.CRDs[i].DeepCopy()
+		if err := c.Create(ctx, crd); err != nil {
+			return fmt.Errorf("creating %s: %w", crd.Name, err)
+		}
+		if err := waitEstablished(ctx, c, crd.Name); err != nil {
+			return err
+		}
+	}
+	for _, o := range d.Objects {
+		u := &unstructured.Unstructured{Object: clean(o)}
+		// A just-established CRD may take a moment to appear in discovery.
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			err := c.Create(ctx, u)
+			if meta.IsNoMatchError(err) {
+				return false, nil
+			}
+			return true, err
+		})
+		if err != nil {
+			return fmt.Errorf("creating %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+	}
+	return nil
+}
+
+func waitGone(ctx context.Context, c client.Client, name string) error {
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, client.ObjectKey{Name: name}, &apiextensionsv1.CustomResourceDefinition{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+}
+
+func waitEstablished(ctx context.Context, c client.Client, name string) error {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		for _, cond := range crd.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}

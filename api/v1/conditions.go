@@ -33,4 +33,5 @@ const (
 	ReasonPoolInUse          = "PoolInUse"
 	ReasonWaitingForEvacuate = "WaitingForEvacuation"
 	ReasonUpgradeInProgress  = "UpgradeInProgress"
+	ReasonBackupInProgress   = "BackupInProgress"
 )

@@ -150,6 +150,19 @@ type DatabaseSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Client Certificate Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
 	ClientCertificateSecretRef *LocalSecretReference `json:"clientCertificateSecretRef,omitempty"`
+
+	// keepBackups deletes the oldest completed LinstorBackups of this cluster beyond this
+	// many. Unset keeps them all.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backups to Keep",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
+	KeepBackups *int32 `json:"keepBackups,omitempty"`
+
+	// externalBackupAcknowledged: with an external database the operator cannot back it
+	// up; upgrades wait until this is true, stating the admin has a current backup.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="External Database Backup Acknowledged",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
+	ExternalBackupAcknowledged bool `json:"externalBackupAcknowledged,omitempty"`
 }
 
 // TLSSpec secures LINSTOR's traffic.

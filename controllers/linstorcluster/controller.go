@@ -40,6 +40,8 @@ type Reconciler struct {
 	ProxyEnv []corev1.EnvVar
 	// Grace is how long LINSTOR may stay unreachable before conditions say so.
 	Grace *phases.Grace
+	// Direct reads the API server without the cache (pods, LINSTOR's database).
+	Direct client.Client
 	// Poll is how often LINSTOR state is re-read; zero means pollInterval.
 	Poll    time.Duration
 	applier *apply.Applier
@@ -55,6 +57,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=serviceaccounts;services;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=linstor.io,resources=linstorbackups,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;create;update;patch
 // +kubebuilder:rbac:groups=apps,resources=deployments;daemonsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=csidrivers,verbs=get;list;watch;create;update;patch;delete
@@ -87,6 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	return phases.Run(ctx, s, r.poll(), func() bool { return s.stop },
 		r.reconcileDuplicate,
+		r.reconcileBackups,
 		r.reconcileTLS,
 		r.reconcileControllerWorkload,
 		r.reconcileSatellites,
@@ -119,6 +123,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&linstorv1.LinstorSatellite{}).
 		Watches(&corev1.Node{}, allClusters, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&linstorv1.LinstorSatelliteConfiguration{}, allClusters).
+		// A backup stops the controller and lets it start again when done.
+		Watches(&linstorv1.LinstorBackup{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+			return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.(*linstorv1.LinstorBackup).Spec.ClusterRef.Name}}}
+		})).
 		Complete(r)
 }
 

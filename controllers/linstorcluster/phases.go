@@ -92,6 +92,9 @@ func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) 
 		objs = append(objs, o...)
 	}
 	objs = render.WithSecretFingerprints(objs, s.tlsFingerprints)
+	if s.stopController != "" {
+		objs = render.WithControllerStopped(objs)
+	}
 	applied, err := r.applier.Apply(ctx, s.cluster, objs)
 	if err != nil {
 		s.applyErr = err
@@ -201,6 +204,9 @@ func (r *Reconciler) updateConfigurationStatus(ctx context.Context, cfg *linstor
 
 // reconcileLinstor reads the controller version and applies controller properties.
 func (r *Reconciler) reconcileLinstor(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.stopController != "" {
+		return ctrl.Result{RequeueAfter: shortPoll}, nil // stopped on purpose: nothing to ask
+	}
 	conn, err := r.Linstor.Connect(ctx, s.cluster)
 	if err != nil {
 		s.linstorErr = err

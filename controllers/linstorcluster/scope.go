@@ -20,6 +20,11 @@ type scope struct {
 	applyErr     error
 	satelliteErr error
 
+	// stopController says why the LINSTOR controller must not run now ("" lets it run).
+	stopController string
+	// upgrading: a LINSTOR upgrade is in progress.
+	upgrading bool
+
 	tlsErr          error
 	tlsMissing      bool              // a user-provided Secret is missing
 	tlsFingerprints map[string]string // Secret name -> fingerprint, for rolling pods

@@ -93,6 +93,8 @@ func setProgressingCondition(c *linstorv1.LinstorCluster, s *scope) {
 	switch {
 	case s.duplicateOf != "":
 		cond.Reason = linstorv1.ReasonDuplicateCluster
+	case s.stopController != "":
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, s.stopReason(), "LINSTOR controller stopped: "+s.stopController
 	case s.linstorErr != nil:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonControllerNotReady, "Waiting for the LINSTOR controller: "+s.linstorErr.Error()
 	case s.satellitesReady < s.satellitesTotal:
@@ -108,6 +110,8 @@ func setAvailableCondition(c *linstorv1.LinstorCluster, s *scope) {
 	switch {
 	case s.duplicateOf != "":
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonDuplicateCluster, "This LinstorCluster is a duplicate and manages nothing"
+	case s.stopController != "":
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, s.stopReason(), "LINSTOR controller stopped: "+s.stopController+" (volumes keep working)"
 	case s.linstorErr != nil:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonLinstorUnreachable, s.linstorErr.Error()
 	case s.satellitesTotal == 0:
@@ -124,6 +128,16 @@ func setUpgradeableCondition(c *linstorv1.LinstorCluster, s *scope) {
 	cond := metav1.Condition{Type: linstorv1.ConditionUpgradeable, Status: metav1.ConditionTrue, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: c.Generation}
 	if reason, msg := s.problem(); reason != "" && reason != linstorv1.ReasonDuplicateCluster {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reason, "The cluster is degraded: "+msg
+	} else if s.stopController != "" {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, s.stopReason(), s.stopController
 	}
 	meta.SetStatusCondition(&c.Status.Conditions, cond)
+}
+
+// stopReason is why the controller is stopped, as a condition reason.
+func (s *scope) stopReason() string {
+	if s.upgrading {
+		return linstorv1.ReasonUpgradeInProgress
+	}
+	return linstorv1.ReasonBackupInProgress
 }

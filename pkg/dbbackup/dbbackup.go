@@ -153,43 +153,56 @@ func Split(data []byte, size int) [][]byte {
 	return append(out, data)
 }
 
-// Restore replaces the database with the dump: the group's CRDs are deleted (with all
-// their objects), the dump's CRDs are created and, once established, its objects. The
-// LINSTOR controller must be stopped.
+// Restore replaces the database with the dump, the LINSTOR controller stopped: every
+// object of the group is deleted, CRDs the dump does not have are deleted, the dump's
+// CRDs get their definitions back, and the dump's objects are created. The operator
+// does not create CRDs (OLM's good practice): a CRD of the dump that no longer exists
+// is an error naming it.
 func Restore(ctx context.Context, c client.Client, d *Dump) error {
 	var crds apiextensionsv1.CustomResourceDefinitionList
 	if err := c.List(ctx, &crds); err != nil {
 		return fmt.Errorf("listing CRDs: %w", err)
 	}
+	inDump := map[string]*apiextensionsv1.CustomResourceDefinition{}
+	for i := range d.CRDs {
+		inDump[d.CRDs[i].Name] = &d.CRDs[i]
+	}
+	current := map[string]*apiextensionsv1.CustomResourceDefinition{}
 	for i := range crds.Items {
-		crd := &crds.Items[i]
-		if crd.Spec.Group != Group {
-			continue
-		}
-		if err := c.Delete(ctx, crd); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting %s: %w", crd.Name, err)
+		if crds.Items[i].Spec.Group == Group {
+			current[crds.Items[i].Name] = &crds.Items[i]
 		}
 	}
-	for i := range crds.Items {
-		if crds.Items[i].Spec.Group != Group {
+	for name := range inDump {
+		if current[name] == nil {
+			return fmt.Errorf("CRD %s of the backup no longer exists; create it from the backup before restoring", name)
+		}
+	}
+	for name, crd := range current {
+		if inDump[name] == nil {
+			if err := c.Delete(ctx, crd); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting %s: %w", name, err)
+			}
+			if err := waitGone(ctx, c, name); err != nil {
+				return err
+			}
 			continue
 		}
-		if err := waitGone(ctx, c, crds.Items[i].Name); err != nil {
+		if err := deleteObjects(ctx, c, crd); err != nil {
 			return err
 		}
-	}
-	for i := range d.CRDs {
-		crd := d.CRDs[i].DeepCopy()
-		if err := c.Create(ctx, crd); err != nil {
-			return fmt.Errorf("creating %s: %w", crd.Name, err)
+		crd.Spec = *inDump[name].Spec.DeepCopy()
+		crd.Labels, crd.Annotations = inDump[name].Labels, inDump[name].Annotations
+		if err := c.Update(ctx, crd); err != nil {
+			return fmt.Errorf("restoring the definition of %s: %w", name, err)
 		}
-		if err := waitEstablished(ctx, c, crd.Name); err != nil {
+		if err := waitEstablished(ctx, c, name); err != nil {
 			return err
 		}
 	}
 	for _, o := range d.Objects {
 		u := &unstructured.Unstructured{Object: clean(o)}
-		// A just-established CRD may take a moment to appear in discovery.
+		// A changed definition may take a moment to reach discovery.
 		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			err := c.Create(ctx, u)
 			if meta.IsNoMatchError(err) {
@@ -202,6 +215,27 @@ func Restore(ctx context.Context, c client.Client, d *Dump) error {
 		}
 	}
 	return nil
+}
+
+// deleteObjects deletes every object of a CRD and waits until they are gone.
+func deleteObjects(ctx context.Context, c client.Client, crd *apiextensionsv1.CustomResourceDefinition) error {
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion(Group + "/" + storageVersion(crd))
+	list.SetKind(crd.Spec.Names.ListKind)
+	if err := c.List(ctx, list); err != nil {
+		return fmt.Errorf("listing %s: %w", crd.Name, err)
+	}
+	for i := range list.Items {
+		if err := c.Delete(ctx, &list.Items[i]); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting %s %s: %w", crd.Spec.Names.Kind, list.Items[i].GetName(), err)
+		}
+	}
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := c.List(ctx, list); err != nil {
+			return false, err
+		}
+		return len(list.Items) == 0, nil
+	})
 }
 
 func waitGone(ctx context.Context, c client.Client, name string) error {

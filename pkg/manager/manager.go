@@ -19,6 +19,7 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	linstorv1alpha1 "github.com/linstor-operator/linstor-operator/api/v1alpha1"
+	"github.com/linstor-operator/linstor-operator/controllers/linstorbackup"
 	"github.com/linstor-operator/linstor-operator/controllers/linstorcluster"
 	"github.com/linstor-operator/linstor-operator/controllers/linstornodeconnection"
 	"github.com/linstor-operator/linstor-operator/controllers/linstorsatellite"
@@ -82,12 +83,18 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			return nil, fmt.Errorf("registering webhooks: %w", err)
 		}
 	}
+	// Pods and LINSTOR's database are read without a cache: caching them would keep
+	// every pod of the cluster in memory.
+	direct, err := client.New(cfg, client.Options{Scheme: opts.Manager.Scheme})
+	if err != nil {
+		return nil, err
+	}
 	connector := &linstor.Connector{Reader: mgr.GetClient(), URL: opts.LinstorURL, Transport: opts.Transport}
 	grace := phases.Poll(opts.LinstorGrace, DefaultLinstorGrace)
 	if err := (&linstorcluster.Reconciler{
 		Client: mgr.GetClient(), Images: opts.Images, Recorder: mgr.GetEventRecorderFor("linstor-operator"),
 		Linstor: connector, Poll: opts.LinstorPoll,
-		ProxyEnv: proxy.ReadProxyVarsFromEnv(), Grace: &phases.Grace{Period: grace},
+		ProxyEnv: proxy.ReadProxyVarsFromEnv(), Grace: &phases.Grace{Period: grace}, Direct: direct,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorCluster controller: %w", err)
 	}
@@ -102,6 +109,11 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Linstor: connector, Poll: opts.LinstorPoll,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorNodeConnection controller: %w", err)
+	}
+	if err := (&linstorbackup.Reconciler{
+		Client: mgr.GetClient(), Database: direct, Recorder: mgr.GetEventRecorderFor("linstor-operator"),
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the LinstorBackup controller: %w", err)
 	}
 	if opts.OperatorCondition != nil {
 		if err := (&operatorcondition.Reconciler{Client: mgr.GetClient(), Condition: opts.OperatorCondition}).SetupWithManager(mgr); err != nil {

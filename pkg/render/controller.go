@@ -208,3 +208,14 @@ func controllerDeployment(cluster *linstorv1.LinstorCluster, imgs images.Set, l 
 func typeMeta(apiVersion, kind string) metav1.TypeMeta {
 	return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
 }
+
+// WithControllerStopped scales the LINSTOR controller to zero (for a database backup
+// or restore); its other objects stay.
+func WithControllerStopped(objs Objects) Objects {
+	for _, o := range objs {
+		if d, ok := o.(*appsv1.Deployment); ok && d.Name == ControllerName {
+			d.Spec.Replicas = ptr.To[int32](0)
+		}
+	}
+	return objs
+}

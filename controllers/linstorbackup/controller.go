@@ -1,0 +1,294 @@
+// Package linstorbackup takes LinstorBackups: a copy of a cluster's LINSTOR database
+// (k8s backend) with the LINSTOR controller stopped, written to chunked Secrets and
+// verified by checksum. The LinstorCluster reconciler stops the controller while a
+// backup of its cluster is Pending or Running, and starts it again afterwards.
+package linstorbackup
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
+	"github.com/linstor-operator/linstor-operator/pkg/render"
+)
+
+// LabelBackup marks the Secrets holding a backup's chunks.
+const LabelBackup = "linstor.io/backup"
+
+// chunkKey is the data key of a chunk Secret.
+const chunkKey = "chunk"
+
+// Reconciler takes backups.
+type Reconciler struct {
+	Client client.Client
+	// Database talks to the API server without a cache: LINSTOR's CRDs and the
+	// controller's pods are read directly rather than cached cluster-wide.
+	Database client.Client
+	Recorder record.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=linstor.io,resources=linstorbackups,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups=linstor.io,resources=linstorbackups/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=linstor.io,resources=linstorbackups/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;update;delete
+// LINSTOR names its tables per release, so the backup needs every resource of its group.
+// +kubebuilder:rbac:groups=internal.linstor.linbit.com,resources=*,verbs=get;list;create;delete
+
+// Reconcile moves a backup through Pending, Running and Completed (or Failed).
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	b := &linstorv1.LinstorBackup{}
+	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	switch b.Status.Phase {
+	case linstorv1.BackupCompleted:
+		return ctrl.Result{}, r.prune(ctx, b)
+	case linstorv1.BackupFailed:
+		return ctrl.Result{}, nil
+	}
+	cluster := &linstorv1.LinstorCluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.ClusterRef.Name}, cluster); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.fail(ctx, b, fmt.Sprintf("LinstorCluster %s not found", b.Spec.ClusterRef.Name))
+		}
+		return ctrl.Result{}, err
+	}
+	if why := Unsupported(cluster); why != "" {
+		return ctrl.Result{}, r.fail(ctx, b, why)
+	}
+	if b.Status.Phase == "" {
+		return ctrl.Result{}, r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
+			st.Phase, st.Message = linstorv1.BackupPending, "Waiting for the LINSTOR controller to stop"
+			st.LinstorVersion = cluster.Status.Version
+		})
+	}
+	stopped, err := ControllerStopped(ctx, r.Database, cluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !stopped {
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	if b.Status.Phase == linstorv1.BackupPending {
+		if err := r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
+			st.Phase, st.Message, st.StartedAt = linstorv1.BackupRunning, "Copying the database", ptrTime(metav1.Now())
+		}); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, r.take(ctx, b)
+}
+
+// take copies the database into chunk Secrets and verifies them. Resuming after a
+// restart starts the copy again: the controller is still stopped, so it is the same.
+func (r *Reconciler) take(ctx context.Context, b *linstorv1.LinstorBackup) error {
+	dump, err := dbbackup.Take(ctx, r.Database)
+	if err != nil {
+		return err
+	}
+	crds, objects := dump.Counts()
+	if crds == 0 {
+		return r.fail(ctx, b, fmt.Sprintf("no LINSTOR database found: no CRD of group %s exists", dbbackup.Group))
+	}
+	data, err := dump.Encode()
+	if err != nil {
+		return err
+	}
+	var names []string
+	for i, chunk := range dbbackup.Split(data, dbbackup.ChunkSize) {
+		name := fmt.Sprintf("%s-%d", b.Name, i)
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.Namespace}}
+		if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, secret, func() error {
+			secret.Labels = map[string]string{LabelBackup: b.Name, render.LabelManagedBy: render.ManagedBy}
+			secret.Data = map[string][]byte{chunkKey: chunk}
+			return controllerutil.SetControllerReference(b, secret, r.Client.Scheme())
+		}); err != nil {
+			return fmt.Errorf("writing Secret %s: %w", name, err)
+		}
+		names = append(names, name)
+	}
+	checksum := dbbackup.Checksum(data)
+	// Read back what was written: only a verified copy counts.
+	stored, err := Read(ctx, r.Client, b.Namespace, names)
+	if err != nil {
+		return err
+	}
+	if got := dbbackup.Checksum(stored); got != checksum {
+		return r.fail(ctx, b, fmt.Sprintf("the stored copy does not match: checksum %s, wrote %s", got, checksum))
+	}
+	if err := r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
+		st.Phase, st.Checksum, st.Size, st.Secrets = linstorv1.BackupCompleted, checksum, int64(len(data)), names
+		st.CRDs, st.Objects = int32(crds), int32(objects)
+		st.CompletedAt = ptrTime(metav1.Now())
+		st.Message = fmt.Sprintf("%d CRDs, %d objects, %d bytes in %d Secrets", crds, objects, len(data), len(names))
+	}); err != nil {
+		return err
+	}
+	r.Recorder.Eventf(b, corev1.EventTypeNormal, "BackupCompleted", "Backed up LINSTOR %s: %d CRDs, %d objects (%s)", b.Status.LinstorVersion, crds, objects, checksum)
+	return nil
+}
+
+// Read joins a backup's chunks.
+func Read(ctx context.Context, c client.Reader, namespace string, secrets []string) ([]byte, error) {
+	var data []byte
+	for _, name := range secrets {
+		s := &corev1.Secret{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
+			return nil, fmt.Errorf("reading backup chunk %s: %w", name, err)
+		}
+		data = append(data, s.Data[chunkKey]...)
+	}
+	return data, nil
+}
+
+// Load reads a completed backup and checks it against its checksum.
+func Load(ctx context.Context, c client.Reader, b *linstorv1.LinstorBackup) (*dbbackup.Dump, []byte, error) {
+	if b.Status.Phase != linstorv1.BackupCompleted {
+		return nil, nil, fmt.Errorf("LinstorBackup %s is %s, not Completed", b.Name, b.Status.Phase)
+	}
+	data, err := Read(ctx, c, b.Namespace, b.Status.Secrets)
+	if err != nil {
+		return nil, nil, err
+	}
+	if got := dbbackup.Checksum(data); got != b.Status.Checksum {
+		return nil, nil, fmt.Errorf("LinstorBackup %s is damaged: checksum %s, expected %s", b.Name, got, b.Status.Checksum)
+	}
+	d, err := dbbackup.Decode(data)
+	return d, data, err
+}
+
+// Unsupported says why the cluster's database cannot be backed up by the operator.
+func Unsupported(c *linstorv1.LinstorCluster) string {
+	switch {
+	case c.Spec.ExternalController != nil:
+		return "the LINSTOR controller is external: back up its database where it runs"
+	case c.Spec.Database != nil && c.Spec.Database.Type == linstorv1.DatabaseExternal:
+		return "the LINSTOR database is external: back it up with the database's own tools"
+	}
+	return ""
+}
+
+// ControllerStopped reports that no LINSTOR controller pod of the cluster exists.
+func ControllerStopped(ctx context.Context, c client.Reader, cluster *linstorv1.LinstorCluster) (bool, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(cluster.Namespace),
+		client.MatchingLabels{render.LabelName: render.ControllerName, render.LabelInstance: cluster.Name}); err != nil {
+		return false, err
+	}
+	return len(pods.Items) == 0, nil
+}
+
+// Active reports whether a backup of the cluster needs the controller stopped.
+func Active(ctx context.Context, c client.Reader, cluster *linstorv1.LinstorCluster) (*linstorv1.LinstorBackup, error) {
+	var list linstorv1.LinstorBackupList
+	if err := c.List(ctx, &list, client.InNamespace(cluster.Namespace)); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		b := &list.Items[i]
+		if b.Spec.ClusterRef.Name == cluster.Name && b.DeletionTimestamp == nil && Unsupported(cluster) == "" &&
+			(b.Status.Phase == "" || b.Status.Phase == linstorv1.BackupPending || b.Status.Phase == linstorv1.BackupRunning) {
+			return b, nil
+		}
+	}
+	return nil, nil
+}
+
+// prune applies the cluster's keepBackups to its completed backups, oldest first.
+func (r *Reconciler) prune(ctx context.Context, b *linstorv1.LinstorBackup) error {
+	cluster := &linstorv1.LinstorCluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.ClusterRef.Name}, cluster); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	db := cluster.Spec.Database
+	if db == nil || db.KeepBackups == nil {
+		return nil
+	}
+	var list linstorv1.LinstorBackupList
+	if err := r.Client.List(ctx, &list, client.InNamespace(b.Namespace)); err != nil {
+		return err
+	}
+	var done []linstorv1.LinstorBackup
+	for _, x := range list.Items {
+		if x.Spec.ClusterRef.Name == cluster.Name && x.Status.Phase == linstorv1.BackupCompleted && x.DeletionTimestamp == nil {
+			done = append(done, x)
+		}
+	}
+	sort.Slice(done, func(i, j int) bool { return done[i].Status.CompletedAt.Before(done[j].Status.CompletedAt) })
+	// The newest backups stay, and so does any backup an upgrade in progress may restore.
+	upgradeBackup := ""
+	if cluster.Status.Upgrade != nil {
+		upgradeBackup = cluster.Status.Upgrade.BackupName
+	}
+	for i := 0; i < len(done)-int(*db.KeepBackups); i++ {
+		if done[i].Name == upgradeBackup {
+			continue
+		}
+		if err := r.Client.Delete(ctx, &done[i]); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		r.Recorder.Eventf(cluster, corev1.EventTypeNormal, "BackupPruned", "Deleted LinstorBackup %s: keepBackups is %d", done[i].Name, *db.KeepBackups)
+	}
+	return nil
+}
+
+func (r *Reconciler) fail(ctx context.Context, b *linstorv1.LinstorBackup, msg string) error {
+	r.Recorder.Event(b, corev1.EventTypeWarning, "BackupFailed", msg)
+	return r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) { st.Phase, st.Message = linstorv1.BackupFailed, msg })
+}
+
+func (r *Reconciler) setStatus(ctx context.Context, b *linstorv1.LinstorBackup, mutate func(*linstorv1.LinstorBackupStatus)) error {
+	before := b.DeepCopy()
+	mutate(&b.Status)
+	setConditions(b)
+	if equality.Semantic.DeepEqual(before.Status, b.Status) {
+		return nil
+	}
+	return r.Client.Status().Patch(ctx, b, client.MergeFrom(before))
+}
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&linstorv1.LinstorBackup{}).
+		Complete(r)
+}
+
+func ptrTime(t metav1.Time) *metav1.Time { return &t }
+
+// setConditions derives the conditions from the phase.
+func setConditions(b *linstorv1.LinstorBackup) {
+	st := &b.Status
+	st.ObservedGeneration = b.Generation
+	set := func(typ string, status metav1.ConditionStatus, reason string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: st.Message, ObservedGeneration: b.Generation})
+	}
+	switch st.Phase {
+	case linstorv1.BackupCompleted:
+		set(linstorv1.ConditionAvailable, metav1.ConditionTrue, "Completed")
+		set(linstorv1.ConditionProgressing, metav1.ConditionFalse, "Completed")
+		set(linstorv1.ConditionDegraded, metav1.ConditionFalse, "Completed")
+	case linstorv1.BackupFailed:
+		set(linstorv1.ConditionAvailable, metav1.ConditionFalse, "Failed")
+		set(linstorv1.ConditionProgressing, metav1.ConditionFalse, "Failed")
+		set(linstorv1.ConditionDegraded, metav1.ConditionTrue, "Failed")
+	default:
+		set(linstorv1.ConditionAvailable, metav1.ConditionFalse, string(st.Phase))
+		set(linstorv1.ConditionProgressing, metav1.ConditionTrue, string(st.Phase))
+		set(linstorv1.ConditionDegraded, metav1.ConditionFalse, string(st.Phase))
+	}
+}

@@ -116,7 +116,7 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	e.LinstorURL = "http://" + ln.Addr().String()
 	syncCtx, stopSync := context.WithCancel(context.Background())
 	e.stopSync = stopSync
-	go e.Emulator.Couple(syncCtx, emulator.Cluster{Reader: e.Client, Namespace: opts.Namespace})
+	go e.Emulator.Couple(syncCtx, emulator.Cluster{Reader: e.Client, Namespace: opts.Namespace, Database: e.Client})
 	return e, nil
 }
 

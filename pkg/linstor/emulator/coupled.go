@@ -20,6 +20,10 @@ type Cluster struct {
 	Namespace string
 	// Interval between looks at the cluster; zero means one second.
 	Interval time.Duration
+	// Database, when set, keeps the emulator's state as LINSTOR's k8s backend does: in
+	// CRDs of internal.linstor.linbit.com, loaded (and migrated) when a controller pod
+	// starts and written while it runs. It needs a client without a cache.
+	Database client.Client
 }
 
 // Couple makes the emulator follow the pods the operator deploys, as a real LINSTOR
@@ -75,14 +79,16 @@ func (e *Emulator) SyncWithCluster(ctx context.Context, k Cluster) error {
 	}
 
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	// Without a controller Deployment the emulator plays an external controller: always up.
-	e.controllerDown = len(deployments.Items) > 0 && controllerPod == ""
-	if controllerPod != "" && controllerPod != e.controllerPod {
-		if e.controllerPod != "" {
-			e.passphraseOpen = false // a new controller process starts locked
-		}
+	external := len(deployments.Items) == 0
+	started := controllerPod != "" && controllerPod != e.controllerPod
+	if started {
 		e.controllerPod = controllerPod
+		e.passphraseOpen = false // a new controller process starts locked
+		e.controllerFailure = ""
+	}
+	if controllerPod == "" {
+		e.controllerPod = ""
 	}
 	if controllerVersion != "" {
 		e.version = controllerVersion
@@ -94,7 +100,34 @@ func (e *Emulator) SyncWithCluster(ctx context.Context, k Cluster) error {
 		v, running := satellites[name]
 		n.online, n.satelliteVersion = running, v
 	}
-	return nil
+	e.mu.Unlock()
+
+	var dbErr error
+	if k.Database != nil && !external {
+		switch {
+		case started:
+			// A controller starting migrates and loads its database; if that fails it
+			// never answers (in a real cluster its pod would crash-loop).
+			if err := e.startController(ctx, k.Database, e.Version()); err != nil {
+				e.mu.Lock()
+				e.controllerFailure = err.Error()
+				e.mu.Unlock()
+				dbErr = err
+			}
+		case controllerPod != "" && !e.failed():
+			dbErr = e.persist(ctx, k.Database)
+		}
+	}
+	e.mu.Lock()
+	e.controllerDown = !external && (controllerPod == "" || e.controllerFailure != "")
+	e.mu.Unlock()
+	return dbErr
+}
+
+func (e *Emulator) failed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.controllerFailure != ""
 }
 
 func (e *Emulator) isControllerDown() bool {

@@ -33,9 +33,12 @@ type Emulator struct {
 	passphraseOpen  bool
 	newNodeDisks    []lapi.PhysicalStorageNode
 	// coupled: node state follows a Kubernetes cluster (see Couple).
-	coupled        bool
-	controllerDown bool
-	controllerPod  string
+	coupled           bool
+	controllerDown    bool
+	controllerPod     string
+	controllerFailure string
+	failMigration     bool
+	persisted         map[string]string // database rows last written
 
 	faults   map[string]*Fault
 	requests []Request
@@ -115,7 +118,7 @@ func (e *Emulator) Handler() http.Handler {
 		defer func() { e.record(r, route, rec.status) }()
 		if e.isControllerDown() {
 			// No controller pod runs: nothing answers, as a refused connection would.
-			writeRC(rec, http.StatusServiceUnavailable, rc(lapiconst.MaskError|lapiconst.FailUnknownError, "LINSTOR controller is not running"))
+			writeRC(rec, http.StatusServiceUnavailable, rc(lapiconst.MaskError|lapiconst.FailUnknownError, "LINSTOR controller is not running%s", e.failureSuffix()))
 			return
 		}
 		if f := e.takeFault(route); f != nil {
@@ -465,4 +468,13 @@ func (e *Emulator) StoragePools(nodeName string) ([]lapi.StoragePool, error) {
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].StoragePoolName < out[j].StoragePoolName })
 	return out, err
+}
+
+func (e *Emulator) failureSuffix() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.controllerFailure == "" {
+		return ""
+	}
+	return ": " + e.controllerFailure
 }

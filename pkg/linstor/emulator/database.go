@@ -1,0 +1,392 @@
+package emulator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	lapi "github.com/LINBIT/golinstor/client"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
+)
+
+// The emulator's k8s database: like LINSTOR's k8s backend, a CRD per table in group
+// internal.linstor.linbit.com, versioned by the LINSTOR version whose schema it holds,
+// with one object per row. It is loaded when a controller starts and written while it
+// runs, so a backup and a restore of these objects really carry the state, and a
+// controller of a newer version migrates them first.
+var tables = []struct{ plural, kind string }{
+	{"linstorversion", "LinstorVersion"},
+	{"nodes", "Nodes"},
+	{"resourcedefinitions", "ResourceDefinitions"},
+	{"propscontainers", "PropsContainers"},
+	{"secconfiguration", "SecConfiguration"},
+	{"nodeconnections", "NodeConnections"},
+}
+
+type nodeRow struct {
+	Node  lapi.Node                  `json:"node"`
+	Pools []lapi.StoragePool         `json:"pools"`
+	Disks []lapi.PhysicalStorageNode `json:"disks,omitempty"`
+}
+
+type replicaRow struct {
+	Pool      string   `json:"pool"`
+	InUse     bool     `json:"inUse,omitempty"`
+	DiskState string   `json:"diskState"`
+	Flags     []string `json:"flags,omitempty"`
+}
+
+type rdRow struct {
+	RD        lapi.ResourceDefinition `json:"rd"`
+	Volumes   []lapi.VolumeDefinition `json:"volumes"`
+	Resources map[string]replicaRow   `json:"resources"`
+}
+
+// schemaVersion names a CRD version after a LINSTOR version: 1.33.2 -> v1-33-2.
+func schemaVersion(linstor string) string {
+	return "v" + strings.NewReplacer(".", "-").Replace(linstor)
+}
+
+// FailNextMigration makes the next database migration (a controller of a newer version
+// starting on an older database) fail: the controller does not come up.
+func (e *Emulator) FailNextMigration() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.failMigration = true
+}
+
+// startController runs when a controller pod of version starts: it migrates the
+// database if it is older, then loads it (or creates it on a first start).
+func (e *Emulator) startController(ctx context.Context, c client.Client, version string) error {
+	stored, err := readStoredVersion(ctx, c)
+	if err != nil {
+		return err
+	}
+	if stored == "" {
+		e.mu.Lock()
+		rows := e.rows(version)
+		e.mu.Unlock()
+		return writeDatabase(ctx, c, version, rows, nil)
+	}
+	if stored != version {
+		e.mu.Lock()
+		fail := e.failMigration
+		e.failMigration = false
+		e.mu.Unlock()
+		if fail {
+			return fmt.Errorf("migrating the database from %s to %s failed (injected)", stored, version)
+		}
+		if err := migrate(ctx, c, stored, version); err != nil {
+			return err
+		}
+	}
+	rows, err := readRows(ctx, c, version)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.load(rows)
+}
+
+// persist writes the in-memory state, the rows that changed only.
+func (e *Emulator) persist(ctx context.Context, c client.Client) error {
+	e.mu.Lock()
+	version, rows := e.version, e.rows(e.version)
+	prev := e.persisted
+	e.mu.Unlock()
+	if err := writeDatabase(ctx, c, version, rows, prev); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.persisted = rows
+	e.mu.Unlock()
+	return nil
+}
+
+// rows renders the state as table rows: kind/name -> spec JSON.
+func (e *Emulator) rows(version string) map[string]string {
+	out := map[string]string{"LinstorVersion/version": mustJSON(map[string]string{"version": version})}
+	for name, n := range e.nodes {
+		row := nodeRow{Node: n.Node, Disks: n.disks}
+		row.Node.ConnectionStatus = ""
+		for _, p := range n.pools {
+			row.Pools = append(row.Pools, *p)
+		}
+		sort.Slice(row.Pools, func(i, j int) bool { return row.Pools[i].StoragePoolName < row.Pools[j].StoragePoolName })
+		out["Nodes/"+rowName(name)] = mustJSON(row)
+	}
+	for name, rd := range e.rds {
+		row := rdRow{RD: rd.ResourceDefinition, Volumes: rd.volumes, Resources: map[string]replicaRow{}}
+		for node, r := range rd.resources {
+			row.Resources[node] = replicaRow{Pool: r.pool, InUse: r.inUse, DiskState: r.diskState, Flags: r.flags}
+		}
+		out["ResourceDefinitions/"+rowName(name)] = mustJSON(row)
+	}
+	out["PropsContainers/controller"] = mustJSON(e.controllerProps)
+	out["SecConfiguration/passphrase"] = mustJSON(map[string]string{"passphrase": e.passphrase})
+	for pair, props := range e.nodeConns {
+		out["NodeConnections/"+rowName(pair[0]+"."+pair[1])] = mustJSON(map[string]any{"a": pair[0], "b": pair[1], "props": props})
+	}
+	return out
+}
+
+// load replaces the state with rows read from the database.
+func (e *Emulator) load(rows map[string]string) error {
+	nodes := map[string]*node{}
+	rds := map[string]*resourceDefinition{}
+	conns := map[[2]string]map[string]string{}
+	props := map[string]string{}
+	pass := map[string]string{}
+	for key, raw := range rows {
+		kind, _, _ := strings.Cut(key, "/")
+		var err error
+		switch kind {
+		case "Nodes":
+			var row nodeRow
+			if err = json.Unmarshal([]byte(raw), &row); err == nil {
+				n := &node{Node: row.Node, online: !e.coupled, pools: map[string]*lapi.StoragePool{}, disks: row.Disks}
+				for i := range row.Pools {
+					n.pools[row.Pools[i].StoragePoolName] = &row.Pools[i]
+				}
+				if old, ok := e.nodes[n.Name]; ok { // a restart does not change which satellites run
+					n.online, n.satelliteVersion = old.online, old.satelliteVersion
+				}
+				nodes[n.Name] = n
+			}
+		case "ResourceDefinitions":
+			var row rdRow
+			if err = json.Unmarshal([]byte(raw), &row); err == nil {
+				rd := &resourceDefinition{ResourceDefinition: row.RD, volumes: row.Volumes, resources: map[string]*replica{}}
+				for node, r := range row.Resources {
+					rd.resources[node] = &replica{pool: r.Pool, inUse: r.InUse, diskState: r.DiskState, flags: r.Flags}
+				}
+				rds[rd.Name] = rd
+			}
+		case "PropsContainers":
+			err = json.Unmarshal([]byte(raw), &props)
+		case "SecConfiguration":
+			err = json.Unmarshal([]byte(raw), &pass)
+		case "NodeConnections":
+			var row struct {
+				A, B  string
+				Props map[string]string
+			}
+			if err = json.Unmarshal([]byte(raw), &row); err == nil {
+				conns[[2]string{row.A, row.B}] = row.Props
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("database row %s: %w", key, err)
+		}
+	}
+	e.nodes, e.rds, e.nodeConns, e.controllerProps = nodes, rds, conns, props
+	e.passphrase, e.passphraseOpen = pass["passphrase"], false
+	e.persisted = rows
+	return nil
+}
+
+func rowName(s string) string {
+	return strings.ToLower(strings.NewReplacer("_", "-", ".", "-").Replace(s))
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+func readStoredVersion(ctx context.Context, c client.Client) (string, error) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	err := c.Get(ctx, client.ObjectKey{Name: "linstorversion." + dbbackup.Group}, crd)
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	rows, err := readTable(ctx, c, crd, "LinstorVersion")
+	if err != nil {
+		return "", err
+	}
+	var v map[string]string
+	if raw, ok := rows["LinstorVersion/version"]; ok {
+		_ = json.Unmarshal([]byte(raw), &v)
+	}
+	return v["version"], nil
+}
+
+func readRows(ctx context.Context, c client.Client, version string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, t := range tables {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := c.Get(ctx, client.ObjectKey{Name: t.plural + "." + dbbackup.Group}, crd); err != nil {
+			return nil, err
+		}
+		rows, err := readTable(ctx, c, crd, t.kind)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range rows {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+func readTable(ctx context.Context, c client.Client, crd *apiextensionsv1.CustomResourceDefinition, kind string) (map[string]string, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion(dbbackup.Group + "/" + storage(crd))
+	list.SetKind(kind + "List")
+	if err := c.List(ctx, list); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, o := range list.Items {
+		raw, _, _ := unstructured.NestedString(o.Object, "spec", "data")
+		out[kind+"/"+o.GetName()] = raw
+	}
+	return out, nil
+}
+
+func storage(crd *apiextensionsv1.CustomResourceDefinition) string {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			return v.Name
+		}
+	}
+	return crd.Spec.Versions[0].Name
+}
+
+// writeDatabase creates the tables at version when missing and writes rows that differ
+// from prev (nil: all), deleting rows no longer present.
+func writeDatabase(ctx context.Context, c client.Client, version string, rows, prev map[string]string) error {
+	for _, t := range tables {
+		if err := ensureTable(ctx, c, t.plural, t.kind, version); err != nil {
+			return err
+		}
+	}
+	for key, raw := range rows {
+		if prev != nil && prev[key] == raw {
+			continue
+		}
+		kind, name, _ := strings.Cut(key, "/")
+		if err := upsertRow(ctx, c, version, kind, name, raw); err != nil {
+			return err
+		}
+	}
+	for key := range prev {
+		if _, ok := rows[key]; !ok {
+			kind, name, _ := strings.Cut(key, "/")
+			u := &unstructured.Unstructured{}
+			u.SetAPIVersion(dbbackup.Group + "/" + schemaVersion(version))
+			u.SetKind(kind)
+			u.SetName(name)
+			if err := c.Delete(ctx, u); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func ensureTable(ctx context.Context, c client.Client, plural, kind, version string) error {
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + dbbackup.Group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: dbbackup.Group, Scope: apiextensionsv1.ClusterScoped,
+			Names:    apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Singular: strings.ToLower(kind), Kind: kind, ListKind: kind + "List"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{tableVersion(version, true)},
+		},
+	}
+	err := c.Create(ctx, crd)
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+func tableVersion(version string, storage bool) apiextensionsv1.CustomResourceDefinitionVersion {
+	return apiextensionsv1.CustomResourceDefinitionVersion{Name: schemaVersion(version), Served: true, Storage: storage,
+		Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+			Type: "object", XPreserveUnknownFields: ptr.To(true)}}}
+}
+
+func upsertRow(ctx context.Context, c client.Client, version, kind, name, raw string) error {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"data": raw, "schema": version}}}
+	u.SetAPIVersion(dbbackup.Group + "/" + schemaVersion(version))
+	u.SetKind(kind)
+	u.SetName(name)
+	for attempt := 0; attempt < 50; attempt++ {
+		err := c.Create(ctx, u)
+		if apierrors.IsAlreadyExists(err) {
+			cur := &unstructured.Unstructured{}
+			cur.SetGroupVersionKind(u.GroupVersionKind())
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, cur); err != nil {
+				return err
+			}
+			u.SetResourceVersion(cur.GetResourceVersion())
+			return c.Update(ctx, u)
+		}
+		if meta.IsNoMatchError(err) { // a new table is not in discovery yet
+			waitBriefly(ctx)
+			continue
+		}
+		return err
+	}
+	return fmt.Errorf("table %s never appeared in discovery", kind)
+}
+
+// migrate rewrites the database for a newer version: every table gets the new schema
+// version as storage version and every row is rewritten in it.
+func migrate(ctx context.Context, c client.Client, from, to string) error {
+	all := map[string]string{}
+	for _, t := range tables {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := c.Get(ctx, client.ObjectKey{Name: t.plural + "." + dbbackup.Group}, crd); err != nil {
+			return err
+		}
+		rows, err := readTable(ctx, c, crd, t.kind)
+		if err != nil {
+			return err
+		}
+		for k, v := range rows {
+			all[k] = v
+		}
+		for i := range crd.Spec.Versions {
+			crd.Spec.Versions[i].Storage = false
+		}
+		crd.Spec.Versions = append(crd.Spec.Versions, tableVersion(to, true))
+		if err := c.Update(ctx, crd); err != nil {
+			return fmt.Errorf("migrating table %s: %w", t.plural, err)
+		}
+	}
+	all["LinstorVersion/version"] = mustJSON(map[string]string{"version": to})
+	for key, raw := range all {
+		kind, name, _ := strings.Cut(key, "/")
+		if err := upsertRow(ctx, c, to, kind, name, raw); err != nil {
+			return fmt.Errorf("migrating %s: %w", key, err)
+		}
+	}
+	return nil
+}
+
+func waitBriefly(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(100 * time.Millisecond):
+	}
+}

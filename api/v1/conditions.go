@@ -34,4 +34,6 @@ const (
 	ReasonWaitingForEvacuate = "WaitingForEvacuation"
 	ReasonUpgradeInProgress  = "UpgradeInProgress"
 	ReasonBackupInProgress   = "BackupInProgress"
+	ReasonUpgradeFailed      = "UpgradeFailed"
+	ReasonUpgradeRefused     = "UpgradeRefused"
 )

@@ -21,6 +21,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/pkg/apply"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 )
 
 // Finalizer removes the cluster-scoped objects (RBAC) that owner references cannot.
@@ -42,6 +43,11 @@ type Reconciler struct {
 	Grace *phases.Grace
 	// Direct reads the API server without the cache (pods, LINSTOR's database).
 	Direct client.Client
+	// UpgradePhaseTimeout bounds waiting for LINSTOR at a new version; zero means
+	// DefaultUpgradePhaseTimeout.
+	UpgradePhaseTimeout time.Duration
+	// Release overrides the versions this release runs (tests); nil means upgrade.Current.
+	Release *upgrade.Release
 	// Poll is how often LINSTOR state is re-read; zero means pollInterval.
 	Poll    time.Duration
 	applier *apply.Applier
@@ -90,6 +96,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	return phases.Run(ctx, s, r.poll(), func() bool { return s.stop },
 		r.reconcileDuplicate,
+		r.reconcileVersion,
 		r.reconcileBackups,
 		r.reconcileTLS,
 		r.reconcileControllerWorkload,

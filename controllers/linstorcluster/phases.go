@@ -77,7 +77,11 @@ func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) 
 	for _, part := range []func() (render.Objects, error){
 		func() (render.Objects, error) {
 			// The controller ships backups to remote storage: it needs the cluster proxy.
-			objs, err := render.Controller(s.cluster, r.Images)
+			imgs := r.Images
+			if s.deployed != nil {
+				imgs = imgs.ForLinstor(s.deployed.Controller)
+			}
+			objs, err := render.Controller(s.cluster, imgs)
 			return render.WithEnv(objs, r.ProxyEnv), err
 		},
 		func() (render.Objects, error) { return render.CSI(s.cluster, r.Images, inClusterURL(s.cluster)) },

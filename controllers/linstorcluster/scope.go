@@ -24,6 +24,11 @@ type scope struct {
 	stopController string
 	// upgrading: a LINSTOR upgrade is in progress.
 	upgrading bool
+	// deployed and upgradeStatus are written to status; versionErr is a refused or
+	// failed version change.
+	deployed      *linstorv1.DeployedVersions
+	upgradeStatus *linstorv1.UpgradeStatus
+	versionErr    string
 
 	tlsErr          error
 	tlsMissing      bool              // a user-provided Secret is missing

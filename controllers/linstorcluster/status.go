@@ -42,6 +42,9 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 			}
 		}
 	}
+	if s.duplicateOf == "" {
+		c.Status.Deployed, c.Status.Upgrade = s.deployed, s.upgradeStatus
+	}
 	if s.tlsFingerprints != nil {
 		c.Status.Certificates = s.certificates
 	}
@@ -61,6 +64,11 @@ func (s *scope) problem() (reason, message string) {
 	switch {
 	case s.duplicateOf != "":
 		return linstorv1.ReasonDuplicateCluster, fmt.Sprintf("Only one LinstorCluster may exist; %s is older and manages LINSTOR. Delete this one.", s.duplicateOf)
+	case s.versionErr != "":
+		if s.upgradeStatus != nil && s.upgradeStatus.Phase == linstorv1.UpgradeRefused {
+			return linstorv1.ReasonUpgradeRefused, s.versionErr
+		}
+		return linstorv1.ReasonUpgradeFailed, s.versionErr
 	case s.tlsErr != nil && s.tlsMissing:
 		return linstorv1.ReasonSecretMissing, s.tlsErr.Error()
 	case s.tlsErr != nil:
@@ -93,6 +101,8 @@ func setProgressingCondition(c *linstorv1.LinstorCluster, s *scope) {
 	switch {
 	case s.duplicateOf != "":
 		cond.Reason = linstorv1.ReasonDuplicateCluster
+	case s.upgrading:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonUpgradeInProgress, upgradeMessage(s.upgradeStatus)
 	case s.stopController != "":
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, s.stopReason(), "LINSTOR controller stopped: "+s.stopController
 	case s.linstorErr != nil:
@@ -128,6 +138,8 @@ func setUpgradeableCondition(c *linstorv1.LinstorCluster, s *scope) {
 	cond := metav1.Condition{Type: linstorv1.ConditionUpgradeable, Status: metav1.ConditionTrue, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: c.Generation}
 	if reason, msg := s.problem(); reason != "" && reason != linstorv1.ReasonDuplicateCluster {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reason, "The cluster is degraded: "+msg
+	} else if s.upgrading {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonUpgradeInProgress, upgradeMessage(s.upgradeStatus)
 	} else if s.stopController != "" {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, s.stopReason(), s.stopController
 	}
@@ -140,4 +152,11 @@ func (s *scope) stopReason() string {
 		return linstorv1.ReasonUpgradeInProgress
 	}
 	return linstorv1.ReasonBackupInProgress
+}
+
+func upgradeMessage(st *linstorv1.UpgradeStatus) string {
+	if st == nil {
+		return ""
+	}
+	return fmt.Sprintf("LINSTOR %s -> %s, %s: %s", st.From, st.To, st.Phase, st.Message)
 }

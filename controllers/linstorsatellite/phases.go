@@ -38,7 +38,13 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, s *scope) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: shortPoll}, client.IgnoreNotFound(err)
 	}
 	s.node = node
-	objs, err := render.Satellite(s.cluster, s.sat, node, r.Images)
+	// Satellites run the version the cluster's upgrade state says (all at once: LINSTOR
+	// refuses mixed versions).
+	imgs := r.Images
+	if d := s.cluster.Status.Deployed; d != nil {
+		imgs = imgs.ForLinstor(d.Satellites)
+	}
+	objs, err := render.Satellite(s.cluster, s.sat, node, imgs)
 	if err != nil {
 		s.workloadErr = err
 		return ctrl.Result{}, nil // a spec problem: the condition says what to fix

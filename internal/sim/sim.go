@@ -47,6 +47,8 @@ type Options struct {
 	Namespace string
 	// LinstorPoll is how often the operator re-reads LINSTOR.
 	LinstorPoll time.Duration
+	// UpgradePhaseTimeout bounds upgrade phases before a rollback (zero: the default).
+	UpgradePhaseTimeout time.Duration
 }
 
 // Env is a running simulated environment.
@@ -128,6 +130,7 @@ func (e *Env) StartOperator() error {
 	wh := e.installer.WebhookInstallOptions
 	mgr, err := manager.New(e.Cluster.Config, manager.Options{
 		Webhooks: true, Images: images.Default(), LinstorURL: e.LinstorURL, LinstorPoll: e.opts.LinstorPoll,
+		UpgradePhaseTimeout: e.opts.UpgradePhaseTimeout,
 		Manager: ctrl.Options{
 			Scheme:  e.Client.Scheme(),
 			Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
@@ -195,8 +198,9 @@ func (e *Env) Stop() error {
 	return errors.Join(errs...)
 }
 
-// ApplySamples creates the v1 samples of config/samples in namespace.
-func ApplySamples(ctx context.Context, c client.Client, root, namespace string) error {
+// ApplySamples creates the v1 samples of config/samples in namespace; edit changes
+// each object before it is created. Objects that exist already are left as they are.
+func ApplySamples(ctx context.Context, c client.Client, root, namespace string, edit ...func(*unstructured.Unstructured)) error {
 	for _, f := range []string{"linstor_v1_linstorsatelliteconfiguration.yaml", "linstor_v1_linstornodeconnection.yaml", "linstor_v1_linstorcluster.yaml"} {
 		raw, err := os.ReadFile(filepath.Join(root, "config", "samples", f))
 		if err != nil {
@@ -207,7 +211,10 @@ func ApplySamples(ctx context.Context, c client.Client, root, namespace string) 
 			return fmt.Errorf("%s: %w", f, err)
 		}
 		u.SetNamespace(namespace)
-		if err := c.Create(ctx, u); err != nil {
+		for _, e := range edit {
+			e(u)
+		}
+		if err := c.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("%s: %w", f, err)
 		}
 	}

@@ -59,6 +59,9 @@ type Options struct {
 	// LinstorGrace is how long LINSTOR may be unreachable before conditions report it;
 	// zero means DefaultLinstorGrace.
 	LinstorGrace time.Duration
+	// UpgradePhaseTimeout bounds waiting for LINSTOR at a new version before rolling
+	// back; zero keeps the default.
+	UpgradePhaseTimeout time.Duration
 	// OperatorCondition is the Upgradeable condition of the operator's OperatorCondition
 	// when OLM manages the operator; nil skips it.
 	OperatorCondition conditions.Condition
@@ -95,6 +98,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Client: mgr.GetClient(), Images: opts.Images, Recorder: mgr.GetEventRecorderFor("linstor-operator"),
 		Linstor: connector, Poll: opts.LinstorPoll,
 		ProxyEnv: proxy.ReadProxyVarsFromEnv(), Grace: &phases.Grace{Period: grace}, Direct: direct,
+		UpgradePhaseTimeout: opts.UpgradePhaseTimeout,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorCluster controller: %w", err)
 	}

@@ -34,7 +34,8 @@ func run(m *testing.M) int {
 	root := envtest.RepoRoot()
 	start := time.Now()
 	var err error
-	env, err = sim.Start(context.Background(), sim.Options{Root: root, Name: clusterName, Namespace: namespace, LinstorPoll: 2 * time.Second})
+	env, err = sim.Start(context.Background(), sim.Options{Root: root, Name: clusterName, Namespace: namespace,
+		LinstorPoll: 2 * time.Second, UpgradePhaseTimeout: 20 * time.Second})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: starting the simulated cluster:", err)
 		return 1

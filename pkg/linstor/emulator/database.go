@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
+	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 )
 
 // The emulator's k8s database: like LINSTOR's k8s backend, a CRD per table in group
@@ -78,6 +79,9 @@ func (e *Emulator) startController(ctx context.Context, c client.Client, version
 		rows := e.rows(version)
 		e.mu.Unlock()
 		return writeDatabase(ctx, c, version, rows, nil)
+	}
+	if older(version, stored) {
+		return fmt.Errorf("the database was migrated to %s; LINSTOR %s cannot use it (no downgrades)", stored, version)
 	}
 	if stored != version {
 		e.mu.Lock()
@@ -389,4 +393,11 @@ func waitBriefly(ctx context.Context) {
 	case <-ctx.Done():
 	case <-time.After(100 * time.Millisecond):
 	}
+}
+
+// older reports a < b for LINSTOR versions; unreadable versions compare as equal.
+func older(a, b string) bool {
+	va, err1 := upgrade.Parse(a)
+	vb, err2 := upgrade.Parse(b)
+	return err1 == nil && err2 == nil && va.Less(vb)
 }

@@ -478,3 +478,26 @@ func (e *Emulator) failureSuffix() string {
 	}
 	return ": " + e.controllerFailure
 }
+
+// Reset forgets everything LINSTOR knows, as a freshly installed controller with an
+// empty database.
+func (e *Emulator) Reset() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.nodes, e.rds = map[string]*node{}, map[string]*resourceDefinition{}
+	e.nodeConns, e.controllerProps = map[[2]string]map[string]string{}, map[string]string{}
+	e.passphrase, e.passphraseOpen, e.persisted = "", false, nil
+	e.controllerPod, e.controllerFailure, e.failMigration = "", "", false
+}
+
+// ResourcePlaced reports whether a resource has a replica on a node.
+func (e *Emulator) ResourcePlaced(rd, nodeName string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r, ok := e.rds[rd]
+	if !ok {
+		return false
+	}
+	_, ok = r.resources[nodeName]
+	return ok
+}

@@ -1,0 +1,263 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/controllers/linstorbackup"
+	"github.com/linstor-operator/linstor-operator/controllers/linstorcluster"
+	"github.com/linstor-operator/linstor-operator/internal/kwokcluster"
+	"github.com/linstor-operator/linstor-operator/internal/sim"
+	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
+	"github.com/linstor-operator/linstor-operator/pkg/render"
+	"github.com/linstor-operator/linstor-operator/test/envtest"
+)
+
+const upgradeTimeout = 3 * time.Minute
+
+// freshLinstor replaces whatever LINSTOR held with a new installation: no database, no
+// nodes. The kwok nodes stay.
+func freshLinstor(t *testing.T) {
+	g := NewWithT(t)
+	var c linstorv1.LinstorCluster
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "linstor"}, &c); err == nil {
+		g.Expect(env.Client.Delete(ctx, &c)).To(Succeed())
+		g.Eventually(func() error {
+			return env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "linstor"}, &linstorv1.LinstorCluster{})
+		}, timeout, tick).ShouldNot(Succeed())
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(runningPods(g, render.ControllerName)).To(BeEmpty())
+	}, timeout, tick).Should(Succeed())
+	g.Expect(dbbackup.Restore(ctx, env.Client, &dbbackup.Dump{})).To(Succeed()) // drops every table
+	env.Emulator.Reset()
+}
+
+func updateLinstorCluster(g Gomega, mutate func(*linstorv1.LinstorCluster)) {
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		c := &linstorv1.LinstorCluster{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "linstor"}, c); err != nil {
+			return err
+		}
+		mutate(c)
+		return env.Client.Update(ctx, c)
+	})).To(Succeed())
+}
+
+// installAt installs the samples pinned to a LINSTOR version with the Manual policy and
+// places a replicated resource, so the database holds data worth keeping.
+func installAt(t *testing.T, version string) {
+	g := NewWithT(t)
+	freshLinstor(t)
+	for i := 0; i < 4; i++ { // the nodes the lifecycle scenario left, or new ones
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: fmt.Sprintf("node-%d", i)}, &corev1.Node{}); apierrors.IsNotFound(err) {
+			g.Expect(kwokcluster.AddNodes(ctx, env.Client, "node", i, i+1)).To(Succeed())
+		}
+	}
+	g.Expect(sim.ApplySamples(ctx, env.Client, envtest.RepoRoot(), namespace, func(u *unstructured.Unstructured) {
+		if u.GetKind() == "LinstorCluster" {
+			g.Expect(unstructured.SetNestedField(u.Object, version, "spec", "version")).To(Succeed())
+			g.Expect(unstructured.SetNestedField(u.Object, string(linstorv1.UpgradeManual), "spec", "upgrade", "policy")).To(Succeed())
+		}
+	})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := cluster(g)
+		g.Expect(conditionStatus(c.Status.Conditions, linstorv1.ConditionAvailable)).To(Equal(metav1.ConditionTrue), "%+v", c.Status.Conditions)
+		g.Expect(c.Status.Version).To(Equal(version))
+		g.Expect(c.Status.Satellites.Ready).To(Equal(int32(4)))
+	}, upgradeTimeout, tick).Should(Succeed())
+	g.Expect(env.Emulator.PlaceResource("pvc-keep", "node-0", "thin", true)).To(Succeed())
+	g.Expect(env.Emulator.PlaceResource("pvc-keep", "node-1", "thin", false)).To(Succeed())
+}
+
+// databaseChecksum is the checksum of the LINSTOR database as it is now.
+func databaseChecksum(g Gomega) string {
+	d, err := dbbackup.Take(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	data, err := d.Encode()
+	g.Expect(err).NotTo(HaveOccurred())
+	return dbbackup.Checksum(data)
+}
+
+// watchUpgrade waits until the upgrade reaches one of the final phases, calling onPhase
+// once for every phase it sees.
+func watchUpgrade(g Gomega, onPhase func(linstorv1.UpgradePhase), final ...linstorv1.UpgradePhase) *linstorv1.UpgradeStatus {
+	seen := map[linstorv1.UpgradePhase]bool{}
+	var last *linstorv1.UpgradeStatus
+	g.Eventually(func(g Gomega) {
+		c := cluster(g)
+		last = c.Status.Upgrade
+		g.Expect(last).NotTo(BeNil())
+		if !seen[last.Phase] {
+			seen[last.Phase] = true
+			onPhase(last.Phase)
+		}
+		g.Expect(final).To(ContainElement(last.Phase), last.Message)
+	}, upgradeTimeout, 100*time.Millisecond).Should(Succeed())
+	return last
+}
+
+// An upgrade waits for approval, then runs Preflight, Backup, Controller, Satellites and
+// Verify. The operator is killed and restarted as each phase begins: it resumes.
+func TestUpgradeWithApprovalSurvivesOperatorRestarts(t *testing.T) {
+	g := NewWithT(t)
+	installAt(t, "1.33.2")
+
+	// Following the release (no pin) offers 1.33.3; the Manual policy waits.
+	updateLinstorCluster(g, func(c *linstorv1.LinstorCluster) { c.Spec.Version = "" })
+	g.Eventually(func(g Gomega) {
+		st := cluster(g).Status.Upgrade
+		g.Expect(st).NotTo(BeNil())
+		g.Expect(st.Phase).To(Equal(linstorv1.UpgradeAwaitingApproval))
+		g.Expect(st.Message).To(ContainSubstring("set spec.version to 1.33.3"))
+	}, timeout, tick).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(cluster(g).Status.Version).To(Equal("1.33.2"))
+	}, "3s", tick).Should(Succeed())
+
+	// Preflight holds the upgrade while a replica is degraded or a satellite is offline.
+	g.Expect(env.Emulator.SetDiskState("pvc-keep", "node-1", "Outdated")).To(Succeed())
+	taint := corev1.Taint{Key: "e2e.linstor.io/offline", Value: "yes", Effect: corev1.TaintEffectNoExecute}
+	setTaints(g, "node-3", []corev1.Taint{taint}) // the real taint manager evicts its satellite pod
+	updateLinstorCluster(g, func(c *linstorv1.LinstorCluster) { c.Spec.Version = "1.33.3" })
+	g.Eventually(func(g Gomega) {
+		st := cluster(g).Status.Upgrade
+		g.Expect(st.Phase).To(Equal(linstorv1.UpgradePreflight))
+		g.Expect(st.Message).To(ContainSubstring("resource pvc-keep on node-1: volume 0 is Outdated"))
+		g.Expect(st.Message).To(ContainSubstring("satellite node-3 is OFFLINE"))
+	}, timeout, tick).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		c := cluster(g)
+		g.Expect(c.Status.Upgrade.Phase).To(Equal(linstorv1.UpgradePreflight))
+		g.Expect(c.Status.Deployed.Controller).To(Equal("1.33.2"))
+	}, "3s", tick).Should(Succeed())
+
+	start := time.Now()
+	g.Expect(env.Emulator.SetDiskState("pvc-keep", "node-1", "UpToDate")).To(Succeed())
+	setTaints(g, "node-3", nil)
+	var phases []linstorv1.UpgradePhase
+	upgradeableFalse := false
+	st := watchUpgrade(g, func(p linstorv1.UpgradePhase) {
+		phases = append(phases, p)
+		if c := cluster(g); conditionStatus(c.Status.Conditions, linstorv1.ConditionUpgradeable) == metav1.ConditionFalse {
+			upgradeableFalse = true
+		}
+		if p != linstorv1.UpgradeSucceeded && p != linstorv1.UpgradeAwaitingApproval {
+			// Kill point: the operator stops right as the phase began, and comes back.
+			g.Expect(env.StopOperator()).To(Succeed())
+			g.Expect(env.StartOperator()).To(Succeed())
+		}
+	}, linstorv1.UpgradeSucceeded)
+	t.Logf("1.33.2 -> 1.33.3 in %.1fs after preflight cleared, with %d operator restarts; phases %v", time.Since(start).Seconds(), len(phases)-1, phases)
+	g.Expect(phases).To(ContainElements(linstorv1.UpgradePreflight, linstorv1.UpgradeBackup, linstorv1.UpgradeController,
+		linstorv1.UpgradeSatellites, linstorv1.UpgradeVerify, linstorv1.UpgradeSucceeded))
+	g.Expect(upgradeableFalse).To(BeTrue(), "the cluster stayed Upgradeable during its upgrade")
+
+	g.Eventually(func(g Gomega) {
+		c := cluster(g)
+		g.Expect(c.Status.Version).To(Equal("1.33.3"))
+		g.Expect(c.Status.Deployed).To(Equal(&linstorv1.DeployedVersions{Controller: "1.33.3", Satellites: "1.33.3"}))
+		g.Expect(c.Status.Satellites.Ready).To(Equal(int32(4)))
+		g.Expect(conditionStatus(c.Status.Conditions, linstorv1.ConditionUpgradeable)).To(Equal(metav1.ConditionTrue))
+	}, timeout, tick).Should(Succeed())
+	// The backup holds the 1.33.2 database exactly as it was.
+	var b linstorv1.LinstorBackup
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: st.BackupName}, &b)).To(Succeed())
+	g.Expect(b.Status.LinstorVersion).To(Equal("1.33.2"))
+	g.Expect(b.Status.Checksum).NotTo(BeEmpty())
+	_, _, err := linstorbackup.Load(ctx, env.Client, &b)
+	g.Expect(err).NotTo(HaveOccurred())
+	// The data survived the migration.
+	_, ok := env.Emulator.Node("node-0")
+	g.Expect(ok).To(BeTrue())
+	g.Expect(env.Emulator.ResourcePlaced("pvc-keep", "node-1")).To(BeTrue())
+
+	// Downgrades are refused, and nothing changes.
+	updateLinstorCluster(g, func(c *linstorv1.LinstorCluster) { c.Spec.Version = "1.33.2" })
+	g.Eventually(func(g Gomega) {
+		c := cluster(g)
+		g.Expect(c.Status.Upgrade.Phase).To(Equal(linstorv1.UpgradeRefused))
+		g.Expect(c.Status.Upgrade.Message).To(ContainSubstring("LINSTOR cannot downgrade"))
+		d := conditionOf(c, linstorv1.ConditionDegraded)
+		g.Expect(d.Reason).To(Equal(linstorv1.ReasonUpgradeRefused))
+	}, timeout, tick).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		c := cluster(g)
+		g.Expect(c.Status.Version).To(Equal("1.33.3"))
+		g.Expect(c.Status.Deployed.Controller).To(Equal("1.33.3"))
+	}, "3s", tick).Should(Succeed())
+}
+
+// A failed migration rolls back: the database is restored exactly from the backup and
+// the old version runs again; a retry succeeds.
+func TestFailedMigrationRollsBackToTheBackup(t *testing.T) {
+	g := NewWithT(t)
+	installAt(t, "1.33.2")
+	env.Emulator.FailNextMigration()
+	updateLinstorCluster(g, func(c *linstorv1.LinstorCluster) { c.Spec.Version = "1.33.3" })
+	var phases []linstorv1.UpgradePhase
+	st := watchUpgrade(g, func(p linstorv1.UpgradePhase) {
+		phases = append(phases, p)
+		if p == linstorv1.UpgradeRollingBack { // kill point inside the rollback
+			g.Expect(env.StopOperator()).To(Succeed())
+			g.Expect(env.StartOperator()).To(Succeed())
+		}
+	}, linstorv1.UpgradeRolledBack)
+	t.Logf("rollback phases %v", phases)
+	g.Expect(phases).To(ContainElements(linstorv1.UpgradeController, linstorv1.UpgradeRollingBack, linstorv1.UpgradeRolledBack))
+	g.Expect(st.Message).To(ContainSubstring("restored from " + st.BackupName))
+
+	var b linstorv1.LinstorBackup
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: st.BackupName}, &b)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := cluster(g)
+		g.Expect(c.Status.Version).To(Equal("1.33.2"))
+		g.Expect(c.Status.Satellites.Ready).To(Equal(int32(4)))
+		g.Expect(conditionOf(c, linstorv1.ConditionDegraded).Reason).To(Equal(linstorv1.ReasonUpgradeFailed))
+	}, upgradeTimeout, tick).Should(Succeed())
+	// Restored byte for byte: the database as the old controller wrote it back equals the backup.
+	g.Expect(env.StopOperator()).To(Succeed()) // nothing may write while comparing
+	g.Eventually(func(g Gomega) { g.Expect(databaseChecksum(g)).To(Equal(b.Status.Checksum)) }, timeout, tick).Should(Succeed())
+	g.Expect(env.StartOperator()).To(Succeed())
+	g.Expect(env.Emulator.ResourcePlaced("pvc-keep", "node-1")).To(BeTrue())
+
+	// Not retried on its own; retried when asked.
+	g.Consistently(func(g Gomega) {
+		g.Expect(cluster(g).Status.Upgrade.Phase).To(Equal(linstorv1.UpgradeRolledBack))
+	}, "3s", tick).Should(Succeed())
+	updateLinstorCluster(g, func(c *linstorv1.LinstorCluster) {
+		c.Annotations = map[string]string{linstorcluster.AnnotationRetryUpgrade: "1.33.3"}
+	})
+	watchUpgrade(g, func(linstorv1.UpgradePhase) {}, linstorv1.UpgradeSucceeded)
+	g.Eventually(func(g Gomega) { g.Expect(cluster(g).Status.Version).To(Equal("1.33.3")) }, timeout, tick).Should(Succeed())
+}
+
+func conditionOf(c *linstorv1.LinstorCluster, typ string) metav1.Condition {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == typ {
+			return cond
+		}
+	}
+	return metav1.Condition{}
+}
+
+func setTaints(g Gomega, node string, taints []corev1.Taint) {
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n := &corev1.Node{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+			return err
+		}
+		n.Spec.Taints = taints
+		return env.Client.Update(ctx, n)
+	})).To(Succeed())
+}

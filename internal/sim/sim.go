@@ -35,6 +35,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/emulator"
 	"github.com/linstor-operator/linstor-operator/pkg/manager"
+	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 )
 
 // Options configure an environment.
@@ -123,14 +124,18 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 }
 
 // StartOperator runs the operator (webhooks and controllers) until StopOperator.
-func (e *Env) StartOperator() error {
+func (e *Env) StartOperator() error { return e.StartOperatorRelease(nil) }
+
+// StartOperatorRelease runs the operator as if it were a release running other LINSTOR
+// versions (nil: this release), to play an operator upgrade through OLM.
+func (e *Env) StartOperatorRelease(release *upgrade.Release) error {
 	if e.operator != nil {
 		return errors.New("the operator is already running")
 	}
 	wh := e.installer.WebhookInstallOptions
 	mgr, err := manager.New(e.Cluster.Config, manager.Options{
 		Webhooks: true, Images: images.Default(), LinstorURL: e.LinstorURL, LinstorPoll: e.opts.LinstorPoll,
-		UpgradePhaseTimeout: e.opts.UpgradePhaseTimeout,
+		UpgradePhaseTimeout: e.opts.UpgradePhaseTimeout, Release: release,
 		Manager: ctrl.Options{
 			Scheme:  e.Client.Scheme(),
 			Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",

@@ -27,6 +27,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/controllers/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 	"github.com/linstor-operator/linstor-operator/pkg/webhooks"
 )
 
@@ -59,6 +60,9 @@ type Options struct {
 	// LinstorGrace is how long LINSTOR may be unreachable before conditions report it;
 	// zero means DefaultLinstorGrace.
 	LinstorGrace time.Duration
+	// Release overrides the LINSTOR versions this operator runs (simulating another
+	// operator release in tests); nil means upgrade.Current.
+	Release *upgrade.Release
 	// UpgradePhaseTimeout bounds waiting for LINSTOR at a new version before rolling
 	// back; zero keeps the default.
 	UpgradePhaseTimeout time.Duration
@@ -98,7 +102,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Client: mgr.GetClient(), Images: opts.Images, Recorder: mgr.GetEventRecorderFor("linstor-operator"),
 		Linstor: connector, Poll: opts.LinstorPoll,
 		ProxyEnv: proxy.ReadProxyVarsFromEnv(), Grace: &phases.Grace{Period: grace}, Direct: direct,
-		UpgradePhaseTimeout: opts.UpgradePhaseTimeout,
+		UpgradePhaseTimeout: opts.UpgradePhaseTimeout, Release: opts.Release,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorCluster controller: %w", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/internal/sim"
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
 	"github.com/linstor-operator/linstor-operator/pkg/render"
+	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
 
@@ -59,11 +60,7 @@ func updateLinstorCluster(g Gomega, mutate func(*linstorv1.LinstorCluster)) {
 func installAt(t *testing.T, version string) {
 	g := NewWithT(t)
 	freshLinstor(t)
-	for i := 0; i < 4; i++ { // the nodes the lifecycle scenario left, or new ones
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: fmt.Sprintf("node-%d", i)}, &corev1.Node{}); apierrors.IsNotFound(err) {
-			g.Expect(kwokcluster.AddNodes(ctx, env.Client, "node", i, i+1)).To(Succeed())
-		}
-	}
+	ensureNodes(g)
 	g.Expect(sim.ApplySamples(ctx, env.Client, envtest.RepoRoot(), namespace, func(u *unstructured.Unstructured) {
 		if u.GetKind() == "LinstorCluster" {
 			g.Expect(unstructured.SetNestedField(u.Object, version, "spec", "version")).To(Succeed())
@@ -260,4 +257,46 @@ func setTaints(g Gomega, node string, taints []corev1.Taint) {
 		n.Spec.Taints = taints
 		return env.Client.Update(ctx, n)
 	})).To(Succeed())
+}
+
+// The operator upgrade OLM performs: the previous operator release (0.1.0, LINSTOR 1.29.1)
+// runs the cluster; it is replaced by this release, which upgrades LINSTOR on its own
+// (Automatic policy) to the version it pins.
+func TestNewOperatorReleaseUpgradesLinstor(t *testing.T) {
+	g := NewWithT(t)
+	previous := &upgrade.Release{Target: upgrade.MustParse("1.29.1"), Runnable: []upgrade.Version{upgrade.MustParse("1.29.1")}, Oldest: upgrade.MustParse("1.29.0")}
+	freshLinstor(t)
+	ensureNodes(g)
+	g.Expect(env.StopOperator()).To(Succeed())
+	g.Expect(env.StartOperatorRelease(previous)).To(Succeed())
+	g.Expect(sim.ApplySamples(ctx, env.Client, envtest.RepoRoot(), namespace)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := cluster(g)
+		g.Expect(c.Status.Version).To(Equal("1.29.1"))
+		g.Expect(c.Status.Satellites.Ready).To(Equal(int32(4)))
+	}, upgradeTimeout, tick).Should(Succeed())
+	g.Expect(env.Emulator.PlaceResource("pvc-old", "node-2", "thin", true)).To(Succeed())
+
+	start := time.Now()
+	g.Expect(env.StopOperator()).To(Succeed()) // OLM replaces the operator Deployment
+	g.Expect(env.StartOperator()).To(Succeed())
+	st := watchUpgrade(g, func(linstorv1.UpgradePhase) {}, linstorv1.UpgradeSucceeded)
+	g.Expect(st.From).To(Equal("1.29.1"))
+	g.Eventually(func(g Gomega) {
+		c := cluster(g)
+		g.Expect(c.Status.Version).To(Equal("1.33.3"))
+		g.Expect(c.Status.Satellites.Ready).To(Equal(int32(4)))
+		g.Expect(conditionStatus(c.Status.Conditions, linstorv1.ConditionAvailable)).To(Equal(metav1.ConditionTrue))
+	}, upgradeTimeout, tick).Should(Succeed())
+	t.Logf("operator 0.1.0 -> 0.2.0: LINSTOR 1.29.1 -> 1.33.3 Available again %.1fs after the new operator started", time.Since(start).Seconds())
+	g.Expect(env.Emulator.ResourcePlaced("pvc-old", "node-2")).To(BeTrue())
+}
+
+// ensureNodes makes node-0 … node-3 exist: the ones the lifecycle scenario left, or new.
+func ensureNodes(g Gomega) {
+	for i := 0; i < 4; i++ {
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: fmt.Sprintf("node-%d", i)}, &corev1.Node{}); apierrors.IsNotFound(err) {
+			g.Expect(kwokcluster.AddNodes(ctx, env.Client, "node", i, i+1)).To(Succeed())
+		}
+	}
 }

@@ -158,6 +158,15 @@ type DatabaseSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backups to Keep",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
 	KeepBackups *int32 `json:"keepBackups,omitempty"`
 
+	// restoreFrom names a Completed LinstorBackup (in this namespace) to restore: the
+	// controller is stopped, the database replaced exactly, and LINSTOR started at the
+	// backup's version, which this release must run. Each backup name is restored once;
+	// status.restore records it. Pin spec.version to the backup's version to stay there.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Restore From Backup",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	RestoreFrom string `json:"restoreFrom,omitempty"`
+
 	// externalBackupAcknowledged: with an external database the operator cannot back it
 	// up; upgrades wait until this is true, stating the admin has a current backup.
 	// +optional
@@ -317,6 +326,11 @@ type LinstorClusterStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Upgrade"
 	Upgrade *UpgradeStatus `json:"upgrade,omitempty"`
 
+	// restore reports the last restore from a LinstorBackup.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restore"
+	Restore *RestoreStatus `json:"restore,omitempty"`
+
 	// certificates lists the TLS Secrets in use, with their expiry.
 	// +listType=map
 	// +listMapKey=secretName
@@ -372,6 +386,24 @@ type UpgradeStatus struct {
 	// +optional
 	BackupName string `json:"backupName,omitempty"`
 	// message says what happens, what blocks, or what to do.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// RestoreStatus is the state of a restore.
+type RestoreStatus struct {
+	// backupName is the LinstorBackup restored (or being restored).
+	BackupName string `json:"backupName"`
+	// phase is Restoring, Restored or Failed.
+	// +kubebuilder:validation:Enum=Restoring;Restored;Failed
+	Phase string `json:"phase"`
+	// linstorVersion the backup was taken with, and that runs after the restore.
+	// +optional
+	LinstorVersion string `json:"linstorVersion,omitempty"`
+	// completedAt is when the database was replaced.
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	// message says what happens or what went wrong.
 	// +optional
 	Message string `json:"message,omitempty"`
 }

@@ -96,6 +96,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	return phases.Run(ctx, s, r.poll(), func() bool { return s.stop },
 		r.reconcileDuplicate,
+		r.reconcileRestore,
 		r.reconcileVersion,
 		r.reconcileBackups,
 		r.reconcileTLS,

@@ -29,6 +29,11 @@ type scope struct {
 	deployed      *linstorv1.DeployedVersions
 	upgradeStatus *linstorv1.UpgradeStatus
 	versionErr    string
+	// restoreStatus is written to status; restoreErr is a failed restore; restored:
+	// the database was just replaced, so the last reported version is stale.
+	restoreStatus *linstorv1.RestoreStatus
+	restoreErr    string
+	restored      bool
 
 	tlsErr          error
 	tlsMissing      bool              // a user-provided Secret is missing

@@ -43,7 +43,10 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 		}
 	}
 	if s.duplicateOf == "" {
-		c.Status.Deployed, c.Status.Upgrade = s.deployed, s.upgradeStatus
+		c.Status.Deployed, c.Status.Upgrade, c.Status.Restore = s.deployed, s.upgradeStatus, s.restoreStatus
+		if s.restored {
+			c.Status.Version = "" // LINSTOR reports its version again once it runs on the restored database
+		}
 	}
 	if s.tlsFingerprints != nil {
 		c.Status.Certificates = s.certificates
@@ -64,6 +67,8 @@ func (s *scope) problem() (reason, message string) {
 	switch {
 	case s.duplicateOf != "":
 		return linstorv1.ReasonDuplicateCluster, fmt.Sprintf("Only one LinstorCluster may exist; %s is older and manages LINSTOR. Delete this one.", s.duplicateOf)
+	case s.restoreErr != "":
+		return linstorv1.ReasonInvalidSpec, s.restoreErr
 	case s.versionErr != "":
 		if s.upgradeStatus != nil && s.upgradeStatus.Phase == linstorv1.UpgradeRefused {
 			return linstorv1.ReasonUpgradeRefused, s.versionErr

@@ -34,6 +34,9 @@ const AnnotationRetryUpgrade = "linstor.io/retry-upgrade"
 // restart resumes where it stopped.
 func (r *Reconciler) reconcileVersion(ctx context.Context, s *scope) (ctrl.Result, error) {
 	c := s.cluster
+	if s.restoreStatus != nil && (s.restoreStatus.Phase == restoreRunning || s.restored) {
+		return ctrl.Result{}, nil // the restore decides the version this pass
+	}
 	s.deployed = c.Status.Deployed.DeepCopy()
 	s.upgradeStatus = c.Status.Upgrade.DeepCopy()
 	if c.Spec.ExternalController != nil {

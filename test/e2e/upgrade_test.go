@@ -19,6 +19,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/internal/kwokcluster"
 	"github.com/linstor-operator/linstor-operator/internal/sim"
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/render"
 	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 	"github.com/linstor-operator/linstor-operator/test/envtest"
@@ -299,4 +300,44 @@ func ensureNodes(g Gomega) {
 			g.Expect(kwokcluster.AddNodes(ctx, env.Client, "node", i, i+1)).To(Succeed())
 		}
 	}
+}
+
+// A user's backup and restore round-trip LINSTOR's state: what changed after the backup
+// is undone, what existed comes back.
+func TestUserBackupAndRestoreRoundTrip(t *testing.T) {
+	g := NewWithT(t)
+	installAt(t, "1.33.3")
+	b := &linstorv1.LinstorBackup{ObjectMeta: metav1.ObjectMeta{Name: "snap", Namespace: namespace},
+		Spec: linstorv1.LinstorBackupSpec{ClusterRef: linstorv1.ClusterReference{Name: "linstor"}}}
+	g.Expect(env.Client.Create(ctx, b)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
+		g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupCompleted), b.Status.Message)
+	}, upgradeTimeout, tick).Should(Succeed())
+	t.Logf("backup: %s", b.Status.Message)
+	g.Eventually(func(g Gomega) {
+		g.Expect(cluster(g).Status.Satellites.Ready).To(Equal(int32(4)))
+		g.Expect(conditionStatus(cluster(g).Status.Conditions, linstorv1.ConditionAvailable)).To(Equal(metav1.ConditionTrue))
+	}, upgradeTimeout, tick).Should(Succeed())
+
+	// After the backup: pvc-keep loses its replica on node-1, pvc-new is created.
+	lc, err := linstor.NewClient(env.LinstorURL, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(lc.Resources.Delete(ctx, "pvc-keep", "node-1")).To(Succeed())
+	g.Expect(env.Emulator.ResourcePlaced("pvc-keep", "node-1")).To(BeFalse())
+	g.Expect(env.Emulator.PlaceResource("pvc-new", "node-2", "thin", false)).To(Succeed())
+	time.Sleep(2 * time.Second) // the controller writes its database
+
+	start := time.Now()
+	updateLinstorCluster(g, func(c *linstorv1.LinstorCluster) { c.Spec.Database = &linstorv1.DatabaseSpec{RestoreFrom: "snap"} })
+	g.Eventually(func(g Gomega) {
+		c := cluster(g)
+		g.Expect(c.Status.Restore).NotTo(BeNil())
+		g.Expect(c.Status.Restore.Phase).To(Equal("Restored"), c.Status.Restore.Message)
+		g.Expect(c.Status.Version).To(Equal("1.33.3"))
+		g.Expect(c.Status.Satellites.Ready).To(Equal(int32(4)))
+		g.Expect(env.Emulator.ResourcePlaced("pvc-keep", "node-1")).To(BeTrue(), "the backed-up resource is not back")
+		g.Expect(env.Emulator.ResourcePlaced("pvc-new", "node-2")).To(BeFalse(), "a resource created after the backup survived the restore")
+	}, upgradeTimeout, tick).Should(Succeed())
+	t.Logf("restore: LINSTOR answering on the restored database %.1fs after restoreFrom was set", time.Since(start).Seconds())
 }

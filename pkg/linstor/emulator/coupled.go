@@ -36,7 +36,7 @@ type Cluster struct {
 //   - new nodes start OFFLINE until their satellite pod runs.
 func (e *Emulator) Couple(ctx context.Context, k Cluster) {
 	e.mu.Lock()
-	e.coupled = true
+	e.coupled, e.db = true, k.Database
 	e.mu.Unlock()
 	interval := k.Interval
 	if interval == 0 {

@@ -401,3 +401,17 @@ func older(a, b string) bool {
 	vb, err2 := upgrade.Parse(b)
 	return err1 == nil && err2 == nil && va.Less(vb)
 }
+
+// flush writes the state to the database now, when the emulator has one and its
+// controller runs, as LINSTOR commits each change.
+func (e *Emulator) flush() {
+	e.mu.Lock()
+	db, running := e.db, e.controllerPod != "" && e.controllerFailure == "" && !e.controllerDown
+	e.mu.Unlock()
+	if db == nil || !running {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = e.persist(ctx, db)
+}

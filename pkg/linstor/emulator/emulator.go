@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sort"
 	"strings"
 	"sync"
@@ -39,6 +40,7 @@ type Emulator struct {
 	controllerFailure string
 	failMigration     bool
 	persisted         map[string]string // database rows last written
+	db                client.Client     // the k8s database, when coupled with one
 
 	faults   map[string]*Fault
 	requests []Request
@@ -131,6 +133,9 @@ func (e *Emulator) Handler() http.Handler {
 			}
 		}
 		e.mux.ServeHTTP(rec, r)
+		if r.Method != http.MethodGet && rec.status < 400 {
+			e.flush() // LINSTOR commits every change to its database before answering
+		}
 	})
 }
 
@@ -257,6 +262,7 @@ func (e *Emulator) SetNewNodeDisks(disks ...lapi.PhysicalStorageNode) {
 // PlaceResource creates (if needed) a resource definition with one 1 GiB volume and
 // places a replica of it on node in pool. An empty pool places a diskless replica.
 func (e *Emulator) PlaceResource(rd, nodeName, pool string, inUse bool) error {
+	defer e.flush()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	n, ok := e.nodes[nodeName]
@@ -284,6 +290,7 @@ func (e *Emulator) PlaceResource(rd, nodeName, pool string, inUse bool) error {
 
 // SetDiskState sets the DRBD disk state of a replica (UpToDate, Inconsistent, Outdated...).
 func (e *Emulator) SetDiskState(rd, nodeName, state string) error {
+	defer e.flush()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	def, ok := e.rds[rd]

@@ -160,8 +160,9 @@ type DatabaseSpec struct {
 
 	// restoreFrom names a Completed LinstorBackup (in this namespace) to restore: the
 	// controller is stopped, the database replaced exactly, and LINSTOR started at the
-	// backup's version, which this release must run. Each backup name is restored once;
-	// status.restore records it. Pin spec.version to the backup's version to stay there.
+	// backup's version, which this release must run. It is restored once while the field
+	// names it (status.restore records it; clearing the field clears that record). Pin
+	// spec.version to the backup's version to stay there.
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Restore From Backup",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}

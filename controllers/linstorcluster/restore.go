@@ -32,6 +32,12 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (ctrl.Resul
 	if c.Spec.Database != nil {
 		name = c.Spec.Database.RestoreFrom
 	}
+	if name == "" && s.restoreStatus != nil && s.restoreStatus.Phase != restoreRunning {
+		// Clearing the field forgets the finished restore, so the same backup can be
+		// named again; the Events keep the history.
+		s.restoreStatus = nil
+		return ctrl.Result{}, nil
+	}
 	if st := s.restoreStatus; name == "" || (st != nil && st.BackupName == name && st.Phase != restoreRunning) {
 		if st != nil && st.BackupName == name && st.Phase == restoreFailed {
 			s.restoreErr = st.Message

@@ -78,10 +78,18 @@ func (r *Reconciler) reconcileVersion(ctx context.Context, s *scope) (ctrl.Resul
 		s.upgradeStatus = &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeAwaitingApproval, From: running, To: d.Final.String(), Message: d.Message}
 	case upgrade.Upgrade:
 		keep()
-		if st := s.upgradeStatus; st != nil && st.Phase == linstorv1.UpgradeRolledBack && st.From == running && st.To == d.To.String() &&
-			c.Annotations[AnnotationRetryUpgrade] != d.To.String() {
-			s.versionErr = st.Message
-			return ctrl.Result{}, nil // rolled back: retried only when asked to
+		if st := s.upgradeStatus; st != nil && st.Phase == linstorv1.UpgradeRolledBack && st.From == running && st.To == d.To.String() {
+			if c.Annotations[AnnotationRetryUpgrade] != d.To.String() {
+				s.versionErr = st.Message
+				return ctrl.Result{}, nil // rolled back: retried only when asked to
+			}
+			// The request is used up by this retry: were it to fail too, the next retry
+			// must be asked for again, never looping on its own.
+			before := c.DeepCopy()
+			delete(c.Annotations, AnnotationRetryUpgrade)
+			if err := r.Client.Patch(ctx, c, client.MergeFrom(before)); err != nil {
+				return ctrl.Result{}, fmt.Errorf("removing the %s annotation: %w", AnnotationRetryUpgrade, err)
+			}
 		}
 		// The start is recorded before anything is checked or changed.
 		now := metav1.Now()

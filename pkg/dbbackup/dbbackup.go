@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"time"
 
@@ -191,6 +192,9 @@ func Restore(ctx context.Context, c client.Client, d *Dump) error {
 		if err := deleteObjects(ctx, c, crd); err != nil {
 			return err
 		}
+		if err := forgetStoredVersions(ctx, c, crd, &inDump[name].Spec); err != nil {
+			return err
+		}
 		crd.Spec = *inDump[name].Spec.DeepCopy()
 		crd.Labels, crd.Annotations = inDump[name].Labels, inDump[name].Annotations
 		if err := c.Update(ctx, crd); err != nil {
@@ -213,6 +217,51 @@ func Restore(ctx context.Context, c client.Client, d *Dump) error {
 		if err != nil {
 			return fmt.Errorf("creating %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
+	}
+	return nil
+}
+
+// forgetStoredVersions prepares crd, whose objects are all deleted, to take the
+// definition want back: the apiserver keeps a version in spec while status.storedVersions
+// names it (a migration may have added one), and with no object left nothing is stored
+// in it. The versions want lacks stay in spec, unserved and not storage, until
+// storedVersions no longer names them.
+func forgetStoredVersions(ctx context.Context, c client.Client, crd *apiextensionsv1.CustomResourceDefinition, want *apiextensionsv1.CustomResourceDefinitionSpec) error {
+	wanted := map[string]bool{}
+	for _, v := range want.Versions {
+		wanted[v.Name] = true
+	}
+	var keep []string
+	extra := false
+	for _, v := range crd.Status.StoredVersions {
+		if wanted[v] {
+			keep = append(keep, v)
+		} else {
+			extra = true
+		}
+	}
+	if !extra {
+		return nil
+	}
+	spec := want.DeepCopy()
+	for _, v := range crd.Spec.Versions {
+		if !wanted[v.Name] {
+			v.Served, v.Storage = false, false
+			spec.Versions = append(spec.Versions, v)
+		}
+	}
+	crd.Spec = *spec
+	if err := c.Update(ctx, crd); err != nil {
+		return fmt.Errorf("restoring the definition of %s: %w", crd.Name, err)
+	}
+	for _, v := range want.Versions {
+		if v.Storage && !slices.Contains(keep, v.Name) {
+			keep = append(keep, v.Name)
+		}
+	}
+	crd.Status.StoredVersions = keep
+	if err := c.Status().Update(ctx, crd); err != nil {
+		return fmt.Errorf("forgetting the stored versions of %s: %w", crd.Name, err)
 	}
 	return nil
 }

@@ -84,6 +84,26 @@ func TestDatabaseBackupRestoresExactly(t *testing.T) {
 	extra := linstorTable("rollback", "Rollback")
 	g.Expect(c.Create(ctx, extra)).To(Succeed())
 	g.Eventually(func() error { return c.Create(ctx, row("Rollback", "r1", map[string]any{"x": "y"})) }, timeout, tick).Should(Succeed())
+	// A migration: the table gets a newer storage version and its rows are rewritten
+	// in it, so the apiserver records the new version in status.storedVersions.
+	nodes := &apiextensionsv1.CustomResourceDefinition{}
+	g.Expect(c.Get(ctx, ptrKey("nodes."+dbbackup.Group), nodes)).To(Succeed())
+	newer := *nodes.Spec.Versions[0].DeepCopy()
+	newer.Name = "v1-28-0"
+	nodes.Spec.Versions[0].Storage = false
+	nodes.Spec.Versions = append(nodes.Spec.Versions, newer)
+	g.Expect(c.Update(ctx, nodes)).To(Succeed())
+	g.Eventually(func() error {
+		migrated := row("Nodes", "node-c", map[string]any{"node_name": "node-c", "node_type": 2, "node_flags": 2, "schema": "new"})
+		migrated.SetAPIVersion(dbbackup.Group + "/v1-28-0")
+		if err := c.Get(ctx, ptrKey("node-c"), migrated); err != nil {
+			return err
+		}
+		migrated.Object["spec"].(map[string]any)["schema"] = "new"
+		return c.Update(ctx, migrated)
+	}, timeout, tick).Should(Succeed())
+	g.Expect(c.Get(ctx, ptrKey("nodes."+dbbackup.Group), nodes)).To(Succeed())
+	g.Expect(nodes.Status.StoredVersions).To(ConsistOf("v1-27-1", "v1-28-0"))
 	damaged, _ := dbbackup.Take(ctx, c)
 	damagedBytes, _ := damaged.Encode()
 	g.Expect(dbbackup.Checksum(damagedBytes)).NotTo(Equal(dbbackup.Checksum(backup)))
@@ -99,6 +119,9 @@ func TestDatabaseBackupRestoresExactly(t *testing.T) {
 		g.Expect(dbbackup.Checksum(restored)).To(Equal(dbbackup.Checksum(backup)))
 		g.Expect(restored).To(Equal(backup))
 	}, timeout, tick).Should(Succeed())
+	// Nothing is stored in the newer version any more, so the apiserver forgets it.
+	g.Expect(c.Get(ctx, ptrKey("nodes."+dbbackup.Group), nodes)).To(Succeed())
+	g.Expect(nodes.Status.StoredVersions).To(Equal([]string{"v1-27-1"}))
 
 	_, err = dbbackup.Decode(backup[:len(backup)/2])
 	g.Expect(err).To(MatchError(ContainSubstring("corrupt")))

@@ -11,8 +11,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/linstor-operator/linstor-operator/internal/kwokcluster"
 	"github.com/linstor-operator/linstor-operator/internal/sim"
@@ -32,8 +37,17 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	root := envtest.RepoRoot()
+	// The operator runs in this process; its log goes to a file, and its end is shown
+	// when a test fails.
+	logPath := filepath.Join(root, "bin", "e2e-operator.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer logFile.Close()
+	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.Level(zapcore.InfoLevel)))
 	start := time.Now()
-	var err error
 	env, err = sim.Start(context.Background(), sim.Options{Root: root, Name: clusterName, Namespace: namespace,
 		LinstorPoll: 2 * time.Second, UpgradePhaseTimeout: 20 * time.Second})
 	if err != nil {
@@ -48,6 +62,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
+	if code != 0 {
+		showTail(logPath, 150)
+	}
 	if err := env.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: stopping:", err)
 		code = 1
@@ -80,4 +97,17 @@ func listening(addrs []string) []string {
 		}
 	}
 	return out
+}
+
+// showTail prints the last lines of the operator's log.
+func showTail(path string, lines int) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	fmt.Fprintf(os.Stderr, "e2e: the last %d lines of the operator log (%s):\n%s\n", len(all), path, strings.Join(all, "\n"))
 }

@@ -233,6 +233,32 @@ func TestFailedMigrationRollsBackToTheBackup(t *testing.T) {
 	g.Consistently(func(g Gomega) {
 		g.Expect(cluster(g).Status.Upgrade.Phase).To(Equal(linstorv1.UpgradeRolledBack))
 	}, "3s", tick).Should(Succeed())
+
+	// The retry migrates the database (its tables get the 1.33.3 schema as storage
+	// version), then the controller fails: the rollback undoes the migration too.
+	env.Emulator.FailNextStartAfterMigration()
+	updateLinstorCluster(g, func(c *linstorv1.LinstorCluster) {
+		c.Annotations = map[string]string{linstorcluster.AnnotationRetryUpgrade: "1.33.3"}
+	})
+	g.Eventually(func(g Gomega) {
+		g.Expect(cluster(g).Status.Upgrade.BackupName).NotTo(Equal(st.BackupName))
+	}, upgradeTimeout, tick).Should(Succeed())
+	st = watchUpgrade(g, func(linstorv1.UpgradePhase) {}, linstorv1.UpgradeRolledBack)
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: st.BackupName}, &b)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := cluster(g)
+		g.Expect(c.Status.Version).To(Equal("1.33.2"))
+		g.Expect(c.Status.Satellites.Ready).To(Equal(int32(4)))
+	}, upgradeTimeout, tick).Should(Succeed())
+	g.Expect(env.StopOperator()).To(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(databaseChecksum(g)).To(Equal(b.Status.Checksum)) }, timeout, tick).Should(Succeed())
+	g.Expect(env.StartOperator()).To(Succeed())
+	// The retry used up the annotation: no new attempt starts on its own.
+	g.Expect(cluster(g).Annotations).NotTo(HaveKey(linstorcluster.AnnotationRetryUpgrade))
+	g.Consistently(func(g Gomega) {
+		g.Expect(cluster(g).Status.Upgrade.Phase).To(Equal(linstorv1.UpgradeRolledBack))
+	}, "3s", tick).Should(Succeed())
+
 	updateLinstorCluster(g, func(c *linstorv1.LinstorCluster) {
 		c.Annotations = map[string]string{linstorcluster.AnnotationRetryUpgrade: "1.33.3"}
 	})
@@ -340,4 +366,14 @@ func TestUserBackupAndRestoreRoundTrip(t *testing.T) {
 		g.Expect(env.Emulator.ResourcePlaced("pvc-new", "node-2")).To(BeFalse(), "a resource created after the backup survived the restore")
 	}, upgradeTimeout, tick).Should(Succeed())
 	t.Logf("restore: LINSTOR answering on the restored database %.1fs after restoreFrom was set", time.Since(start).Seconds())
+
+	// Restored once only: a change made now survives while the field still names the backup.
+	g.Expect(env.Emulator.PlaceResource("pvc-after", "node-2", "thin", false)).To(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(cluster(g).Status.Restore.Phase).To(Equal("Restored"))
+		g.Expect(env.Emulator.ResourcePlaced("pvc-after", "node-2")).To(BeTrue())
+	}, "3s", tick).Should(Succeed())
+	// Clearing the field clears the record, so the backup can be named again.
+	updateLinstorCluster(g, func(c *linstorv1.LinstorCluster) { c.Spec.Database.RestoreFrom = "" })
+	g.Eventually(func(g Gomega) { g.Expect(cluster(g).Status.Restore).To(BeNil()) }, timeout, tick).Should(Succeed())
 }

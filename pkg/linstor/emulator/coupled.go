@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -86,6 +87,7 @@ func (e *Emulator) SyncWithCluster(ctx context.Context, k Cluster) error {
 		e.controllerPod = controllerPod
 		e.passphraseOpen = false // a new controller process starts locked
 		e.controllerFailure = ""
+		e.controllerStarting = true
 	}
 	if controllerPod == "" {
 		e.controllerPod = ""
@@ -105,15 +107,20 @@ func (e *Emulator) SyncWithCluster(ctx context.Context, k Cluster) error {
 	var dbErr error
 	if k.Database != nil && !external {
 		switch {
-		case started:
-			// A controller starting migrates and loads its database; if that fails it
-			// never answers (in a real cluster its pod would crash-loop).
-			if err := e.startController(ctx, k.Database, e.Version()); err != nil {
-				e.mu.Lock()
+		case controllerPod != "" && e.isStarting():
+			// A controller starting migrates and loads its database; until that works it
+			// never answers. A failed migration or a refused downgrade is final for this
+			// pod; anything else (the apiserver still publishing a new table) is tried
+			// again, as the restarts of a crash-looping pod would.
+			err := e.startController(ctx, k.Database, e.Version())
+			e.mu.Lock()
+			e.controllerFailure = ""
+			e.controllerStarting = err != nil && !errors.Is(err, errStartRefused)
+			if err != nil {
 				e.controllerFailure = err.Error()
-				e.mu.Unlock()
-				dbErr = err
 			}
+			e.mu.Unlock()
+			dbErr = err
 		case controllerPod != "" && !e.failed():
 			dbErr = e.persist(ctx, k.Database)
 		}
@@ -122,6 +129,12 @@ func (e *Emulator) SyncWithCluster(ctx context.Context, k Cluster) error {
 	e.controllerDown = !external && (controllerPod == "" || e.controllerFailure != "")
 	e.mu.Unlock()
 	return dbErr
+}
+
+func (e *Emulator) isStarting() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.controllerStarting
 }
 
 func (e *Emulator) failed() bool {

@@ -3,6 +3,7 @@ package emulator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -59,12 +60,23 @@ func schemaVersion(linstor string) string {
 	return "v" + strings.NewReplacer(".", "-").Replace(linstor)
 }
 
+// errStartRefused marks a controller start that fails every time it is tried.
+var errStartRefused = errors.New("controller start refused")
+
 // FailNextMigration makes the next database migration (a controller of a newer version
 // starting on an older database) fail: the controller does not come up.
 func (e *Emulator) FailNextMigration() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.failMigration = true
+}
+
+// FailNextStartAfterMigration makes the next migration complete, the database then
+// at the new version, and the controller fail to start after it.
+func (e *Emulator) FailNextStartAfterMigration() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.failStartAfterMigration = true
 }
 
 // startController runs when a controller pod of version starts: it migrates the
@@ -81,7 +93,7 @@ func (e *Emulator) startController(ctx context.Context, c client.Client, version
 		return writeDatabase(ctx, c, version, rows, nil)
 	}
 	if older(version, stored) {
-		return fmt.Errorf("the database was migrated to %s; LINSTOR %s cannot use it (no downgrades)", stored, version)
+		return fmt.Errorf("the database was migrated to %s; LINSTOR %s cannot use it (no downgrades): %w", stored, version, errStartRefused)
 	}
 	if stored != version {
 		e.mu.Lock()
@@ -89,10 +101,17 @@ func (e *Emulator) startController(ctx context.Context, c client.Client, version
 		e.failMigration = false
 		e.mu.Unlock()
 		if fail {
-			return fmt.Errorf("migrating the database from %s to %s failed (injected)", stored, version)
+			return fmt.Errorf("migrating the database from %s to %s failed (injected): %w", stored, version, errStartRefused)
 		}
 		if err := migrate(ctx, c, stored, version); err != nil {
 			return err
+		}
+		e.mu.Lock()
+		fail = e.failStartAfterMigration
+		e.failStartAfterMigration = false
+		e.mu.Unlock()
+		if fail {
+			return fmt.Errorf("the database was migrated to %s, then the controller failed to start (injected): %w", version, errStartRefused)
 		}
 	}
 	rows, err := readRows(ctx, c, version)
@@ -345,7 +364,8 @@ func upsertRow(ctx context.Context, c client.Client, version, kind, name, raw st
 			u.SetResourceVersion(cur.GetResourceVersion())
 			return c.Update(ctx, u)
 		}
-		if meta.IsNoMatchError(err) { // a new table is not in discovery yet
+		// A new table or table version is not in discovery, or not served, yet.
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 			waitBriefly(ctx)
 			continue
 		}

@@ -34,13 +34,15 @@ type Emulator struct {
 	passphraseOpen  bool
 	newNodeDisks    []lapi.PhysicalStorageNode
 	// coupled: node state follows a Kubernetes cluster (see Couple).
-	coupled           bool
-	controllerDown    bool
-	controllerPod     string
-	controllerFailure string
-	failMigration     bool
-	persisted         map[string]string // database rows last written
-	db                client.Client     // the k8s database, when coupled with one
+	coupled                 bool
+	controllerDown          bool
+	controllerPod           string
+	controllerFailure       string
+	controllerStarting      bool // the database of the current pod is not loaded yet
+	failMigration           bool
+	failStartAfterMigration bool
+	persisted               map[string]string // database rows last written
+	db                      client.Client     // the k8s database, when coupled with one
 
 	faults   map[string]*Fault
 	requests []Request
@@ -494,7 +496,8 @@ func (e *Emulator) Reset() {
 	e.nodes, e.rds = map[string]*node{}, map[string]*resourceDefinition{}
 	e.nodeConns, e.controllerProps = map[[2]string]map[string]string{}, map[string]string{}
 	e.passphrase, e.passphraseOpen, e.persisted = "", false, nil
-	e.controllerPod, e.controllerFailure, e.failMigration = "", "", false
+	e.controllerPod, e.controllerFailure, e.controllerStarting = "", "", false
+	e.failMigration, e.failStartAfterMigration = false, false
 }
 
 // ResourcePlaced reports whether a resource has a replica on a node.

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/linstor-operator/linstor-operator/pkg/images"
+	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 )
 
 // Package is the OLM package name.
@@ -263,6 +264,30 @@ func relatedImages(operatorImage string) []operatorsv1alpha1.RelatedImage {
 	out := []operatorsv1alpha1.RelatedImage{{Name: "operator", Image: operatorImage}}
 	for _, r := range images.Default().Related() {
 		out = append(out, operatorsv1alpha1.RelatedImage{Name: strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(r[0], "RELATED_IMAGE_"), "_", "-")), Image: r[1]})
+	}
+	return append(out, LinstorVersionImages(upgrade.Current)...)
+}
+
+// LinstorVersionImages are the LINSTOR images of the versions a release runs besides its
+// target (stepping stones, the version a rollback returns to), so that mirroring the
+// bundle's images for a disconnected cluster includes them.
+func LinstorVersionImages(r upgrade.Release) []operatorsv1alpha1.RelatedImage {
+	var out []operatorsv1alpha1.RelatedImage
+	seen := map[string]bool{}
+	for _, v := range r.Runnable {
+		if v.Compare(r.Target) == 0 {
+			continue
+		}
+		set := images.Default().ForLinstor(v.String())
+		for _, c := range []images.Component{images.LinstorController, images.LinstorSatellite} {
+			img := set.Image(c)
+			if seen[img] {
+				continue
+			}
+			seen[img] = true
+			out = append(out, operatorsv1alpha1.RelatedImage{
+				Name: strings.ToLower(strings.ReplaceAll(string(c), "_", "-")) + "-" + strings.ReplaceAll(v.String(), ".", "-"), Image: img})
+		}
 	}
 	return out
 }

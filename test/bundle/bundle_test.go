@@ -18,6 +18,7 @@ import (
 
 	"github.com/linstor-operator/linstor-operator/pkg/bundle"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
+	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
 
@@ -127,6 +128,16 @@ func problems(csv *operatorsv1alpha1.ClusterServiceVersion, crds []*apiextension
 		name := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(r[0], "RELATED_IMAGE_"), "_", "-"))
 		if related[name] != r[1] {
 			out = append(out, "relatedImages lacks "+name+"="+r[1])
+		}
+	}
+	// The LINSTOR versions the release runs besides its target, for disconnected mirrors.
+	stones := bundle.LinstorVersionImages(upgrade.Current)
+	if len(upgrade.Current.Runnable) > 1 && len(stones) == 0 {
+		out = append(out, "no images for the release's other runnable LINSTOR versions")
+	}
+	for _, ri := range stones {
+		if related[ri.Name] != ri.Image {
+			out = append(out, "relatedImages lacks "+ri.Name+"="+ri.Image)
 		}
 	}
 	env := map[string]string{}

@@ -21,12 +21,6 @@ import (
 	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
-func getBackup(g Gomega, ns, name string) *linstorv1.LinstorBackup {
-	b := &linstorv1.LinstorBackup{}
-	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, b)).To(Succeed())
-	return b
-}
-
 func TestBackupStopsTheControllerAndVerifiesTheCopy(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -61,7 +55,7 @@ func TestBackupStopsTheControllerAndVerifiesTheCopy(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, backup)).To(Succeed())
 	// While the controller pod exists the backup waits, and the controller is scaled down.
 	g.Eventually(func(g Gomega) {
-		g.Expect(getBackup(g, ns, "b1").Status.Phase).To(Equal(linstorv1.BackupPending))
+		g.Expect(get(g, ns, "b1", &linstorv1.LinstorBackup{}).Status.Phase).To(Equal(linstorv1.BackupPending))
 		var d appsv1.Deployment
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: render.ControllerName}, &d)).To(Succeed())
 		g.Expect(*d.Spec.Replicas).To(BeZero())
@@ -70,7 +64,7 @@ func TestBackupStopsTheControllerAndVerifiesTheCopy(t *testing.T) {
 		g.Expect(condition(c.Status.Conditions, linstorv1.ConditionUpgradeable).Status).To(Equal(metav1.ConditionFalse))
 	}, timeout, tick).Should(Succeed())
 	g.Consistently(func(g Gomega) {
-		g.Expect(getBackup(g, ns, "b1").Status.Phase).To(Equal(linstorv1.BackupPending))
+		g.Expect(get(g, ns, "b1", &linstorv1.LinstorBackup{}).Status.Phase).To(Equal(linstorv1.BackupPending))
 	}, "1s", tick).Should(Succeed())
 
 	// The pod goes (as the Deployment controller would delete it): the copy is taken.
@@ -79,13 +73,13 @@ func TestBackupStopsTheControllerAndVerifiesTheCopy(t *testing.T) {
 	wantBytes, _ := want.Encode()
 	g.Expect(env.Client.Delete(ctx, pod, client.GracePeriodSeconds(0))).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		b := getBackup(g, ns, "b1")
+		b := get(g, ns, "b1", &linstorv1.LinstorBackup{})
 		g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupCompleted), b.Status.Message)
 		g.Expect(b.Status.CRDs).To(BeNumerically(">=", 2))
 		g.Expect(b.Status.Checksum).To(Equal(dbbackup.Checksum(wantBytes)))
 		g.Expect(b.Status.LinstorVersion).To(Equal(getCluster(g, cluster).Status.Version))
 	}, timeout, tick).Should(Succeed())
-	b := getBackup(g, ns, "b1")
+	b := get(g, ns, "b1", &linstorv1.LinstorBackup{})
 	_, data, err := linstorbackup.Load(ctx, env.Client, b)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(data).To(Equal(wantBytes))
@@ -110,15 +104,15 @@ func TestBackupStopsTheControllerAndVerifiesTheCopy(t *testing.T) {
 		g.Expect(env.Client.Create(ctx, &linstorv1.LinstorBackup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 			Spec: linstorv1.LinstorBackupSpec{ClusterRef: linstorv1.ClusterReference{Name: cluster.Name}}})).To(Succeed())
 		g.Eventually(func(g Gomega) {
-			g.Expect(getBackup(g, ns, name).Status.Phase).To(Equal(linstorv1.BackupCompleted))
+			g.Expect(get(g, ns, name, &linstorv1.LinstorBackup{}).Status.Phase).To(Equal(linstorv1.BackupCompleted))
 		}, timeout, tick).Should(Succeed())
 		time.Sleep(1100 * time.Millisecond) // completion times are in seconds
 	}
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "b1"}, &linstorv1.LinstorBackup{}))
 	}, timeout, tick).Should(BeTrue(), "the oldest backup was not pruned")
-	getBackup(g, ns, "b2")
-	getBackup(g, ns, "b3")
+	get(g, ns, "b2", &linstorv1.LinstorBackup{})
+	get(g, ns, "b3", &linstorv1.LinstorBackup{})
 }
 
 func TestBackupOfAnExternalDatabaseIsRefused(t *testing.T) {
@@ -130,7 +124,7 @@ func TestBackupOfAnExternalDatabaseIsRefused(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, &linstorv1.LinstorBackup{ObjectMeta: metav1.ObjectMeta{Name: "ext", Namespace: ns},
 		Spec: linstorv1.LinstorBackupSpec{ClusterRef: linstorv1.ClusterReference{Name: cluster.Name}}})).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		b := getBackup(g, ns, "ext")
+		b := get(g, ns, "ext", &linstorv1.LinstorBackup{})
 		g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupFailed))
 		g.Expect(b.Status.Message).To(ContainSubstring("the LINSTOR database is external"))
 	}, timeout, tick).Should(Succeed())

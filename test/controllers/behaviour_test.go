@@ -49,7 +49,7 @@ func TestSteadyStateMakesNoWrites(t *testing.T) {
 
 	var before appsv1.Deployment
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-controller"}, &before)).To(Succeed())
-	satBefore := getSatellite(g, ns, "steady-a")
+	satBefore := get(g, ns, "steady-a", &linstorv1.LinstorSatellite{})
 	var dsBefore appsv1.DaemonSet
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: render.SatelliteDaemonSetName("steady-a")}, &dsBefore)).To(Succeed())
 	var cfgBefore linstorv1.LinstorSatelliteConfiguration
@@ -67,7 +67,7 @@ func TestSteadyStateMakesNoWrites(t *testing.T) {
 	var after appsv1.Deployment
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-controller"}, &after)).To(Succeed())
 	g.Expect(after.ResourceVersion).To(Equal(before.ResourceVersion), "the Deployment was rewritten")
-	satAfter := getSatellite(g, ns, "steady-a")
+	satAfter := get(g, ns, "steady-a", &linstorv1.LinstorSatellite{})
 	g.Expect(satAfter.ResourceVersion).To(Equal(satBefore.ResourceVersion), "the LinstorSatellite was rewritten")
 	// The satellite's DaemonSet carries the cluster's labels but is not the cluster's to prune.
 	var dsAfter appsv1.DaemonSet
@@ -95,7 +95,7 @@ func TestPoolHoldingDataIsNotDeleted(t *testing.T) {
 	})).To(Succeed())
 
 	g.Eventually(func(g Gomega) {
-		sat := getSatellite(g, ns, "inuse-a")
+		sat := get(g, ns, "inuse-a", &linstorv1.LinstorSatellite{})
 		d := condition(sat.Status.Conditions, linstorv1.ConditionDegraded)
 		g.Expect(d.Reason).To(Equal(linstorv1.ReasonPoolInUse))
 		g.Expect(d.Message).To(ContainSubstring("pool thin is no longer wanted but cannot be deleted yet"))
@@ -168,7 +168,7 @@ func TestLinstorErrorsSetConditionsAndRecover(t *testing.T) {
 
 	g.Expect(emu.SetNodeOnline("faults-b", false)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		sat := getSatellite(g, ns, "faults-b")
+		sat := get(g, ns, "faults-b", &linstorv1.LinstorSatellite{})
 		a := condition(sat.Status.Conditions, linstorv1.ConditionAvailable)
 		g.Expect(a.Reason).To(Equal(linstorv1.ReasonNodeOffline))
 		c := getCluster(g, cluster)
@@ -180,7 +180,7 @@ func TestLinstorErrorsSetConditionsAndRecover(t *testing.T) {
 	g.Expect(emu.SetSatelliteVersion("faults-b", "1.32.0")).To(Succeed())
 	g.Expect(emu.SetNodeOnline("faults-b", true)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		sat := getSatellite(g, ns, "faults-b")
+		sat := get(g, ns, "faults-b", &linstorv1.LinstorSatellite{})
 		g.Expect(condition(sat.Status.Conditions, linstorv1.ConditionAvailable).Reason).To(Equal(linstorv1.ReasonVersionMismatch))
 	}, timeout, tick).Should(Succeed())
 	g.Expect(emu.SetSatelliteVersion("faults-b", "")).To(Succeed())

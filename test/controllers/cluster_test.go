@@ -69,7 +69,7 @@ func TestClusterRunsLinstor(t *testing.T) {
 			g.Expect(ok).To(BeTrue(), "LINSTOR node %s", name)
 			g.Expect(n.NetInterfaces[0].Address.String()).To(HavePrefix("10.1.0."))
 			g.Expect(n.Props).To(HaveKeyWithValue("Aux/zone", map[string]string{"run-a": "a", "run-b": "b"}[name]))
-			sat := getSatellite(g, ns, name)
+			sat := get(g, ns, name, &linstorv1.LinstorSatellite{})
 			g.Expect(sat.Status.ConnectionStatus).To(Equal("ONLINE"))
 			var ds appsv1.DaemonSet
 			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-satellite." + name}, &ds)).To(Succeed())

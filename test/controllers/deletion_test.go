@@ -7,6 +7,7 @@ import (
 
 	lapi "github.com/LINBIT/golinstor/client"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,7 +20,7 @@ func unselect(t *testing.T, name string) {
 	t.Helper()
 	g := NewWithT(t)
 	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		node := getNode(g, name)
+		node := get(g, "", name, &corev1.Node{})
 		node.Labels["suite"] = "gone"
 		return env.Client.Update(context.Background(), node)
 	})).To(Succeed())
@@ -50,7 +51,7 @@ func TestDeletionPolicyDeleteWaitsForTheLastReplica(t *testing.T) {
 
 	unselect(t, "del-b")
 	g.Eventually(func(g Gomega) {
-		sat := getSatellite(g, ns, "del-b")
+		sat := get(g, ns, "del-b", &linstorv1.LinstorSatellite{})
 		d := condition(sat.Status.Conditions, linstorv1.ConditionDegraded)
 		g.Expect(d.Message).To(ContainSubstring("last up-to-date replica"))
 	}, timeout, tick).Should(Succeed())
@@ -75,7 +76,7 @@ func TestDeletionPolicyEvacuateMovesResourcesThenDeletes(t *testing.T) {
 	unselect(t, "evac-b")
 	// In use: LINSTOR refuses to evacuate, the satellite waits and says so.
 	g.Eventually(func(g Gomega) {
-		sat := getSatellite(g, ns, "evac-b")
+		sat := get(g, ns, "evac-b", &linstorv1.LinstorSatellite{})
 		g.Expect(condition(sat.Status.Conditions, linstorv1.ConditionDegraded).Message).To(ContainSubstring("in use"))
 	}, timeout, tick).Should(Succeed())
 	g.Expect(emu.PlaceResource("pvc-evac", "evac-b", "thin", false)).To(Succeed())
@@ -120,7 +121,7 @@ func TestMaxConcurrentEvacuations(t *testing.T) {
 
 	unselect(t, "maxev-b")
 	g.Eventually(func(g Gomega) {
-		sat := getSatellite(g, ns, "maxev-b")
+		sat := get(g, ns, "maxev-b", &linstorv1.LinstorSatellite{})
 		g.Expect(condition(sat.Status.Conditions, linstorv1.ConditionDegraded).Message).To(ContainSubstring("maxConcurrentEvacuations is 1"))
 	}, timeout, tick).Should(Succeed())
 	n, _ := emu.Node("maxev-b")

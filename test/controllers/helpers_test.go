@@ -82,10 +82,10 @@ func getCluster(g Gomega, c *linstorv1.LinstorCluster) *linstorv1.LinstorCluster
 	return out
 }
 
-func getSatellite(g Gomega, ns, name string) *linstorv1.LinstorSatellite {
-	out := &linstorv1.LinstorSatellite{}
-	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, out)).To(Succeed())
-	return out
+// get reads the object ns/name ("" for cluster-scoped) into obj.
+func get[T client.Object](g Gomega, ns, name string, obj T) T {
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj)).To(Succeed())
+	return obj
 }
 
 // emulatorClient is a golinstor client to the emulator, for arranging and asserting.
@@ -96,12 +96,6 @@ func emulatorClient(t *testing.T) *lapi.Client {
 		t.Fatal(err)
 	}
 	return c
-}
-
-func getNode(g Gomega, name string) *corev1.Node {
-	out := &corev1.Node{}
-	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Name: name}, out)).To(Succeed())
-	return out
 }
 
 // updateCluster re-reads and mutates the cluster until the write does not conflict with

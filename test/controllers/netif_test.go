@@ -36,7 +36,7 @@ func interfaces(g Gomega, name string) string {
 
 func setHostInterfaces(t *testing.T, name, value string) {
 	t.Helper()
-	node := getNode(NewWithT(t), name)
+	node := get(NewWithT(t), "", name, &corev1.Node{})
 	patch := client.MergeFrom(node.DeepCopy())
 	node.Annotations = map[string]string{netif.HostInterfacesAnnotation: value}
 	if err := env.Client.Patch(context.Background(), node, patch); err != nil {
@@ -112,7 +112,7 @@ func TestNetInterfacesByNameAndCIDR(t *testing.T) {
 		cfg.Spec.NetInterfaces = []linstorv1.NetInterface{{Name: "storage", InterfaceName: "eth9", Active: true}}
 	})
 	g.Eventually(func(g Gomega) {
-		d := condition(getSatellite(g, ns, "nic-a").Status.Conditions, linstorv1.ConditionDegraded)
+		d := condition(get(g, ns, "nic-a", &linstorv1.LinstorSatellite{}).Status.Conditions, linstorv1.ConditionDegraded)
 		g.Expect(d.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(d.Reason).To(Equal(linstorv1.ReasonInvalidSpec))
 		g.Expect(d.Message).To(ContainSubstring(`netInterfaces[storage].interfaceName: node nic-a has no interface "eth9"`))
@@ -126,7 +126,7 @@ func TestNetInterfacesByNameAndCIDR(t *testing.T) {
 	setHostInterfaces(t, "nic-a", "eth0=10.3.0.1,eth1=192.168.50.2,eth9=192.168.60.1")
 	g.Eventually(func(g Gomega) {
 		g.Expect(interfaces(g, "nic-a")).To(Equal("byhand=172.16.0.1 default=10.3.0.1 storage=192.168.60.1*"))
-		d := condition(getSatellite(g, ns, "nic-a").Status.Conditions, linstorv1.ConditionDegraded)
+		d := condition(get(g, ns, "nic-a", &linstorv1.LinstorSatellite{}).Status.Conditions, linstorv1.ConditionDegraded)
 		g.Expect(d.Status).To(Equal(metav1.ConditionFalse), d.Message)
 	}, timeout, tick).Should(Succeed())
 }

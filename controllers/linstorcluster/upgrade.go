@@ -285,12 +285,15 @@ func (r *Reconciler) upgradeController(ctx context.Context, s *scope) (ctrl.Resu
 // upgradeSatellites waits until every satellite is ONLINE at the new version.
 func (r *Reconciler) upgradeSatellites(ctx context.Context, s *scope) (ctrl.Result, error) {
 	st := s.upgradeStatus
+	var nodes []lapi.Node
 	conn, err := r.Linstor.Connect(ctx, s.cluster)
-	if err != nil {
-		return ctrl.Result{RequeueAfter: upgradePoll}, nil
-	}
-	nodes, err := conn.Nodes.GetAll(ctx)
 	if err == nil {
+		nodes, err = conn.Nodes.GetAll(ctx)
+	}
+	if err != nil {
+		// An unreachable controller counts against the phase's time like a slow satellite.
+		st.Message = "Satellites: cannot list LINSTOR nodes: " + err.Error()
+	} else {
 		var waiting []string
 		for _, n := range nodes {
 			if n.Type != lapiconst.ValNodeTypeCtrl && n.ConnectionStatus != "ONLINE" {
@@ -312,13 +315,18 @@ func (r *Reconciler) upgradeSatellites(ctx context.Context, s *scope) (ctrl.Resu
 // upgradeVerify waits until every replica is healthy again, then the upgrade is done.
 func (r *Reconciler) upgradeVerify(ctx context.Context, s *scope) (ctrl.Result, error) {
 	st := s.upgradeStatus
+	var nodes []lapi.Node
+	var resources []lapi.ResourceWithVolumes
 	conn, err := r.Linstor.Connect(ctx, s.cluster)
-	if err != nil {
-		return ctrl.Result{RequeueAfter: upgradePoll}, nil
+	if err == nil {
+		nodes, err = conn.Nodes.GetAll(ctx)
 	}
-	nodes, err1 := conn.Nodes.GetAll(ctx)
-	resources, err2 := conn.Resources.GetResourceView(ctx)
-	if err1 != nil || err2 != nil {
+	if err == nil {
+		resources, err = conn.Resources.GetResourceView(ctx)
+	}
+	if err != nil {
+		// No rollback from here: the satellites already run the new version.
+		st.Message = "Verify: cannot read LINSTOR: " + err.Error()
 		return ctrl.Result{RequeueAfter: upgradePoll}, nil
 	}
 	if problems := upgrade.Problems(nodes, resources, nil); len(problems) > 0 {

@@ -366,14 +366,15 @@ func (r *Reconciler) rollBack(ctx context.Context, s *scope) (ctrl.Result, error
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: st.BackupName}, b); err != nil {
 		return ctrl.Result{}, fmt.Errorf("reading backup %s: %w", st.BackupName, err)
 	}
+	// st.Message keeps the cause of the rollback; trouble restoring goes to the
+	// Degraded condition, so the cause survives until it is reported.
 	dump, _, err := linstorbackup.Load(ctx, r.Direct, b)
 	if err != nil {
-		st.Message = "Rolling back: cannot restore: " + err.Error()
-		s.versionErr = st.Message
+		s.versionErr = fmt.Sprintf("Rolling back to %s: cannot read backup %s, will retry: %v", st.From, st.BackupName, err)
 		return ctrl.Result{RequeueAfter: upgradePoll}, nil
 	}
 	if err := dbbackup.Restore(ctx, r.Direct, dump); err != nil {
-		st.Message = "Rolling back: restoring failed, will retry: " + err.Error()
+		s.versionErr = fmt.Sprintf("Rolling back to %s: restoring %s failed, will retry: %v", st.From, st.BackupName, err)
 		return ctrl.Result{RequeueAfter: upgradePoll}, nil
 	}
 	reason := strings.TrimPrefix(st.Message, "Rolling back: ")

@@ -214,6 +214,7 @@ func TestFailedMigrationRollsBackToTheBackup(t *testing.T) {
 	t.Logf("rollback phases %v", phases)
 	g.Expect(phases).To(ContainElements(linstorv1.UpgradeController, linstorv1.UpgradeRollingBack, linstorv1.UpgradeRolledBack))
 	g.Expect(st.Message).To(ContainSubstring("restored from " + st.BackupName))
+	g.Expect(st.Message).To(ContainSubstring("Cause: the controller did not come up at 1.33.3"))
 
 	var b linstorv1.LinstorBackup
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: st.BackupName}, &b)).To(Succeed())

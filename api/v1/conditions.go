@@ -32,6 +32,10 @@ const (
 	ReasonVersionMismatch    = "VersionMismatch"
 	ReasonPoolInUse          = "PoolInUse"
 	ReasonWaitingForEvacuate = "WaitingForEvacuation"
+	// ReasonEvacuationStuck: a replica on an evacuating node has nowhere to go.
+	ReasonEvacuationStuck = "EvacuationStuck"
+	// ReasonHoldsLastReplica: deleting the node would destroy the only copy of data.
+	ReasonHoldsLastReplica = "HoldsLastReplica"
 	ReasonUpgradeInProgress  = "UpgradeInProgress"
 	ReasonBackupInProgress   = "BackupInProgress"
 	ReasonUpgradeFailed      = "UpgradeFailed"

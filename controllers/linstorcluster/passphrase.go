@@ -43,6 +43,24 @@ func (r *Reconciler) reconcilePassphrase(ctx context.Context, s *scope) (ctrl.Re
 		s.passphraseErr = fmt.Errorf("Secret %s/%s named by spec.passphraseSecretRef does not exist", s.cluster.Namespace, name)
 		return ctrl.Result{RequeueAfter: shortPoll}, nil
 	case apierrors.IsNotFound(err):
+		// Only a LINSTOR that has never had a passphrase gets a new one. If LINSTOR has
+		// one (locked or unlocked) the Secret was lost: a new passphrase would never
+		// open the existing volumes, so wait for the user to restore the Secret. If
+		// LINSTOR cannot be asked, wait too.
+		if s.lc == nil {
+			s.passphraseErr = fmt.Errorf("Secret %s/%s does not exist and LINSTOR cannot be asked whether it already has a passphrase; waiting", s.cluster.Namespace, name)
+			return ctrl.Result{RequeueAfter: shortPoll}, nil
+		}
+		status, err := linstor.GetPassphraseStatus(ctx, s.lc, s.httpClient)
+		if err != nil {
+			s.passphraseErr = fmt.Errorf("Secret %s/%s does not exist and LINSTOR's passphrase status is unknown (%v); waiting", s.cluster.Namespace, name, err)
+			return ctrl.Result{RequeueAfter: shortPoll}, nil
+		}
+		if status != linstor.PassphraseUnset {
+			s.passphraseErr = fmt.Errorf("Secret %s/%s holding the master passphrase is gone, but LINSTOR has a passphrase (%s): restore the Secret from your backup; a new passphrase would not open existing encrypted volumes", s.cluster.Namespace, name, status)
+			r.Recorder.Event(s.cluster, corev1.EventTypeWarning, "PassphraseSecretLost", s.passphraseErr.Error())
+			return ctrl.Result{RequeueAfter: shortPoll}, nil
+		}
 		pass, err := randomPassphrase()
 		if err != nil {
 			return ctrl.Result{}, err

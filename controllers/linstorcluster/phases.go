@@ -20,6 +20,7 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor/props"
 	"github.com/linstor-operator/linstor-operator/pkg/render"
 	"github.com/linstor-operator/linstor-operator/pkg/satellite"
 )
@@ -245,11 +246,16 @@ func (r *Reconciler) reconcileLinstor(ctx context.Context, s *scope) (ctrl.Resul
 	for _, p := range s.cluster.Spec.Properties {
 		desired[p.Name] = p.Value
 	}
-	mod := linstor.PropertyDiff(current, desired)
+	valid, refused := linstor.ValidProperties(props.Controller, desired)
+	if len(refused) > 0 {
+		// Admission refuses these; they get here only when the webhook was bypassed.
+		s.propertiesErr = fmt.Errorf("LINSTOR does not accept controller properties: %s", strings.Join(refused, "; "))
+	}
+	mod := linstor.WithoutUndeletable(props.Controller, linstor.PropertyDiff(current, valid))
 	if linstor.IsEmpty(mod) {
 		return ctrl.Result{}, nil
 	}
-	if err := lc.Controller.Modify(ctx, mod); err != nil {
+	if err := linstor.ModifyProperties(mod, func(m lapi.GenericPropsModify) error { return lc.Controller.Modify(ctx, m) }); err != nil {
 		s.propertiesErr = err
 		r.Recorder.Eventf(s.cluster, corev1.EventTypeWarning, "PropertiesFailed", "Setting controller properties: %v", err)
 		return ctrl.Result{RequeueAfter: shortPoll}, nil

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	lapiconst "github.com/LINBIT/golinstor"
 	lapi "github.com/LINBIT/golinstor/client"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +17,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/controllers/linstorbackup"
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 )
 
@@ -296,7 +296,7 @@ func (r *Reconciler) upgradeSatellites(ctx context.Context, s *scope) (ctrl.Resu
 	} else {
 		var waiting []string
 		for _, n := range nodes {
-			if n.Type != lapiconst.ValNodeTypeCtrl && n.ConnectionStatus != "ONLINE" {
+			if linstor.RunsSatellite(n) && n.ConnectionStatus != "ONLINE" {
 				waiting = append(waiting, n.Name+" "+n.ConnectionStatus)
 			}
 		}

@@ -24,6 +24,7 @@ import (
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor/props"
 	"github.com/linstor-operator/linstor-operator/pkg/nodeconnection"
 )
 
@@ -132,19 +133,28 @@ func (r *Reconciler) sync(ctx context.Context, lc *lapi.Client, lnc *linstorv1.L
 	}
 	var errs []string
 	apply := func(p nodeconnection.Pair, want map[string]string) {
-		mod := linstor.TrackedPropertyDiff(current[p], want, tracker)
+		mod := linstor.WithoutUndeletable(props.NodeConnection, linstor.TrackedPropertyDiff(current[p], want, tracker))
 		if linstor.IsEmpty(mod) {
 			return
 		}
-		if err := lc.Connections.SetNodeConnection(ctx, p.A, p.B, mod); err != nil {
+		err := linstor.ModifyProperties(mod, func(m lapi.GenericPropsModify) error { return lc.Connections.SetNodeConnection(ctx, p.A, p.B, m) })
+		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s/%s: %v", p.A, p.B, err))
 		}
 	}
+	refusedOnce := map[string]bool{}
 	for p, want := range desired {
-		apply(p, want)
+		valid, refused := linstor.ValidProperties(props.NodeConnection, want)
+		for _, why := range refused {
+			if !refusedOnce[why] {
+				refusedOnce[why] = true
+				errs = append(errs, "LINSTOR does not accept "+why)
+			}
+		}
+		apply(p, valid)
 	}
-	for p, props := range current {
-		if _, wanted := desired[p]; !wanted && props[tracker] != "" {
+	for p, cur := range current {
+		if _, wanted := desired[p]; !wanted && cur[tracker] != "" {
 			apply(p, nil)
 		}
 	}

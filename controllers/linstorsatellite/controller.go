@@ -1,12 +1,14 @@
 package linstorsatellite
 
 import (
+	"sync"
 	"context"
 	"time"
 
 	lapi "github.com/LINBIT/golinstor/client"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -50,6 +52,9 @@ type Reconciler struct {
 	// Grace is how long LINSTOR may stay unreachable before conditions say so.
 	Grace   *phases.Grace
 	applier *apply.Applier
+
+	evacMu         sync.Mutex
+	lastEvacuation map[types.UID]time.Time // when LINSTOR was last asked to evacuate a satellite's node
 }
 
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorsatellites,verbs=get;list;watch;update;patch
@@ -111,7 +116,7 @@ func (r *Reconciler) loadCluster(ctx context.Context, s *scope) error {
 		s.linstorErr = err
 		return nil
 	}
-	s.lc = conn.Client
+	s.lc, s.conn = conn.Client, conn
 	return nil
 }
 
@@ -158,6 +163,7 @@ type scope struct {
 	sat     *linstorv1.LinstorSatellite
 	cluster *linstorv1.LinstorCluster
 	lc      *lapi.Client
+	conn    *linstor.Connection
 	stop    bool
 
 	node         *corev1.Node
@@ -171,6 +177,7 @@ type scope struct {
 	poolErr      error
 	poolWaiting  string
 	deleteWait   string
+	deleteReason string // why deletion waits, when it is not a plain evacuation
 
 	connection string
 	version    string

@@ -3,9 +3,11 @@ package linstorsatellite
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
-	lapi "github.com/LINBIT/golinstor/client"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -43,17 +45,32 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	return ctrl.Result{}, r.Client.Update(ctx, sat)
 }
 
-// deleteNode asks LINSTOR to delete the node; LINSTOR refuses while the node holds
-// in-use resources or the last up-to-date replica, and then we wait.
+// deleteNode deletes the LINSTOR node unless that would destroy data. LINSTOR itself
+// deletes a node holding the only replica of a resource that has no diskless peers
+// (it refuses only the last diskful replica of a resource with diskless peers, and
+// in-use replicas), so the operator checks first: the node goes only when every
+// resource on it has an UpToDate diskful copy elsewhere.
 func (r *Reconciler) deleteNode(ctx context.Context, s *scope) bool {
 	if s.linstorErr != nil {
 		s.deleteWait = s.linstorErr.Error()
 		return false
 	}
-	err := s.lc.Nodes.Delete(ctx, s.sat.Name)
+	replicas, err := linstor.ReplicasOf(ctx, s.lc, s.sat.Name)
+	if err != nil {
+		s.deleteWait = fmt.Sprintf("cannot read the resources on node %s, waiting: %v", s.sat.Name, err)
+		return false
+	}
+	if only := linstor.OnlyCopies(s.sat.Name, replicas); len(only) > 0 {
+		s.deleteReason = linstorv1.ReasonHoldsLastReplica
+		s.deleteWait = fmt.Sprintf("node %s holds the only up-to-date copy of %s: deleting it would destroy that data; move or delete those volumes, or use deletionPolicy Evacuate",
+			s.sat.Name, listNames(only))
+		r.Recorder.Event(s.sat, corev1.EventTypeWarning, "NodeHoldsLastReplica", s.deleteWait)
+		return false
+	}
+	err = s.lc.Nodes.Delete(ctx, s.sat.Name)
 	switch {
 	case err == nil:
-		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "NodeDeleted", "Deleted LINSTOR node %s (deletion policy Delete)", s.sat.Name)
+		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "NodeDeleted", "Deleted LINSTOR node %s", s.sat.Name)
 		return true
 	case linstor.IsNotFound(err):
 		return true
@@ -64,7 +81,14 @@ func (r *Reconciler) deleteNode(ctx context.Context, s *scope) bool {
 	}
 }
 
-// evacuateNode moves every resource away, waits until none remain, then deletes.
+// evacuationRetry is how long a stuck evacuation waits before the operator asks
+// LINSTOR again: LINSTOR places replacements only when asked, so a replica that had no
+// place (no pool with room) stays until someone evacuates again.
+const evacuationRetry = time.Minute
+
+// evacuateNode moves every replica away, waits until none remain, then deletes. What
+// cannot move is reported on the LinstorSatellite and asked again now and then; the
+// node is never deleted while it holds data.
 func (r *Reconciler) evacuateNode(ctx context.Context, s *scope) bool {
 	if s.linstorErr != nil {
 		s.deleteWait = s.linstorErr.Error()
@@ -78,7 +102,7 @@ func (r *Reconciler) evacuateNode(ctx context.Context, s *scope) bool {
 		s.deleteWait = err.Error()
 		return false
 	}
-	if !hasFlag(lnode.Flags, "EVACUATE") {
+	if !linstor.HasFlag(lnode.Flags, "EVACUATE") {
 		// Evacuations copy whole volumes over the network: limit how many run at once.
 		if max := s.sat.Spec.MaxConcurrentEvacuations; max != nil {
 			all, err := s.lc.Nodes.GetAll(ctx)
@@ -88,7 +112,7 @@ func (r *Reconciler) evacuateNode(ctx context.Context, s *scope) bool {
 			}
 			running := 0
 			for _, n := range all {
-				if n.Name != s.sat.Name && hasFlag(n.Flags, "EVACUATE") {
+				if n.Name != s.sat.Name && linstor.HasFlag(n.Flags, "EVACUATE") {
 					running++
 				}
 			}
@@ -97,20 +121,77 @@ func (r *Reconciler) evacuateNode(ctx context.Context, s *scope) bool {
 				return false
 			}
 		}
-		if err := s.lc.Nodes.Evacuate(ctx, s.sat.Name, lapi.NodeEvacuate{}); err != nil {
-			s.deleteWait = fmt.Sprintf("evacuating node %s: %v", s.sat.Name, err)
+		if !r.evacuate(ctx, s) {
 			return false
 		}
-		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "Evacuating", "Evacuating LINSTOR node %s", s.sat.Name)
 	}
-	rscs, err := s.lc.Resources.GetResourceView(ctx, &lapi.ListOpts{Node: []string{s.sat.Name}})
+	replicas, err := linstor.ReplicasOf(ctx, s.lc, s.sat.Name)
 	if err != nil {
 		s.deleteWait = err.Error()
 		return false
 	}
-	if len(rscs) > 0 {
-		s.deleteWait = fmt.Sprintf("waiting for %d resources to leave node %s", len(rscs), s.sat.Name)
+	ev := linstor.ObserveEvacuation(s.sat.Name, replicas)
+	if ev.Empty() {
+		return r.deleteNode(ctx, s)
+	}
+	var parts []string
+	if len(ev.Moving) > 0 {
+		parts = append(parts, fmt.Sprintf("%d moving (%s)", len(ev.Moving), listNames(ev.Moving)))
+	}
+	if len(ev.InUse) > 0 {
+		parts = append(parts, fmt.Sprintf("%d in use on the node, waiting for their workloads to move (%s)", len(ev.InUse), listNames(ev.InUse)))
+	}
+	if len(ev.Stuck) > 0 {
+		s.deleteReason = linstorv1.ReasonEvacuationStuck
+		parts = append(parts, fmt.Sprintf("%d cannot move, no storage pool elsewhere can take them (%s): add capacity or nodes; the operator asks LINSTOR again every %s",
+			len(ev.Stuck), listNames(ev.Stuck), evacuationRetry))
+		if len(ev.Moving) == 0 && r.evacuationDue(s.sat.UID) {
+			// Only when nothing moves: a new request would place another replica of a
+			// resource whose replacement is still resyncing.
+			r.evacuate(ctx, s)
+		}
+	}
+	s.deleteWait = fmt.Sprintf("evacuating node %s: %s", s.sat.Name, strings.Join(parts, "; "))
+	return false
+}
+
+// evacuate asks LINSTOR to evacuate and reports replicas it could not place.
+func (r *Reconciler) evacuate(ctx context.Context, s *scope) bool {
+	r.markEvacuation(s.sat.UID)
+	warnings, err := linstor.Evacuate(ctx, s.conn, s.sat.Name)
+	if err != nil {
+		s.deleteWait = fmt.Sprintf("evacuating node %s: %v", s.sat.Name, err)
 		return false
 	}
-	return r.deleteNode(ctx, s)
+	if len(warnings) > 0 {
+		r.Recorder.Eventf(s.sat, corev1.EventTypeWarning, "EvacuationStuck", "Evacuating LINSTOR node %s: %s", s.sat.Name, strings.Join(warnings, "; "))
+	} else {
+		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "Evacuating", "Evacuating LINSTOR node %s", s.sat.Name)
+	}
+	return true
+}
+
+func (r *Reconciler) markEvacuation(uid types.UID) {
+	r.evacMu.Lock()
+	defer r.evacMu.Unlock()
+	if r.lastEvacuation == nil {
+		r.lastEvacuation = map[types.UID]time.Time{}
+	}
+	r.lastEvacuation[uid] = time.Now()
+}
+
+func (r *Reconciler) evacuationDue(uid types.UID) bool {
+	r.evacMu.Lock()
+	defer r.evacMu.Unlock()
+	last, ok := r.lastEvacuation[uid]
+	return !ok || time.Since(last) >= evacuationRetry
+}
+
+// listNames keeps status messages bounded: the first few names and a count.
+func listNames(names []string) string {
+	const shown = 5
+	if len(names) <= shown {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:shown], ", "), len(names)-shown)
 }

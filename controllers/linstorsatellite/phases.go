@@ -16,6 +16,7 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor/props"
 	"github.com/linstor-operator/linstor-operator/pkg/netif"
 	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
@@ -104,7 +105,7 @@ func (r *Reconciler) reconcileNode(ctx context.Context, s *scope) (ctrl.Result, 
 		return ctrl.Result{RequeueAfter: shortPoll}, nil
 	}
 
-	if hasFlag(lnode.Flags, "EVICTED") {
+	if linstor.HasFlag(lnode.Flags, "EVICTED") {
 		// The node came back after LINSTOR evicted it: restore it so it serves again.
 		if err := s.lc.Nodes.Restore(ctx, node.Name, lapi.NodeRestore{}); err != nil {
 			s.nodeErr = fmt.Errorf("restoring evicted node: %w", err)
@@ -209,13 +210,21 @@ func (r *Reconciler) reconcileNodeProperties(ctx context.Context, s *scope) (ctr
 	for _, p := range s.sat.Spec.Properties {
 		desired[p.Name] = p.Value
 	}
-	mod := linstor.PropertyDiff(lnode.Props, desired)
-	if linstor.IsEmpty(mod) {
-		return ctrl.Result{}, nil
+	valid, refused := linstor.ValidProperties(props.Node, desired)
+	mod := linstor.WithoutUndeletable(props.Node, linstor.PropertyDiff(lnode.Props, valid))
+	if !linstor.IsEmpty(mod) {
+		err := linstor.ModifyProperties(mod, func(m lapi.GenericPropsModify) error {
+			return s.lc.Nodes.Modify(ctx, s.sat.Name, lapi.NodeModify{GenericPropsModify: m})
+		})
+		if err != nil {
+			s.propsErr = fmt.Errorf("setting node properties: %w", err)
+			return ctrl.Result{RequeueAfter: shortPoll}, nil
+		}
 	}
-	if err := s.lc.Nodes.Modify(ctx, s.sat.Name, lapi.NodeModify{GenericPropsModify: mod}); err != nil {
-		s.propsErr = fmt.Errorf("setting node properties: %w", err)
-		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	if len(refused) > 0 {
+		// Not retried: the spec has to change. Admission refuses these keys; they get
+		// here from a configuration written while the webhook was bypassed.
+		s.propsErr = fmt.Errorf("LINSTOR does not accept node properties: %s", strings.Join(refused, "; "))
 	}
 	return ctrl.Result{}, nil
 }
@@ -247,6 +256,10 @@ func (r *Reconciler) reconcileStoragePools(ctx context.Context, s *scope) (ctrl.
 		for _, p := range want.Properties {
 			userProps[p.Name] = p.Value
 		}
+		userProps, refused := linstor.ValidProperties(props.StoragePool, userProps)
+		if len(refused) > 0 {
+			problems = append(problems, fmt.Sprintf("pool %s: LINSTOR does not accept properties: %s", want.Name, strings.Join(refused, "; ")))
+		}
 		cur, ok := byName[want.Name]
 		if !ok {
 			if err := createPool(ctx, s.lc, s.sat.Name, &want, kind, driverProps, userProps); err != nil {
@@ -262,8 +275,11 @@ func (r *Reconciler) reconcileStoragePools(ctx context.Context, s *scope) (ctrl.
 			problems = append(problems, fmt.Sprintf("pool %s exists as %s, the spec asks for %s", want.Name, cur.ProviderKind, kind))
 			continue
 		}
-		if mod := linstor.PropertyDiff(cur.Props, userProps); !linstor.IsEmpty(mod) {
-			if err := s.lc.Nodes.ModifyStoragePool(ctx, s.sat.Name, want.Name, mod); err != nil {
+		if mod := linstor.WithoutUndeletable(props.StoragePool, linstor.PropertyDiff(cur.Props, userProps)); !linstor.IsEmpty(mod) {
+			err := linstor.ModifyProperties(mod, func(m lapi.GenericPropsModify) error {
+				return s.lc.Nodes.ModifyStoragePool(ctx, s.sat.Name, want.Name, m)
+			})
+			if err != nil {
 				problems = append(problems, fmt.Sprintf("pool %s properties: %v", want.Name, err))
 			}
 		}
@@ -395,14 +411,6 @@ func (r *Reconciler) observeLinstor(ctx context.Context, s *scope) (ctrl.Result,
 	return ctrl.Result{}, nil
 }
 
-func hasFlag(flags []string, f string) bool {
-	for _, x := range flags {
-		if x == f {
-			return true
-		}
-	}
-	return false
-}
 
 // unreachable records a failed LINSTOR request: a blip is retried quietly; a lasting
 // failure is reported.

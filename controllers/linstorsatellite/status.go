@@ -81,6 +81,8 @@ func setDegradedCondition(sat *linstorv1.LinstorSatellite, s *scope) {
 	switch {
 	case s.cluster == nil || s.nodeErr != nil || s.netifInvalid:
 		reason = linstorv1.ReasonInvalidSpec
+	case s.deleteReason != "":
+		reason = s.deleteReason
 	case s.deleteWait != "":
 		reason = linstorv1.ReasonWaitingForEvacuate
 	}

@@ -1,9 +1,11 @@
 package linstor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 
 	lapi "github.com/LINBIT/golinstor/client"
@@ -17,6 +19,9 @@ const (
 	PassphraseLocked   PassphraseStatus = "locked"
 	PassphraseUnlocked PassphraseStatus = "unlocked"
 )
+
+// maxStatusBody bounds what is read of the status answer (a few bytes in practice).
+const maxStatusBody = 64 << 10
 
 // GetPassphraseStatus asks GET /v1/encryption/passphrase, which golinstor lacks.
 func GetPassphraseStatus(ctx context.Context, lc *lapi.Client, hc *http.Client) (PassphraseStatus, error) {
@@ -32,14 +37,42 @@ func GetPassphraseStatus(ctx context.Context, lc *lapi.Client, hc *http.Client) 
 		return "", err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("passphrase status: HTTP %d", resp.StatusCode)
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxStatusBody))
+	if err != nil {
+		return "", fmt.Errorf("passphrase status: %w", err)
 	}
-	var out []struct {
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("passphrase status: HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(body))
+	}
+	return ParsePassphraseStatus(body)
+}
+
+// ParsePassphraseStatus reads the status answer. LINSTOR sends one object
+// (rest/v1/Encryption.passphraseStatus); the OpenAPI spec declares a list of them, so
+// both are accepted. Anything else is an error, never a guess: a wrong "unset" would
+// make the operator create a passphrase.
+func ParsePassphraseStatus(body []byte) (PassphraseStatus, error) {
+	type entry struct {
 		Status PassphraseStatus `json:"status"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || len(out) == 0 {
-		return "", fmt.Errorf("passphrase status: unexpected answer: %v", err)
+	var one entry
+	if err := json.Unmarshal(body, &one); err != nil {
+		var list []entry
+		if err := json.Unmarshal(body, &list); err != nil || len(list) != 1 {
+			return "", fmt.Errorf("passphrase status: unexpected answer %q", truncate(body, 200))
+		}
+		one = list[0]
 	}
-	return out[0].Status, nil
+	switch one.Status {
+	case PassphraseUnset, PassphraseLocked, PassphraseUnlocked:
+		return one.Status, nil
+	}
+	return "", fmt.Errorf("passphrase status: unknown status %q", one.Status)
+}
+
+func truncate(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
 }

@@ -2,9 +2,15 @@ package linstor
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"sort"
+	"strings"
 
+	lapiconst "github.com/LINBIT/golinstor"
 	lapi "github.com/LINBIT/golinstor/client"
+
+	"github.com/linstor-operator/linstor-operator/pkg/linstor/props"
 )
 
 // LastAppliedKey holds the keys the operator set on a LINSTOR object.
@@ -69,5 +75,96 @@ func lastApplied(current map[string]string, tracker string) []string {
 			return nil
 		}
 	}
+	return keys
+}
+
+// ValidProperties splits desired properties into those LINSTOR's whitelist for obj
+// accepts and a description of each refused one, sorted. LINSTOR refuses a whole
+// request for one bad key (CtrlPropsHelper.fillProperties rolls the transaction
+// back), so sending a refused key would block every other key, the operator's own
+// bookkeeping included; refused keys are reported instead, and not tracked.
+func ValidProperties(obj props.Object, desired map[string]string) (map[string]string, []string) {
+	valid := make(map[string]string, len(desired))
+	var refused []string
+	for _, k := range sortedKeys(desired) {
+		if err := props.Check(obj, k, desired[k]); err != nil {
+			refused = append(refused, err.Error())
+			continue
+		}
+		valid[k] = desired[k]
+	}
+	return valid, refused
+}
+
+// WithoutUndeletable drops deletions of keys LINSTOR would refuse to delete (a key
+// that is not whitelisted is refused even when absent), which would fail the request.
+func WithoutUndeletable(obj props.Object, mod lapi.GenericPropsModify) lapi.GenericPropsModify {
+	var keep []string
+	for _, k := range mod.DeleteProps {
+		if props.CheckDelete(obj, k) == nil {
+			keep = append(keep, k)
+		}
+	}
+	mod.DeleteProps = keep
+	return mod
+}
+
+// OnlyAux keeps the Aux/ part of a modification: LINSTOR accepts any Aux/ key, so this
+// part goes through even when LINSTOR refuses a key the whitelist here accepted (a
+// LINSTOR version with another whitelist).
+func OnlyAux(mod lapi.GenericPropsModify) lapi.GenericPropsModify {
+	var out lapi.GenericPropsModify
+	for k, v := range mod.OverrideProps {
+		if strings.HasPrefix(k, "Aux/") {
+			if out.OverrideProps == nil {
+				out.OverrideProps = lapi.OverrideProps{}
+			}
+			out.OverrideProps[k] = v
+		}
+	}
+	for _, k := range mod.DeleteProps {
+		if strings.HasPrefix(k, "Aux/") {
+			out.DeleteProps = append(out.DeleteProps, k)
+		}
+	}
+	return out
+}
+
+// IsPropertyRefusal reports LINSTOR's FAIL_INVLD_PROP in an error from golinstor.
+func IsPropertyRefusal(err error) bool {
+	var apiErr lapi.ApiCallError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	for _, rc := range apiErr {
+		if uint64(rc.RetCode)&lapiconst.MaskBitsCode == lapiconst.FailInvldProp&lapiconst.MaskBitsCode && uint64(rc.RetCode)&lapiconst.MaskError == lapiconst.MaskError {
+			return true
+		}
+	}
+	return false
+}
+
+// ModifyProperties sends a property modification built from validated properties; if
+// LINSTOR still refuses a key, the operator's own Aux/ keys are sent alone so its
+// bookkeeping never waits on a user's key. It returns LINSTOR's refusal, if any.
+func ModifyProperties(mod lapi.GenericPropsModify, send func(lapi.GenericPropsModify) error) error {
+	err := send(mod)
+	if err == nil || !IsPropertyRefusal(err) {
+		return err
+	}
+	if aux := OnlyAux(mod); !IsEmpty(aux) {
+		if auxErr := send(aux); auxErr != nil {
+			return fmt.Errorf("%w (and the operator's own keys: %v)", err, auxErr)
+		}
+	}
+	return err
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
 	return keys
 }

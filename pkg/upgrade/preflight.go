@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"sort"
 
-	lapiconst "github.com/LINBIT/golinstor"
 	lapi "github.com/LINBIT/golinstor/client"
+
+	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 )
 
 // Problems lists what makes LINSTOR unsafe to upgrade now: satellites that are not
@@ -15,8 +16,8 @@ import (
 func Problems(nodes []lapi.Node, resources []lapi.ResourceWithVolumes, syncing map[string]bool) []string {
 	var out []string
 	for _, n := range nodes {
-		if n.Type == lapiconst.ValNodeTypeCtrl {
-			continue
+		if !linstor.RunsSatellite(n) {
+			continue // no satellite process: its connection state says nothing
 		}
 		if n.ConnectionStatus != "ONLINE" {
 			out = append(out, fmt.Sprintf("satellite %s is %s", n.Name, n.ConnectionStatus))

@@ -9,9 +9,13 @@ import (
 
 func TestProblems(t *testing.T) {
 	nodes := []lapi.Node{
-		{Name: "ctrl", Type: "Controller", ConnectionStatus: "OFFLINE"},
-		{Name: "a", ConnectionStatus: "ONLINE"},
-		{Name: "b", ConnectionStatus: "VERSION_MISMATCH"},
+		// A real controller answers the enum names; a CONTROLLER or AUXILIARY node has
+		// no satellite and is always OFFLINE. Either spelling must be recognized.
+		{Name: "ctrl", Type: "CONTROLLER", ConnectionStatus: "OFFLINE"},
+		{Name: "ctrl2", Type: "Controller", ConnectionStatus: "OFFLINE"},
+		{Name: "aux", Type: "AUXILIARY", ConnectionStatus: "OFFLINE"},
+		{Name: "a", Type: "SATELLITE", ConnectionStatus: "ONLINE"},
+		{Name: "b", Type: "COMBINED", ConnectionStatus: "VERSION_MISMATCH"},
 	}
 	res := func(name, node, disk string, conns map[string]lapi.DrbdConnection) lapi.ResourceWithVolumes {
 		r := lapi.ResourceWithVolumes{Resource: lapi.Resource{Name: name, NodeName: node,

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	lapiconst "github.com/LINBIT/golinstor"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -95,12 +94,13 @@ func (e *Emulator) SyncWithCluster(ctx context.Context, k Cluster) error {
 	if controllerVersion != "" {
 		e.version = controllerVersion
 	}
-	for name, n := range e.nodes {
-		if n.Type == lapiconst.ValNodeTypeCtrl {
+	for _, n := range e.nodes {
+		if n.Type == "CONTROLLER" {
 			continue
 		}
-		v, running := satellites[name]
-		n.online, n.satelliteVersion = running, v
+		v, running := satellites[n.Name]
+		e.setOnline(n, running)
+		n.satelliteVersion = v
 	}
 	e.mu.Unlock()
 

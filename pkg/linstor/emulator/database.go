@@ -46,7 +46,8 @@ type replicaRow struct {
 	Pool      string   `json:"pool"`
 	InUse     bool     `json:"inUse,omitempty"`
 	DiskState string   `json:"diskState"`
-	Flags     []string `json:"flags,omitempty"`
+	Flags     []string          `json:"flags,omitempty"`
+	Props     map[string]string `json:"props,omitempty"`
 }
 
 type rdRow struct {
@@ -153,7 +154,7 @@ func (e *Emulator) rows(version string) map[string]string {
 	for name, rd := range e.rds {
 		row := rdRow{RD: rd.ResourceDefinition, Volumes: rd.volumes, Resources: map[string]replicaRow{}}
 		for node, r := range rd.resources {
-			row.Resources[node] = replicaRow{Pool: r.pool, InUse: r.inUse, DiskState: r.diskState, Flags: r.flags}
+			row.Resources[node] = replicaRow{Pool: r.pool, InUse: r.inUse, DiskState: r.diskState, Flags: r.flags, Props: r.props}
 		}
 		out["ResourceDefinitions/"+rowName(name)] = mustJSON(row)
 	}
@@ -181,21 +182,21 @@ func (e *Emulator) load(rows map[string]string) error {
 			if err = json.Unmarshal([]byte(raw), &row); err == nil {
 				n := &node{Node: row.Node, online: !e.coupled, pools: map[string]*lapi.StoragePool{}, disks: row.Disks}
 				for i := range row.Pools {
-					n.pools[row.Pools[i].StoragePoolName] = &row.Pools[i]
+					n.pools[strings.ToLower(row.Pools[i].StoragePoolName)] = &row.Pools[i]
 				}
-				if old, ok := e.nodes[n.Name]; ok { // a restart does not change which satellites run
-					n.online, n.satelliteVersion = old.online, old.satelliteVersion
+				if old, ok := e.nodes[strings.ToLower(n.Name)]; ok { // a restart does not change which satellites run
+					n.online, n.satelliteVersion, n.onlineSince = old.online, old.satelliteVersion, old.onlineSince
 				}
-				nodes[n.Name] = n
+				nodes[strings.ToLower(n.Name)] = n
 			}
 		case "ResourceDefinitions":
 			var row rdRow
 			if err = json.Unmarshal([]byte(raw), &row); err == nil {
 				rd := &resourceDefinition{ResourceDefinition: row.RD, volumes: row.Volumes, resources: map[string]*replica{}}
 				for node, r := range row.Resources {
-					rd.resources[node] = &replica{pool: r.Pool, inUse: r.InUse, diskState: r.DiskState, flags: r.Flags}
+					rd.resources[node] = &replica{pool: r.Pool, inUse: r.InUse, diskState: r.DiskState, flags: r.Flags, props: r.Props}
 				}
-				rds[rd.Name] = rd
+				rds[strings.ToLower(rd.Name)] = rd
 			}
 		case "PropsContainers":
 			err = json.Unmarshal([]byte(raw), &props)

@@ -44,6 +44,9 @@ type Emulator struct {
 	persisted               map[string]string // database rows last written
 	db                      client.Client     // the k8s database, when coupled with one
 
+	timing Timing
+	clock  func() time.Time
+
 	faults   map[string]*Fault
 	requests []Request
 	counts   map[string]int
@@ -53,9 +56,14 @@ type Emulator struct {
 type node struct {
 	lapi.Node
 	satelliteVersion string
-	online           bool
-	pools            map[string]*lapi.StoragePool
-	disks            []lapi.PhysicalStorageNode
+	// online: the satellite process runs and is reachable; onlineSince: when it came
+	// up or its connection was last switched (it is CONNECTED, not ONLINE, until the
+	// connect delay has passed).
+	online      bool
+	onlineSince time.Time
+	switches    int // satellite connection switches (net interface changes)
+	pools       map[string]*lapi.StoragePool
+	disks       []lapi.PhysicalStorageNode
 }
 
 type resourceDefinition struct {
@@ -67,10 +75,56 @@ type resourceDefinition struct {
 
 // replica is a resource on one node.
 type replica struct {
-	pool      string
+	pool      string // "" for a diskless replica
 	inUse     bool
-	diskState string
+	diskState string // the settled DRBD disk state
+	// syncUntil: a new diskful replica is a resync target, Inconsistent, until then.
+	syncUntil time.Time
 	flags     []string
+	props     map[string]string
+	// migrateTo names the node an evacuation placed this replica's replacement on.
+	migrateTo string
+}
+
+// diskful: the replica stores data (CtrlRscDeleteApiHelper: not DRBD_DISKLESS,
+// NVME_INITIATOR, EBS_INITIATOR).
+func (r *replica) diskful() bool {
+	return r.pool != "" && !hasFlag(r.flags, lapiconst.FlagDrbdDiskless) && !hasFlag(r.flags, lapiconst.FlagDiskless) &&
+		!hasFlag(r.flags, lapiconst.FlagNvmeInitiator) && !hasFlag(r.flags, "EBS_INITIATOR")
+}
+
+// Timing is how long LINSTOR takes for what happens in the background. The server's
+// answers come at once; the state they start changes over time.
+type Timing struct {
+	// SatelliteConnect: from a satellite coming up (or its connection being switched)
+	// to ONLINE; CONNECTED meanwhile (connect, authenticate, full sync).
+	SatelliteConnect time.Duration
+	// Resync: how long a new diskful replica stays Inconsistent before UpToDate.
+	Resync time.Duration
+}
+
+// DefaultTiming is short enough for tests and visible to every wait.
+var DefaultTiming = Timing{SatelliteConnect: 300 * time.Millisecond, Resync: time.Second}
+
+// SetTiming changes how long background work takes from now on.
+func (e *Emulator) SetTiming(t Timing) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.timing = t
+}
+
+// SetClock replaces the emulator's clock, so tests can move time forward.
+func (e *Emulator) SetClock(now func() time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.clock = now
+}
+
+func (e *Emulator) now() time.Time {
+	if e.clock != nil {
+		return e.clock()
+	}
+	return time.Now()
 }
 
 // Fault makes matching requests slow or fail.
@@ -101,6 +155,7 @@ func New() *Emulator {
 		rds:             map[string]*resourceDefinition{},
 		nodeConns:       map[[2]string]map[string]string{},
 		faults:          map[string]*Fault{},
+		timing:          DefaultTiming,
 		counts:          map[string]int{},
 		mux:             http.NewServeMux(),
 	}
@@ -246,7 +301,16 @@ func (e *Emulator) ResetPassphrase() {
 
 // SetNodeOnline connects or disconnects a satellite.
 func (e *Emulator) SetNodeOnline(name string, online bool) error {
-	return e.withNode(name, func(n *node) { n.online = online })
+	return e.withNode(name, func(n *node) { e.setOnline(n, online) })
+}
+
+// setOnline records the satellite coming up or going away; coming up starts the
+// connect delay.
+func (e *Emulator) setOnline(n *node, online bool) {
+	if online && !n.online {
+		n.onlineSince = e.now()
+	}
+	n.online = online
 }
 
 // SetSatelliteVersion sets the version a satellite runs; "" follows the controller.
@@ -267,26 +331,37 @@ func (e *Emulator) PlaceResource(rd, nodeName, pool string, inUse bool) error {
 	defer e.flush()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	n, ok := e.nodes[nodeName]
+	n, ok := e.nodes[strings.ToLower(nodeName)]
 	if !ok {
 		return fmt.Errorf("node %q not found", nodeName)
 	}
+	var flags []string
 	if pool != "" {
-		if _, ok := n.pools[pool]; !ok {
+		if _, ok := n.pools[strings.ToLower(pool)]; !ok {
 			return fmt.Errorf("pool %q not found on node %q", pool, nodeName)
 		}
+	} else {
+		flags = []string{lapiconst.FlagDiskless, lapiconst.FlagDrbdDiskless}
 	}
-	def, ok := e.rds[rd]
+	def, ok := e.rds[strings.ToLower(rd)]
 	if !ok {
 		def = &resourceDefinition{ResourceDefinition: lapi.ResourceDefinition{Name: rd, Uuid: uuid.NewString(), ResourceGroupName: "DfltRscGrp"}, resources: map[string]*replica{}}
 		def.volumes = []lapi.VolumeDefinition{{VolumeNumber: ptrTo(int32(0)), SizeKib: 1 << 20, Uuid: uuid.NewString()}}
-		e.rds[rd] = def
+		e.rds[strings.ToLower(rd)] = def
 	}
-	state := "UpToDate"
-	if pool == "" {
-		state = "Diskless"
+	def.resources[n.Name] = &replica{pool: pool, inUse: inUse, diskState: "UpToDate", flags: flags}
+	return nil
+}
+
+// SetInUse marks a replica as in use (mounted, Primary) or not, as its satellite reports.
+func (e *Emulator) SetInUse(rd, nodeName string, inUse bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	def, ok := e.rds[strings.ToLower(rd)]
+	if !ok || def.resources[nodeName] == nil {
+		return fmt.Errorf("resource %q not on node %q", rd, nodeName)
 	}
-	def.resources[nodeName] = &replica{pool: pool, inUse: inUse, diskState: state}
+	def.resources[nodeName].inUse = inUse
 	return nil
 }
 
@@ -295,7 +370,7 @@ func (e *Emulator) SetDiskState(rd, nodeName, state string) error {
 	defer e.flush()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	def, ok := e.rds[rd]
+	def, ok := e.rds[strings.ToLower(rd)]
 	if !ok || def.resources[nodeName] == nil {
 		return fmt.Errorf("resource %q not on node %q", rd, nodeName)
 	}
@@ -307,7 +382,7 @@ func (e *Emulator) SetDiskState(rd, nodeName, state string) error {
 func (e *Emulator) SetSyncing(rd string, syncing bool) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	def, ok := e.rds[rd]
+	def, ok := e.rds[strings.ToLower(rd)]
 	if !ok {
 		return fmt.Errorf("resource definition %q not found", rd)
 	}
@@ -319,7 +394,7 @@ func (e *Emulator) SetSyncing(rd string, syncing bool) error {
 func (e *Emulator) Node(name string) (lapi.Node, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	n, ok := e.nodes[name]
+	n, ok := e.nodes[strings.ToLower(name)]
 	if !ok {
 		return lapi.Node{}, false
 	}
@@ -329,7 +404,7 @@ func (e *Emulator) Node(name string) (lapi.Node, bool) {
 func (e *Emulator) withNode(name string, f func(*node)) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	n, ok := e.nodes[name]
+	n, ok := e.nodes[strings.ToLower(name)]
 	if !ok {
 		return fmt.Errorf("node %q not found", name)
 	}
@@ -337,23 +412,65 @@ func (e *Emulator) withNode(name string, f func(*node)) error {
 	return nil
 }
 
-// nodeView renders the node with its computed connection status.
+// nodeView renders the node as GET shows it. The EVICTED flag carries the DELETE
+// bit, so an evicted node lists both (FlagsHelper.toStringList).
 func (e *Emulator) nodeView(n *node) lapi.Node {
 	out := n.Node
 	out.Props = copyMap(n.Props)
 	out.Flags = append([]string(nil), n.Flags...)
-	out.NetInterfaces = append([]lapi.NetInterface(nil), n.NetInterfaces...)
-	switch {
-	case out.Type == lapiconst.ValNodeTypeCtrl:
-		out.ConnectionStatus = "ONLINE"
-	case hasFlag(n.Flags, lapiconst.FlagEvicted) || !n.online:
-		out.ConnectionStatus = "OFFLINE"
-	case e.satelliteVersion(n) != e.version:
-		out.ConnectionStatus = "VERSION_MISMATCH"
-	default:
-		out.ConnectionStatus = "ONLINE"
+	if hasFlag(n.Flags, lapiconst.FlagEvicted) {
+		out.Flags = appendFlag(out.Flags, lapiconst.FlagDelete)
 	}
+	out.NetInterfaces = nil
+	for _, nif := range n.NetInterfaces {
+		out.NetInterfaces = append(out.NetInterfaces, netIfView(n, nif))
+	}
+	out.ConnectionStatus = e.connectionStatus(n)
 	return out
+}
+
+// connectionStatus is the peer's state: CONTROLLER and AUXILIARY nodes get no
+// connection attempt and stay OFFLINE; a satellite is CONNECTED while it
+// authenticates and syncs, then ONLINE, or VERSION_MISMATCH when its version differs
+// from the controller's; without an active net interface it is NO_STLT_CONN.
+func (e *Emulator) connectionStatus(n *node) string {
+	switch {
+	case !holdsPools(n.Type):
+		return "OFFLINE"
+	case n.Props[curStltConnKey] == "":
+		return "NO_STLT_CONN"
+	case hasFlag(n.Flags, lapiconst.FlagEvicted) || !n.online:
+		return "OFFLINE"
+	case e.now().Before(n.onlineSince.Add(e.timing.SatelliteConnect)):
+		return "CONNECTED"
+	case e.satelliteVersion(n) != e.version:
+		return "VERSION_MISMATCH"
+	}
+	if n.Props[nodeUnameKey] == "" {
+		n.Props[nodeUnameKey] = strings.ToLower(n.Name) // the satellite's uname, on first authentication
+	}
+	return "ONLINE"
+}
+
+// online reports whether the node's satellite is ONLINE.
+func (e *Emulator) online(name string) bool {
+	n, ok := e.nodes[strings.ToLower(name)]
+	return ok && e.connectionStatus(n) == "ONLINE"
+}
+
+// diskState is what the view reports for a replica: nothing while its satellite is
+// not ONLINE (no state is known), Diskless without a disk, Inconsistent while a new
+// replica resyncs, else its settled state.
+func (e *Emulator) diskState(nodeName string, rep *replica) string {
+	switch {
+	case !e.online(nodeName):
+		return ""
+	case rep.pool == "":
+		return "Diskless"
+	case e.now().Before(rep.syncUntil):
+		return "Inconsistent"
+	}
+	return rep.diskState
 }
 
 func (e *Emulator) satelliteVersion(n *node) string {
@@ -372,46 +489,24 @@ func (e *Emulator) sortedNodes() []*node {
 	return out
 }
 
-// rc builds one ApiCallRc entry.
-func rc(code uint64, format string, args ...any) lapi.ApiCallRc {
-	return lapi.ApiCallRc{RetCode: int64(code), Message: fmt.Sprintf(format, args...)}
-}
-
-// statusOf maps the first error entry to an HTTP status, as LINSTOR does.
-func statusOf(rcs []lapi.ApiCallRc, success int) int {
-	for _, r := range rcs {
-		code := uint64(r.RetCode)
-		if code&lapiconst.MaskError != lapiconst.MaskError {
-			continue
-		}
-		switch num := code & 0x7FFF; {
-		case num >= 300 && num < 400:
-			return http.StatusNotFound
-		case num >= 400 && num < 500:
-			return http.StatusForbidden
-		default:
-			return http.StatusInternalServerError
-		}
-	}
-	return success
-}
-
-func writeRC(w http.ResponseWriter, success int, rcs ...lapi.ApiCallRc) {
-	writeJSON(w, statusOf(rcs, success), rcs)
-}
-
 func writeJSON(w http.ResponseWriter, status int, body any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(body)
 }
 
-func decode(w http.ResponseWriter, r *http.Request, into any) bool {
+// decode reads a JSON body as the server's plain ObjectMapper does: unknown fields are
+// a parse error. The server answers API_CALL_PARSE_ERROR; the flux endpoints (node
+// create/modify, evacuate, restore) end with 500 and the synchronous ones with 400
+// (rest/v1/RequestHelper.handleJsonParseException, ApiCallRcRestUtils.toResponse).
+func decode(w http.ResponseWriter, r *http.Request, into any, parseStatus int) bool {
 	if r.Body == nil || r.ContentLength == 0 {
 		return true
 	}
-	if err := json.NewDecoder(r.Body).Decode(into); err != nil {
-		writeRC(w, http.StatusBadRequest, rc(lapiconst.FailInvldRequest, "invalid request body: %v", err))
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(into); err != nil {
+		writeJSON(w, parseStatus, []apiCallRc{rc(lapiconst.ApiCallParseError, "Unable to parse input json.").withDetails("%s", err.Error())})
 		return false
 	}
 	return true
@@ -504,7 +599,8 @@ func (e *Emulator) Reset() {
 func (e *Emulator) ResourcePlaced(rd, nodeName string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	r, ok := e.rds[rd]
+	e.advance()
+	r, ok := e.rds[strings.ToLower(rd)]
 	if !ok {
 		return false
 	}

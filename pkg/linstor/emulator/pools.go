@@ -1,6 +1,9 @@
 package emulator
 
 import (
+	"fmt"
+	"math"
+	"path"
 	"net/http"
 	"sort"
 	"strings"
@@ -8,17 +11,29 @@ import (
 	lapiconst "github.com/LINBIT/golinstor"
 	lapi "github.com/LINBIT/golinstor/client"
 	"github.com/google/uuid"
+
+	"github.com/linstor-operator/linstor-operator/pkg/linstor/props"
 )
 
 // defaultPoolCapacityKib is what a pool without a device-pool size reports: 100 GiB.
 const defaultPoolCapacityKib = 100 << 20
 
+// poolView renders a pool as the list calls show it. Capacity is known only while the
+// satellite is ONLINE; otherwise both capacities are left out and the pool carries a
+// WARN_NOT_CONNECTED report (CtrlStorPoolListApiCallHandler.assembleList). Diskless
+// pools report Long.MAX_VALUE.
 func (e *Emulator) poolView(p *lapi.StoragePool) lapi.StoragePool {
 	out := *p
 	out.Props = copyMap(p.Props)
-	out.FreeCapacity = p.TotalCapacity - e.allocatedKib(p.NodeName, p.StoragePoolName)
-	if p.ProviderKind == lapi.DISKLESS {
-		out.FreeCapacity = p.FreeCapacity
+	switch {
+	case !e.online(p.NodeName):
+		out.FreeCapacity, out.TotalCapacity = 0, 0
+		out.Reports = []lapi.ApiCallRc{{RetCode: warnNotConnected, Message: fmt.Sprintf("No active connection to satellite '%s'", p.NodeName),
+			Details: "The controller is trying to (re-) establish a connection to the satellite. The controller stored the changes and as soon the satellite is connected, it will receive this update."}}
+	case p.ProviderKind == lapi.DISKLESS:
+		out.FreeCapacity, out.TotalCapacity = math.MaxInt64, math.MaxInt64
+	default:
+		out.FreeCapacity = p.TotalCapacity - e.allocatedKib(p.NodeName, p.StoragePoolName)
 	}
 	return out
 }
@@ -27,7 +42,7 @@ func (e *Emulator) poolView(p *lapi.StoragePool) lapi.StoragePool {
 func (e *Emulator) allocatedKib(nodeName, pool string) int64 {
 	var sum int64
 	for _, rd := range e.rds {
-		if rep := rd.resources[nodeName]; rep != nil && rep.pool == pool {
+		if rep := rd.resources[nodeName]; rep != nil && strings.EqualFold(rep.pool, pool) {
 			for _, v := range rd.volumes {
 				sum += int64(v.SizeKib)
 			}
@@ -41,7 +56,7 @@ func sortedPools(n *node) []*lapi.StoragePool {
 	for _, p := range n.pools {
 		out = append(out, p)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].StoragePoolName < out[j].StoragePoolName })
+	sort.Slice(out, func(i, j int) bool { return strings.ToUpper(out[i].StoragePoolName) < strings.ToUpper(out[j].StoragePoolName) })
 	return out
 }
 
@@ -56,6 +71,7 @@ func (e *Emulator) listPools(w http.ResponseWriter, r *http.Request, n *node) {
 func (e *Emulator) viewPools(w http.ResponseWriter, r *http.Request) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.advance()
 	nodes := queryList(r, "nodes")
 	pools := queryList(r, "storage_pools")
 	out := []lapi.StoragePool{}
@@ -73,83 +89,225 @@ func (e *Emulator) viewPools(w http.ResponseWriter, r *http.Request) {
 }
 
 func (e *Emulator) getPool(w http.ResponseWriter, r *http.Request, n *node) {
-	p, ok := e.lookupPool(w, n, r.PathValue("pool"), 0)
-	if !ok {
+	name := r.PathValue("pool")
+	p := n.pools[strings.ToLower(name)]
+	if p == nil {
+		notFound(w, lapiconst.FailNotFoundStorPool, "Storage pool '%s' on node '%s' not found.", name, n.Name)
 		return
 	}
 	writeJSON(w, http.StatusOK, e.poolView(p))
 }
 
-func (e *Emulator) createPool(w http.ResponseWriter, r *http.Request, n *node) {
-	var in lapi.StoragePool
-	if !decode(w, r, &in) {
-		return
+// rewriteDriverProps is what the REST layer does to a create request's properties
+// (rest/v1/StoragePools.convertStorPoolProp), whatever the provider kind: the old
+// driver keys become StorDriver/StorPoolName, and a thin pool is appended to it.
+func rewriteDriverProps(in map[string]string) map[string]string {
+	out := copyMap(in)
+	if out == nil {
+		return map[string]string{}
 	}
-	const op = lapiconst.MaskStorPool | lapiconst.MaskCrt
-	switch {
-	case !validName(in.StoragePoolName):
-		writeRC(w, http.StatusCreated, rc(lapiconst.FailInvldStorPoolName|op, "Storage pool name %q is invalid", in.StoragePoolName))
-		return
-	case n.pools[in.StoragePoolName] != nil:
-		writeRC(w, http.StatusCreated, rc(lapiconst.FailExistsStorPool|op, "Storage pool %q exists on node %q", in.StoragePoolName, n.Name))
-		return
-	case !validProvider(in.ProviderKind):
-		writeRC(w, http.StatusCreated, rc(lapiconst.FailInvldStorDriver|op, "Provider kind %q is invalid", in.ProviderKind))
-		return
-	case n.Type != "Satellite" && n.Type != "Combined":
-		writeRC(w, http.StatusCreated, rc(lapiconst.FailInvldNodeType|op, "Node %q cannot hold storage pools", n.Name))
-		return
-	}
-	p := &lapi.StoragePool{
-		StoragePoolName: in.StoragePoolName, NodeName: n.Name, ProviderKind: in.ProviderKind, Props: copyMap(in.Props),
-		Uuid: uuid.NewString(), TotalCapacity: defaultPoolCapacityKib, FreeSpaceMgrName: n.Name + ";" + in.StoragePoolName,
-		SupportsSnapshots: in.ProviderKind == lapi.LVM_THIN || in.ProviderKind == lapi.ZFS || in.ProviderKind == lapi.ZFS_THIN || in.ProviderKind == lapi.FILE_THIN,
-		StaticTraits:      map[string]string{"Provisioning": provisioning(in.ProviderKind)},
-	}
-	if p.Props == nil {
-		p.Props = map[string]string{}
-	}
-	n.pools[p.StoragePoolName] = p
-	writeRC(w, http.StatusCreated, rc(lapiconst.Created|op|lapiconst.MaskInfo, "Storage pool %q created on node %q.", p.StoragePoolName, n.Name))
-}
-
-func (e *Emulator) modifyPool(w http.ResponseWriter, r *http.Request, n *node) {
-	var in lapi.GenericPropsModify
-	if !decode(w, r, &in) {
-		return
-	}
-	p, ok := e.lookupPool(w, n, r.PathValue("pool"), lapiconst.MaskMod)
-	if !ok {
-		return
-	}
-	applyProps(p.Props, in)
-	writeRC(w, http.StatusOK, rc(lapiconst.Modified|lapiconst.MaskStorPool|lapiconst.MaskMod|lapiconst.MaskInfo, "Storage pool %q modified.", p.StoragePoolName))
-}
-
-// deletePool refuses pools that hold volumes: deleting them would destroy data.
-func (e *Emulator) deletePool(w http.ResponseWriter, r *http.Request, n *node) {
-	p, ok := e.lookupPool(w, n, r.PathValue("pool"), lapiconst.MaskDel)
-	if !ok {
-		return
-	}
-	for _, rd := range e.sortedRDs() {
-		if rep := rd.resources[n.Name]; rep != nil && rep.pool == p.StoragePoolName {
-			writeRC(w, http.StatusOK, rc(lapiconst.FailInUse|lapiconst.MaskStorPool|lapiconst.MaskDel, "Storage pool %q on node %q still holds volumes of %q", p.StoragePoolName, n.Name, rd.Name))
-			return
+	for _, k := range []string{"StorDriver/LvmVg", "StorDriver/ZPool", "StorDriver/ZPoolThin", "StorDriver/FileDir"} {
+		if v, ok := out[k]; ok {
+			out[poolNameKey] = v
+			delete(out, k)
 		}
 	}
-	delete(n.pools, p.StoragePoolName)
-	writeRC(w, http.StatusOK, rc(lapiconst.Deleted|lapiconst.MaskStorPool|lapiconst.MaskDel|lapiconst.MaskInfo, "Storage pool %q deleted.", p.StoragePoolName))
-}
-
-func (e *Emulator) lookupPool(w http.ResponseWriter, n *node, name string, op uint64) (*lapi.StoragePool, bool) {
-	p, ok := n.pools[name]
-	if !ok {
-		writeRC(w, http.StatusOK, rc(lapiconst.FailNotFoundStorPool|lapiconst.MaskStorPool|op, "Storage pool %q not found on node %q.", name, n.Name))
+	if thin, ok := out["StorDriver/ThinPool"]; ok {
+		vg, has := out[poolNameKey]
+		if !has {
+			vg = "null" // Java string concatenation of a missing value
+		}
+		out[poolNameKey] = vg + "/" + thin
+		delete(out, "StorDriver/ThinPool")
 	}
-	return p, ok
+	return out
 }
 
+const poolNameKey = "StorDriver/StorPoolName"
+
+// warnNotConnected is WARN_NOT_CONNECTED as the signed long the server sends.
+var warnNotConnected = rc(lapiconst.WarnNotConnected, "").RetCode
+
+// providerKinds maps what LinstorParsingUtils.asProviderKind accepts (any case) to the
+// kind; only the kinds the emulator models are listed.
+var providerKinds = map[string]lapi.ProviderKind{
+	"DISKLESS": lapi.DISKLESS, "DRBD_DISKLESS": lapi.DISKLESS, "DRBDDISKLESS": lapi.DISKLESS,
+	"LVM": lapi.LVM, "LVM_THIN": lapi.LVM_THIN, "LVMTHIN": lapi.LVM_THIN,
+	"ZFS": lapi.ZFS, "ZFS_THIN": lapi.ZFS_THIN, "ZFSTHIN": lapi.ZFS_THIN,
+	"FILE": lapi.FILE, "FILE_THIN": lapi.FILE_THIN,
+}
+
+// allocationGranularity is what StorPoolControllerFactory.setDefaultProps records for
+// a new pool, in KiB (not whitelisted: a StorDriver namespace delete is refused).
+var allocationGranularity = map[lapi.ProviderKind]string{
+	lapi.LVM: "4096", lapi.LVM_THIN: "4096", lapi.ZFS: "8", lapi.ZFS_THIN: "8", lapi.FILE: "1", lapi.FILE_THIN: "1",
+}
+
+// createPool follows rest/v1/StoragePools.createStorPool and CtrlStorPoolCrtApiCallHandler:
+// property rewriting, provider kind (a synchronous 400), pool name, the satellite's
+// support of the provider (an offline satellite supports none that need tools),
+// uniqueness, PrefNic, then the whitelist; the whole request changes nothing on a
+// refusal.
+func (e *Emulator) createPool(w http.ResponseWriter, r *http.Request, n *node) {
+	var in lapi.StoragePool
+	if !decode(w, r, &in, http.StatusInternalServerError) {
+		return
+	}
+	kind, ok := providerKinds[strings.ToUpper(string(in.ProviderKind))]
+	if !ok {
+		writeJSON(w, http.StatusBadRequest, []apiCallRc{rc(lapiconst.FailInvldLayerKind, "Given provider kind '%s' is invalid", in.ProviderKind)})
+		return
+	}
+	name := in.StoragePoolName
+	refs := []string{"Node", n.Name, "StorPoolDfn", name}
+	fail := func(code uint64, format string, args ...any) {
+		writeRC(w, http.StatusCreated, rc(code|crtPool, format, args...).withRefs(refs...))
+	}
+	switch {
+	case checkName(name, 3, 48, "-") != "":
+		fail(lapiconst.FailInvldStorPoolName, "The given storage pool name '%s' is invalid.", name)
+		return
+	case !holdsPools(n.Type):
+		fail(lapiconst.FailInvldStorDriver, "Node '%s' of type %s cannot hold storage pools", n.Name, n.Type)
+		return
+	case kind != lapi.DISKLESS && !e.online(n.Name):
+		// The supported providers come from the satellite's handshake; an offline peer has none.
+		fail(lapiconst.FailStltDoesNotSupportProvider, "The satellite does not support the device provider %s", kind)
+		return
+	case n.pools[strings.ToLower(name)] != nil:
+		fail(lapiconst.FailExistsStorPool, "Node: %s, Storage pool name: %s already exists.", n.Name, name)
+		return
+	}
+	poolProps := map[string]string{}
+	set, bad := setProps(props.StoragePool, poolProps, rewriteDriverProps(in.Props))
+	if bad != nil {
+		writeRC(w, http.StatusCreated, propRefused(*bad, crtPool).withRefs(refs...))
+		return
+	}
+	if pref, ok := poolProps["PrefNic"]; ok && findNetIf(n, pref) < 0 {
+		fail(lapiconst.FailInvldProp, "The network interface '%s' of node '%s' does not exist!", pref, n.Name)
+		return
+	}
+	if g := allocationGranularity[kind]; g != "" {
+		poolProps["StorDriver/internal/AllocationGranularity"] = g
+	}
+	p := &lapi.StoragePool{
+		StoragePoolName: name, NodeName: n.Name, ProviderKind: kind, Props: poolProps,
+		Uuid: uuid.NewString(), TotalCapacity: defaultPoolCapacityKib, FreeSpaceMgrName: n.Name + ";" + name,
+		SupportsSnapshots: supportsSnapshots(kind), StaticTraits: staticTraits(kind),
+	}
+	n.pools[strings.ToLower(name)] = p
+	var answer []apiCallRc
+	if len(set) > 0 {
+		answer = append(answer, rc(lapiconst.MaskStorPool|lapiconst.MaskCrt|lapiconst.Created, "Successfully set property key(s): %s", strings.Join(set, ",")).withRefs(refs...))
+	}
+	answer = append(answer,
+		rc(lapiconst.Created|crtPool, "New storage pool '%s' on node '%s' registered.", name, n.Name).
+			withDetails("Storage pool '%s' on node '%s' UUID is: %s", name, n.Name, p.Uuid).withRefs(append(refs, "UUID", p.Uuid)...),
+		rc(lapiconst.Modified|crtPool, "Storage pool updated on '%s'", n.Name).withRefs(refs...))
+	writeRC(w, http.StatusCreated, answer...)
+}
+
+func supportsSnapshots(k lapi.ProviderKind) bool {
+	return k == lapi.LVM_THIN || k == lapi.ZFS || k == lapi.ZFS_THIN || k == lapi.FILE_THIN || k == lapi.FILE
+}
+
+func staticTraits(k lapi.ProviderKind) map[string]string {
+	if k == lapi.DISKLESS {
+		return map[string]string{"SupportsSnapshots": "false"}
+	}
+	return map[string]string{"Provisioning": provisioning(k), "SupportsSnapshots": fmt.Sprint(supportsSnapshots(k))}
+}
+
+// modifyPool: a pool missing on the node is FAIL_NOT_FOUND_STOR_POOL_DFN (404)
+// (CtrlApiDataLoader.loadStorPool); properties as for every object; PUT does not
+// rewrite driver keys.
+func (e *Emulator) modifyPool(w http.ResponseWriter, r *http.Request, n *node) {
+	var in lapi.GenericPropsModify
+	if !decode(w, r, &in, http.StatusInternalServerError) {
+		return
+	}
+	name := r.PathValue("pool")
+	refs := []string{"Node", n.Name, "StorPoolDfn", name}
+	p := n.pools[strings.ToLower(name)]
+	if p == nil {
+		writeRC(w, http.StatusOK, rc(lapiconst.FailNotFoundStorPoolDfn|modPool, "Storage pool '%s' on node '%s' not found.", name, n.Name).withRefs(refs...))
+		return
+	}
+	answer, next, bad := modifyProps(props.StoragePool, p.Props, in, lapiconst.MaskStorPool)
+	if bad != nil {
+		writeRC(w, http.StatusOK, bad.withRefs(refs...))
+		return
+	}
+	p.Props = next
+	answer = append(answer, rc(lapiconst.Modified|modPool, "Storage pool '%s' on node '%s' modified.", p.StoragePoolName, n.Name).withRefs(append(refs, "UUID", p.Uuid)...))
+	writeRC(w, http.StatusOK, answer...)
+}
+
+// deletePool follows CtrlStorPoolApiCallHandler.deleteStorPool: the default diskless
+// pool is never deleted, a missing pool is a warning, and a pool that holds volumes is
+// refused: deleting it would destroy data.
+func (e *Emulator) deletePool(w http.ResponseWriter, r *http.Request, n *node) {
+	name := r.PathValue("pool")
+	refs := []string{"Node", n.Name, "StorPoolDfn", name}
+	if strings.EqualFold(name, disklessPool) {
+		writeRC(w, http.StatusOK, rc(lapiconst.FailInvldStorPoolName|delPool, "The default diskless storage pool cannot be deleted!").withRefs(refs...))
+		return
+	}
+	p := n.pools[strings.ToLower(name)]
+	if p == nil {
+		writePoolNotFound(w, n.Name, name)
+		return
+	}
+	var users []string
+	for _, rd := range e.sortedRDs() {
+		if rep := rd.resources[n.Name]; rep != nil && strings.EqualFold(rep.pool, p.StoragePoolName) {
+			for _, v := range rd.volumes {
+				users = append(users, fmt.Sprintf("Node name: '%s', resource name: '%s', volume number: %d, resource suffix: ''", n.Name, rd.Name, *v.VolumeNumber))
+			}
+		}
+	}
+	if len(users) > 0 {
+		writeRC(w, http.StatusOK, rc(lapiconst.FailInUse|delPool, "The specified storage pool '%s' on node '%s' can not be deleted as volumes / snapshot-volumes are still using it.", p.StoragePoolName, n.Name).
+			withDetails("%s", strings.Join(users, "\n")).withCorrection("Delete the listed volumes and snapshot-volumes first.").withRefs(refs...))
+		return
+	}
+	delete(n.pools, strings.ToLower(name))
+	writeRC(w, http.StatusOK, rc(lapiconst.Deleted|delPool, "Node: %s, Storage pool name: %s deleted.", n.Name, p.StoragePoolName).
+		withDetails("Storage pool '%s' on node '%s' UUID was: %s", p.StoragePoolName, n.Name, p.Uuid).withRefs(refs...))
+}
+
+func poolDeleteMissing(w http.ResponseWriter, r *http.Request) {
+	writePoolNotFound(w, r.PathValue("node"), r.PathValue("pool"))
+}
+
+func writePoolNotFound(w http.ResponseWriter, nodeName, pool string) {
+	writeRC(w, http.StatusOK, rc(lapiconst.WarnNotFound|delPool, "Deletion of storage pool '%s' on node '%s' had no effect.", pool, nodeName).
+		withCause("Storage pool '%s' on node '%s' does not exist.", pool, nodeName).withDetails("Node: %s, Storage pool name: %s", nodeName, pool).
+		withRefs("Node", nodeName, "StorPoolDfn", pool))
+}
+
+// minCandidateSize: lsblk candidates smaller than 1 GiB are not offered
+// (LsBlkUtils.filterDeviceCandidates; whole disks, no FSTYPE, no children, not DRBD).
+const minCandidateSize = 1 << 30
+
+// candidates lists a node's unused disks as the satellite's lsblk filter does; an
+// offline satellite is not asked and contributes nothing.
+func (e *Emulator) candidates(n *node) []lapi.PhysicalStorageNode {
+	if !e.online(n.Name) {
+		return nil
+	}
+	var out []lapi.PhysicalStorageNode
+	for _, d := range n.disks {
+		if d.Size > minCandidateSize {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// viewPhysicalStorage groups every ONLINE node's candidates by size and rotational,
+// sorted by size (CtrlPhysicalStorageApiCallHandler.groupPhysicalStorageByDevice).
 func (e *Emulator) viewPhysicalStorage(w http.ResponseWriter, _ *http.Request) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -160,7 +318,7 @@ func (e *Emulator) viewPhysicalStorage(w http.ResponseWriter, _ *http.Request) {
 	groups := map[key]*lapi.PhysicalStorageViewItem{}
 	var order []key
 	for _, n := range e.sortedNodes() {
-		for _, d := range n.disks {
+		for _, d := range e.candidates(n) {
 			k := key{d.Size, d.Rotational}
 			g, ok := groups[k]
 			if !ok {
@@ -171,6 +329,7 @@ func (e *Emulator) viewPhysicalStorage(w http.ResponseWriter, _ *http.Request) {
 			g.Nodes[n.Name] = append(g.Nodes[n.Name], d.PhysicalStorageDevice)
 		}
 	}
+	sort.SliceStable(order, func(i, j int) bool { return order[i].size < order[j].size })
 	out := []lapi.PhysicalStorageViewItem{}
 	for _, k := range order {
 		out = append(out, *groups[k])
@@ -178,65 +337,100 @@ func (e *Emulator) viewPhysicalStorage(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// getPhysicalStorage: an offline satellite cannot be asked; the server fails the
+// request with an unknown error.
 func (e *Emulator) getPhysicalStorage(w http.ResponseWriter, r *http.Request, n *node) {
-	writeJSON(w, http.StatusOK, append([]lapi.PhysicalStorageNode{}, n.disks...))
+	if !e.online(n.Name) {
+		writeRC(w, http.StatusOK, rc(lapiconst.FailUnknownError, "An unknown error occurred.").withCause("No active connection to satellite '%s'", n.Name))
+		return
+	}
+	out := append([]lapi.PhysicalStorageNode{}, e.candidates(n)...)
+	writeJSON(w, http.StatusOK, out)
 }
 
-// createDevicePool consumes unused disks into a volume group or zpool and, when asked,
-// creates the storage pool on top sized after the disks.
+// createDevicePool follows rest/v1/PhysicalStorage and the satellite's
+// CreateDevicePool: LVM, LVM_THIN and ZFS(_THIN) only, a pool name defaulting to
+// linstor_<first device>, devices that must be unused candidates, and, when asked, the
+// storage pool on top (with the storage pool rules). An offline satellite is skipped:
+// 201 with nothing done.
 func (e *Emulator) createDevicePool(w http.ResponseWriter, r *http.Request, n *node) {
 	var in lapi.PhysicalStorageCreate
-	if !decode(w, r, &in) {
+	if !decode(w, r, &in, http.StatusInternalServerError) {
 		return
 	}
 	const op = lapiconst.MaskPhysicalDevice | lapiconst.MaskCrt
-	if in.ProviderKind != lapi.LVM && in.ProviderKind != lapi.LVM_THIN && in.ProviderKind != lapi.ZFS && in.ProviderKind != lapi.ZFS_THIN {
-		writeRC(w, http.StatusCreated, rc(lapiconst.FailInvldProvider|op, "Device pools support LVM, LVM_THIN, ZFS and ZFS_THIN, not %q", in.ProviderKind))
+	if name := in.WithStoragePool.Name; name != "" && checkName(name, 3, 48, "-") != "" {
+		writeJSON(w, http.StatusBadRequest, []apiCallRc{rc(lapiconst.FailInvldStorPoolName, "The given storage pool name '%s' is invalid.", name)})
 		return
 	}
-	var size int64
-	remaining := n.disks[:0:0]
-	used := map[string]bool{}
-	for _, p := range in.DevicePaths {
-		used[p] = true
+	if len(in.DevicePaths) == 0 {
+		writeRC(w, http.StatusCreated, rc(lapiconst.FailUnknownError, "Field 'device_paths' is null or empty."))
+		return
 	}
+	if !e.online(n.Name) {
+		writeRC(w, http.StatusCreated)
+		return
+	}
+	switch in.ProviderKind {
+	case lapi.LVM, lapi.LVM_THIN, lapi.ZFS, lapi.ZFS_THIN:
+	default:
+		writeRC(w, http.StatusCreated, rc(lapiconst.FailInvldProvider, "(%s) Create device pool not supported for provider: %s", n.Name, in.ProviderKind))
+		return
+	}
+	poolName := in.PoolName
+	if poolName == "" {
+		poolName = "linstor_" + path.Base(in.DevicePaths[0])
+	}
+	var size int64
+	wanted := map[string]bool{}
+	for _, p := range in.DevicePaths {
+		wanted[p] = true
+	}
+	var remaining []lapi.PhysicalStorageNode
 	for _, d := range n.disks {
-		if used[d.Device] {
+		if wanted[d.Device] && d.Size > minCandidateSize {
 			size += d.Size
-			delete(used, d.Device)
+			delete(wanted, d.Device)
 		} else {
 			remaining = append(remaining, d)
 		}
 	}
-	if len(used) > 0 || len(in.DevicePaths) == 0 {
-		writeRC(w, http.StatusCreated, rc(lapiconst.FailInvldConf|op, "Devices %v are not unused block devices of node %q", in.DevicePaths, n.Name))
+	if len(wanted) > 0 {
+		// pvcreate fails on a device that is missing or in use; the satellite copies the error.
+		writeRC(w, http.StatusCreated, rc(lapiconst.FailUnknownError, "(%s) Failed to create physical volume on %v", n.Name, sortedKeys(wanted)).
+			withCause("The devices are not unused block devices of the node"))
 		return
 	}
-	rcs := []lapi.ApiCallRc{rc(lapiconst.Created|op|lapiconst.MaskInfo, "Device pool %q created on node %q.", in.PoolName, n.Name)}
+	storPoolName := poolName
+	if in.ProviderKind == lapi.LVM_THIN && !strings.Contains(poolName, "/") {
+		storPoolName = "linstor_" + poolName + "/" + poolName
+	}
+	answer := []apiCallRc{rc(op|lapiconst.Created, "(%s) VG for devices %v with name '%s' created.", n.Name, in.DevicePaths, poolName).withRefs("PoolName", poolName)}
 	if name := in.WithStoragePool.Name; name != "" {
-		if n.pools[name] != nil {
-			writeRC(w, http.StatusCreated, rc(lapiconst.FailExistsStorPool|lapiconst.MaskStorPool|lapiconst.MaskCrt, "Storage pool %q exists on node %q", name, n.Name))
+		if n.pools[strings.ToLower(name)] != nil {
+			writeRC(w, http.StatusCreated, rc(lapiconst.FailExistsStorPool|crtPool, "Node: %s, Storage pool name: %s already exists.", n.Name, name))
 			return
 		}
-		n.pools[name] = &lapi.StoragePool{
-			StoragePoolName: name, NodeName: n.Name, ProviderKind: in.ProviderKind, Props: copyMap(in.WithStoragePool.Props), Uuid: uuid.NewString(),
-			TotalCapacity: size / 1024, FreeSpaceMgrName: n.Name + ";" + name, StaticTraits: map[string]string{"Provisioning": provisioning(in.ProviderKind)},
+		poolProps := map[string]string{}
+		in.WithStoragePool.Props = copyMap(in.WithStoragePool.Props)
+		if in.WithStoragePool.Props == nil {
+			in.WithStoragePool.Props = map[string]string{}
 		}
-		if n.pools[name].Props == nil {
-			n.pools[name].Props = map[string]string{}
+		in.WithStoragePool.Props[poolNameKey] = storPoolName
+		if _, bad := setProps(props.StoragePool, poolProps, in.WithStoragePool.Props); bad != nil {
+			writeRC(w, http.StatusCreated, propRefused(*bad, crtPool))
+			return
 		}
-		rcs = append(rcs, rc(lapiconst.Created|lapiconst.MaskStorPool|lapiconst.MaskCrt|lapiconst.MaskInfo, "Storage pool %q created on node %q.", name, n.Name))
+		poolProps["StorDriver/internal/AllocationGranularity"] = allocationGranularity[in.ProviderKind]
+		n.pools[strings.ToLower(name)] = &lapi.StoragePool{
+			StoragePoolName: name, NodeName: n.Name, ProviderKind: in.ProviderKind, Props: poolProps, Uuid: uuid.NewString(),
+			TotalCapacity: size / 1024, FreeSpaceMgrName: n.Name + ";" + name, SupportsSnapshots: supportsSnapshots(in.ProviderKind),
+			StaticTraits: staticTraits(in.ProviderKind),
+		}
+		answer = append(answer, rc(lapiconst.Created|crtPool, "New storage pool '%s' on node '%s' registered.", name, n.Name))
 	}
 	n.disks = remaining
-	writeRC(w, http.StatusCreated, rcs...)
-}
-
-func validProvider(k lapi.ProviderKind) bool {
-	switch k {
-	case lapi.DISKLESS, lapi.LVM, lapi.LVM_THIN, lapi.ZFS, lapi.ZFS_THIN, lapi.FILE, lapi.FILE_THIN:
-		return true
-	}
-	return false
+	writeRC(w, http.StatusCreated, answer...)
 }
 
 func provisioning(k lapi.ProviderKind) string {
@@ -247,10 +441,19 @@ func provisioning(k lapi.ProviderKind) string {
 	return "Fat"
 }
 
+// listNodeConnections: without parameters, every connection that has properties; with
+// node_a (and node_b) the nodes must exist (404); with both, a connection without
+// properties is still answered, empty (CtrlNodeConnectionApiCallHandler).
 func (e *Emulator) listNodeConnections(w http.ResponseWriter, r *http.Request) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	a, b := r.URL.Query().Get("node_a"), r.URL.Query().Get("node_b")
+	for _, name := range []string{a, b} {
+		if name != "" && e.nodes[strings.ToLower(name)] == nil {
+			notFound(w, lapiconst.FailNotFoundNode, "Node '%s' not found.", name)
+			return
+		}
+	}
 	keys := make([][2]string, 0, len(e.nodeConns))
 	for k := range e.nodeConns {
 		keys = append(keys, k)
@@ -262,35 +465,74 @@ func (e *Emulator) listNodeConnections(w http.ResponseWriter, r *http.Request) {
 			out = append(out, lapi.Connection{NodeA: k[0], NodeB: k[1], Props: copyMap(e.nodeConns[k])})
 		}
 	}
+	if a != "" && b != "" && len(out) == 0 {
+		k := connKey(e.nodes[strings.ToLower(a)].Name, e.nodes[strings.ToLower(b)].Name)
+		out = append(out, lapi.Connection{NodeA: k[0], NodeB: k[1]})
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 
+func connKey(a, b string) [2]string {
+	if a > b {
+		a, b = b, a
+	}
+	return [2]string{a, b}
+}
+
+// modifyNodeConnection follows CtrlNodeConnectionApiCallHandler.modify: DRBD Net and
+// PeerDevice options are whitelisted, Paths/<path>/<node> must name one of the two
+// nodes and one of its net interfaces; a connection whose properties end up empty is
+// removed.
 func (e *Emulator) modifyNodeConnection(w http.ResponseWriter, r *http.Request) {
 	var in lapi.GenericPropsModify
-	if !decode(w, r, &in) {
+	if !decode(w, r, &in, http.StatusInternalServerError) {
 		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	a, okA := e.nodes[strings.ToLower(r.PathValue("a"))]
-	b, okB := e.nodes[strings.ToLower(r.PathValue("b"))]
+	const ctx = lapiconst.MaskMod | lapiconst.MaskNodeConn
+	an, bn := r.PathValue("a"), r.PathValue("b")
+	refs := []string{"FirstNode", an, "SecondNode", bn}
+	a, okA := e.nodes[strings.ToLower(an)]
+	b, okB := e.nodes[strings.ToLower(bn)]
 	if !okA || !okB {
-		writeRC(w, http.StatusOK, rc(lapiconst.FailNotFoundNode|lapiconst.MaskNodeConn|lapiconst.MaskMod, "Nodes %q and %q must both exist", r.PathValue("a"), r.PathValue("b")))
+		if len(in.OverrideProps) > 0 {
+			writeRC(w, http.StatusOK, rc(lapiconst.FailUnknownError|ctx, "Modification of node connection between nodes '%s' and '%s' failed due to an unhandled exception of type NullPointerException.", an, bn).withRefs(refs...))
+			return
+		}
+		writeRC(w, http.StatusOK, rc(lapiconst.WarnNotFound|ctx, "Node connection between nodes '%s' and '%s' does not exist", an, bn).withRefs(refs...))
 		return
 	}
-	k := [2]string{a.Name, b.Name}
-	if k[0] > k[1] {
-		k[0], k[1] = k[1], k[0]
+	for _, k := range sortedKeys(in.OverrideProps) {
+		if !strings.HasPrefix(k, "Paths/") {
+			continue
+		}
+		parts := strings.Split(k, "/")
+		var why string
+		switch {
+		case len(parts) != 3:
+			why = "Connection path property invalid."
+		case !strings.EqualFold(parts[2], a.Name) && !strings.EqualFold(parts[2], b.Name):
+			why = "Connection path node unknown."
+		case findNetIf(e.nodes[strings.ToLower(parts[2])], in.OverrideProps[k]) < 0:
+			why = "NetInterface for node unknown."
+		}
+		if why != "" {
+			writeRC(w, http.StatusOK, rc(lapiconst.FailInvldProp|ctx, "%s", why).withDetails("Property %s = %s", k, in.OverrideProps[k]).withRefs(refs...))
+			return
+		}
 	}
-	props := e.nodeConns[k]
-	if props == nil {
-		props = map[string]string{}
+	k := connKey(a.Name, b.Name)
+	answer, next, bad := modifyProps(props.NodeConnection, e.nodeConns[k], in, lapiconst.MaskNodeConn)
+	if bad != nil {
+		writeRC(w, http.StatusOK, bad.withRefs(refs...))
+		return
 	}
-	applyProps(props, in)
-	if len(props) == 0 {
+	if len(next) == 0 {
 		delete(e.nodeConns, k)
 	} else {
-		e.nodeConns[k] = props
+		e.nodeConns[k] = next
 	}
-	writeRC(w, http.StatusOK, rc(lapiconst.Modified|lapiconst.MaskNodeConn|lapiconst.MaskMod|lapiconst.MaskInfo, "Node connection %s/%s modified.", k[0], k[1]))
+	answer = append(answer, rc(lapiconst.Modified|ctx, "Node connection between nodes '%s' and '%s' modified.", k[0], k[1]).withRefs(refs...))
+	writeRC(w, http.StatusOK, answer...)
 }

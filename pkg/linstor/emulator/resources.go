@@ -9,6 +9,8 @@ import (
 	lapi "github.com/LINBIT/golinstor/client"
 	"github.com/LINBIT/golinstor/devicelayerkind"
 	"github.com/google/uuid"
+
+	"github.com/linstor-operator/linstor-operator/pkg/linstor/props"
 )
 
 func (e *Emulator) sortedRDs() []*resourceDefinition {
@@ -20,21 +22,11 @@ func (e *Emulator) sortedRDs() []*resourceDefinition {
 	return out
 }
 
-func upToDateReplicas(rd *resourceDefinition) int {
-	n := 0
-	for _, rep := range rd.resources {
-		if rep.diskState == "UpToDate" {
-			n++
-		}
-	}
-	return n
-}
-
-func (e *Emulator) lookupRD(w http.ResponseWriter, r *http.Request, op uint64) (*resourceDefinition, bool) {
+func (e *Emulator) lookupRD(w http.ResponseWriter, r *http.Request) (*resourceDefinition, bool) {
 	name := r.PathValue("rd")
-	rd, ok := e.rds[name]
+	rd, ok := e.rds[strings.ToLower(name)]
 	if !ok {
-		writeRC(w, http.StatusOK, rc(lapiconst.FailNotFoundRscDfn|lapiconst.MaskRscDfn|op, "Resource definition %q not found.", name))
+		notFound(w, lapiconst.FailNotFoundRscDfn, "Resource definition '%s' not found.", name)
 	}
 	return rd, ok
 }
@@ -51,19 +43,22 @@ func (e *Emulator) listResourceDefinitions(w http.ResponseWriter, _ *http.Reques
 
 func (e *Emulator) createResourceDefinition(w http.ResponseWriter, r *http.Request) {
 	var in lapi.ResourceDefinitionCreate
-	if !decode(w, r, &in) {
+	if !decode(w, r, &in, http.StatusInternalServerError) {
 		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	const op = lapiconst.MaskRscDfn | lapiconst.MaskCrt
 	name := in.ResourceDefinition.Name
 	switch {
-	case !validName(name):
-		writeRC(w, http.StatusCreated, rc(lapiconst.FailInvldRscName|op, "Resource name %q is invalid", name))
+	case checkName(name, 3, 48, "-") != "":
+		writeRC(w, http.StatusCreated, rc(lapiconst.FailInvldRscName|crtRscDfn, "The given resource name '%s' is invalid.", name).withCause("%s", checkName(name, 3, 48, "-")))
 		return
-	case e.rds[name] != nil:
-		writeRC(w, http.StatusCreated, rc(lapiconst.FailExistsRscDfn|op, "Resource definition %q exists", name))
+	case e.rds[strings.ToLower(name)] != nil:
+		writeRC(w, http.StatusCreated, rc(lapiconst.FailExistsRscDfn|crtRscDfn, "A resource definition with the name '%s' already exists.", name).withRefs("RscDfn", name))
+		return
+	}
+	if _, bad := setProps(props.ResourceDefinition, map[string]string{}, in.ResourceDefinition.Props); bad != nil {
+		writeRC(w, http.StatusCreated, propRefused(*bad, crtRscDfn).withRefs("RscDfn", name))
 		return
 	}
 	rd := in.ResourceDefinition
@@ -71,37 +66,41 @@ func (e *Emulator) createResourceDefinition(w http.ResponseWriter, r *http.Reque
 	if rd.ResourceGroupName == "" {
 		rd.ResourceGroupName = "DfltRscGrp"
 	}
-	e.rds[name] = &resourceDefinition{ResourceDefinition: rd, resources: map[string]*replica{}}
-	writeRC(w, http.StatusCreated, rc(lapiconst.Created|op|lapiconst.MaskInfo, "Resource definition %q created.", name))
+	e.rds[strings.ToLower(name)] = &resourceDefinition{ResourceDefinition: rd, resources: map[string]*replica{}}
+	writeRC(w, http.StatusCreated, rc(lapiconst.Created|crtRscDfn, "New resource definition '%s' created.", name).withRefs("RscDfn", name, "UUID", rd.Uuid))
 }
 
 func (e *Emulator) deleteResourceDefinition(w http.ResponseWriter, r *http.Request) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	rd, ok := e.lookupRD(w, r, lapiconst.MaskDel)
+	name := r.PathValue("rd")
+	rd, ok := e.rds[strings.ToLower(name)]
 	if !ok {
+		writeRC(w, http.StatusOK, rc(lapiconst.WarnNotFound|delRscDfn, "Resource definition: %s not found.", name).withDetails("Resource definition: %s", name).withRefs("RscDfn", name))
 		return
 	}
-	for nodeName, rep := range rd.resources {
-		if rep.inUse {
-			writeRC(w, http.StatusOK, rc(lapiconst.FailInUse|lapiconst.MaskRscDfn|lapiconst.MaskDel, "Resource %q is in use on node %q", rd.Name, nodeName))
+	for _, nodeName := range sortedKeys(rd.resources) {
+		if rd.resources[nodeName].inUse && e.online(nodeName) {
+			writeRC(w, http.StatusOK, rc(lapiconst.FailInUse|delRscDfn, "Resource '%s' on node '%s' is still in use.", rd.Name, nodeName).withRefs("RscDfn", name))
 			return
 		}
 	}
-	delete(e.rds, rd.Name)
-	writeRC(w, http.StatusOK, rc(lapiconst.Deleted|lapiconst.MaskRscDfn|lapiconst.MaskDel|lapiconst.MaskInfo, "Resource definition %q deleted.", rd.Name))
+	delete(e.rds, strings.ToLower(rd.Name))
+	writeRC(w, http.StatusOK, rc(lapiconst.Deleted|delRscDfn, "Resource definition '%s' deleted.", rd.Name).withRefs("RscDfn", name))
 }
 
 func (e *Emulator) syncStatus(w http.ResponseWriter, r *http.Request) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	rd, ok := e.lookupRD(w, r, 0)
+	rd, ok := e.lookupRD(w, r)
 	if !ok {
 		return
 	}
+	// Only diskful replicas count, and one whose state is unknown (satellite not
+	// ONLINE) counts as synced (SatelliteResourceStateDrbdUtils.allResourcesUpToDate).
 	synced := !rd.syncing
-	for _, rep := range rd.resources {
-		if rep.diskState != "UpToDate" && rep.diskState != "Diskless" {
+	for nodeName, rep := range rd.resources {
+		if s := e.diskState(nodeName, rep); rep.diskful() && s != "" && !strings.EqualFold(s, "UpToDate") {
 			synced = false
 		}
 	}
@@ -111,7 +110,7 @@ func (e *Emulator) syncStatus(w http.ResponseWriter, r *http.Request) {
 func (e *Emulator) listVolumeDefinitions(w http.ResponseWriter, r *http.Request) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	rd, ok := e.lookupRD(w, r, 0)
+	rd, ok := e.lookupRD(w, r)
 	if !ok {
 		return
 	}
@@ -120,18 +119,18 @@ func (e *Emulator) listVolumeDefinitions(w http.ResponseWriter, r *http.Request)
 
 func (e *Emulator) createVolumeDefinition(w http.ResponseWriter, r *http.Request) {
 	var in lapi.VolumeDefinitionCreate
-	if !decode(w, r, &in) {
+	if !decode(w, r, &in, http.StatusInternalServerError) {
 		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	rd, ok := e.lookupRD(w, r, lapiconst.MaskCrt)
+	rd, ok := e.lookupRD(w, r)
 	if !ok {
 		return
 	}
 	vd := in.VolumeDefinition
 	if vd.SizeKib == 0 {
-		writeRC(w, http.StatusCreated, rc(lapiconst.FailInvldVlmSize|lapiconst.MaskVlmDfn|lapiconst.MaskCrt, "Volume size must be positive"))
+		writeRC(w, http.StatusCreated, rc(lapiconst.FailInvldVlmSize|lapiconst.MaskVlmDfn|lapiconst.MaskCrt, "The given volume size '0' is invalid."))
 		return
 	}
 	if vd.VolumeNumber == nil {
@@ -139,74 +138,93 @@ func (e *Emulator) createVolumeDefinition(w http.ResponseWriter, r *http.Request
 	}
 	vd.Uuid = uuid.NewString()
 	rd.volumes = append(rd.volumes, vd)
-	writeRC(w, http.StatusCreated, rc(lapiconst.Created|lapiconst.MaskVlmDfn|lapiconst.MaskCrt|lapiconst.MaskInfo, "Volume definition %d of %q created.", *vd.VolumeNumber, rd.Name))
+	writeRC(w, http.StatusCreated, rc(lapiconst.Created|lapiconst.MaskVlmDfn|lapiconst.MaskCrt, "New volume definition with number '%d' of resource definition '%s' created.", *vd.VolumeNumber, rd.Name))
 }
 
+// createResource places a replica (the CSI driver's call): refused on a node being
+// evacuated (CtrlRscCrtApiHelper, FAIL_EVACUATING); a diskful replica joining
+// UpToDate peers resyncs, Inconsistent, before it is UpToDate.
 func (e *Emulator) createResource(w http.ResponseWriter, r *http.Request) {
 	var in lapi.ResourceCreate
-	if !decode(w, r, &in) {
+	if !decode(w, r, &in, http.StatusInternalServerError) {
 		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	const op = lapiconst.MaskRsc | lapiconst.MaskCrt
-	rd, ok := e.lookupRD(w, r, lapiconst.MaskCrt)
+	e.advance()
+	rd, ok := e.lookupRD(w, r)
 	if !ok {
 		return
 	}
-	n, ok := e.lookupNode(w, r)
-	if !ok {
+	nodeName := r.PathValue("node")
+	refs := []string{"Node", nodeName, "RscDfn", rd.Name}
+	n, ok := e.nodes[strings.ToLower(nodeName)]
+	switch {
+	case !ok:
+		writeRC(w, http.StatusCreated, rc(lapiconst.FailNotFoundNode|crtRsc, "Node '%s' not found.", nodeName).withRefs(refs...))
+		return
+	case rd.resources[n.Name] != nil:
+		writeRC(w, http.StatusCreated, rc(lapiconst.FailExistsRsc|crtRsc, "A resource with the name '%s' on node '%s' already exists.", rd.Name, n.Name).withRefs(refs...))
+		return
+	case hasFlag(n.Flags, lapiconst.FlagEvacuate):
+		writeRC(w, http.StatusCreated, rc(lapiconst.FailEvacuating|crtRsc, "node '%s is being evacuated. No new resources allowed on this node.", n.Name).withRefs(refs...))
 		return
 	}
-	if rd.resources[n.Name] != nil {
-		writeRC(w, http.StatusCreated, rc(lapiconst.FailExistsRsc|op, "Resource %q exists on node %q", rd.Name, n.Name))
+	rscProps := map[string]string{}
+	if _, bad := setProps(props.Resource, rscProps, in.Resource.Props); bad != nil {
+		writeRC(w, http.StatusCreated, propRefused(*bad, crtRsc).withRefs(refs...))
 		return
 	}
 	pool := in.Resource.Props[lapiconst.KeyStorPoolName]
-	diskless := hasFlag(in.Resource.Flags, "DISKLESS") || hasFlag(in.Resource.Flags, "DRBD_DISKLESS")
+	diskless := hasFlag(in.Resource.Flags, lapiconst.FlagDiskless) || hasFlag(in.Resource.Flags, lapiconst.FlagDrbdDiskless)
+	flags := append([]string(nil), in.Resource.Flags...)
 	if diskless {
 		pool = ""
+		flags = appendFlag(appendFlag(flags, lapiconst.FlagDiskless), lapiconst.FlagDrbdDiskless)
 	} else {
 		if pool == "" {
 			pool = "DfltStorPool"
 		}
-		if n.pools[pool] == nil {
-			writeRC(w, http.StatusCreated, rc(lapiconst.FailNotFoundStorPool|op, "Storage pool %q not found on node %q", pool, n.Name))
+		if n.pools[strings.ToLower(pool)] == nil {
+			writeRC(w, http.StatusCreated, rc(lapiconst.FailNotFoundStorPool|crtRsc, "Storage pool '%s' on node '%s' not found.", pool, n.Name).withRefs(refs...))
 			return
 		}
 	}
-	state := "UpToDate"
-	if diskless {
-		state = "Diskless"
+	rep := &replica{pool: pool, diskState: "UpToDate", flags: flags, props: rscProps}
+	if rep.diskful() && e.upToDatePeers(rd, n.Name) > 0 {
+		rep.syncUntil = e.now().Add(e.timing.Resync)
 	}
-	rd.resources[n.Name] = &replica{pool: pool, diskState: state, flags: in.Resource.Flags}
-	writeRC(w, http.StatusCreated, rc(lapiconst.Created|op|lapiconst.MaskInfo, "Resource %q created on node %q.", rd.Name, n.Name))
+	rd.resources[n.Name] = rep
+	writeRC(w, http.StatusCreated, rc(lapiconst.Created|crtRsc, "New resource '%s' on node '%s' registered.", rd.Name, n.Name).withRefs(refs...))
 }
 
+// deleteResource follows CtrlRscDeleteApiCallHandler: a missing replica is a warning;
+// in use or the last diskful replica with diskless peers is refused; a lone replica
+// without peers IS deleted.
 func (e *Emulator) deleteResource(w http.ResponseWriter, r *http.Request) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	rd, ok := e.lookupRD(w, r, lapiconst.MaskDel)
-	if !ok {
+	e.advance()
+	rdName, nodeName := r.PathValue("rd"), r.PathValue("node")
+	refs := []string{"Node", nodeName, "RscDfn", rdName}
+	rd := e.rds[strings.ToLower(rdName)]
+	n := e.nodes[strings.ToLower(nodeName)]
+	if rd == nil || n == nil || rd.resources[n.Name] == nil {
+		writeRC(w, http.StatusOK, rc(lapiconst.WarnNotFound|delRsc, "Node: %s, Resource: %s not found.", nodeName, rdName).withDetails("Node: %s, Resource: %s", nodeName, rdName).withRefs(refs...))
 		return
 	}
-	name := r.PathValue("node")
-	rep := rd.resources[name]
-	switch {
-	case rep == nil:
-		writeRC(w, http.StatusOK, rc(lapiconst.FailNotFoundRsc|lapiconst.MaskRsc|lapiconst.MaskDel, "Resource %q not found on node %q", rd.Name, name))
-	case rep.inUse:
-		writeRC(w, http.StatusOK, rc(lapiconst.FailInUse|lapiconst.MaskRsc|lapiconst.MaskDel, "Resource %q is in use on node %q", rd.Name, name))
-	default:
-		delete(rd.resources, name)
-		writeRC(w, http.StatusOK, rc(lapiconst.Deleted|lapiconst.MaskRsc|lapiconst.MaskDel|lapiconst.MaskInfo, "Resource %q deleted from node %q.", rd.Name, name))
+	if why := e.refuseReplicaDelete(rd, n.Name, delRsc); why != nil {
+		writeRC(w, http.StatusOK, why.withRefs(refs...))
+		return
 	}
+	delete(rd.resources, n.Name)
+	writeRC(w, http.StatusOK, rc(lapiconst.Deleted|delRsc, "Node: %s, Resource: %s deletion complete.", n.Name, rd.Name).withRefs(refs...))
 }
 
 func (e *Emulator) listResources(w http.ResponseWriter, r *http.Request) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	rd, ok := e.lookupRD(w, r, 0)
+	rd, ok := e.lookupRD(w, r)
 	if !ok {
 		return
 	}
@@ -220,6 +238,7 @@ func (e *Emulator) listResources(w http.ResponseWriter, r *http.Request) {
 func (e *Emulator) viewResources(w http.ResponseWriter, r *http.Request) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.advance()
 	nodes := queryList(r, "nodes")
 	rscs := queryList(r, "resources")
 	out := []lapi.ResourceWithVolumes{}
@@ -236,59 +255,54 @@ func (e *Emulator) viewResources(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// resourceViews renders the replicas of rd with DRBD disk and connection states:
-// a peer is connected while both satellites are ONLINE.
+// resourceViews renders the replicas of rd as the view shows them. State (in_use,
+// disk states, DRBD connections) is known only from an ONLINE satellite; without it
+// those fields are left out. A peer is connected while both satellites are ONLINE. A
+// definition without volumes shows no resources (CtrlVlmListApiCallHandler).
 func (e *Emulator) resourceViews(rd *resourceDefinition) []lapi.ResourceWithVolumes {
-	names := make([]string, 0, len(rd.resources))
-	for n := range rd.resources {
-		names = append(names, n)
+	if len(rd.volumes) == 0 {
+		return nil
 	}
-	sort.Strings(names)
-	online := func(name string) bool {
-		n, ok := e.nodes[strings.ToLower(name)]
-		return ok && e.nodeView(n).ConnectionStatus == "ONLINE"
-	}
+	names := sortedKeys(rd.resources)
 	var out []lapi.ResourceWithVolumes
 	for i, nodeName := range names {
 		rep := rd.resources[nodeName]
-		conns := map[string]lapi.DrbdConnection{}
-		for _, peer := range names {
-			if peer != nodeName {
-				up := online(nodeName) && online(peer)
-				msg := "Connected"
-				if !up {
-					msg = "Connecting"
+		known := e.online(nodeName)
+		view := lapi.ResourceWithVolumes{Resource: lapi.Resource{
+			Name: rd.Name, NodeName: nodeName, Flags: rep.flags, Props: copyMap(rep.props),
+			Uuid: uuid.NewSHA1(uuid.NameSpaceOID, []byte(rd.Name+"/"+nodeName)).String(),
+			LayerObject: &lapi.ResourceLayer{Type: devicelayerkind.Drbd, Drbd: &lapi.DrbdResource{
+				NodeId: int32(i), PeerSlots: 7, AlStripes: 1, AlSize: 32,
+			}},
+		}}
+		if known {
+			inUse := rep.inUse
+			view.State = &lapi.ResourceState{InUse: &inUse}
+			conns := map[string]lapi.DrbdConnection{}
+			for _, peer := range names {
+				if peer != nodeName {
+					up := e.online(peer)
+					msg := "Connected"
+					if !up {
+						msg = "Connecting"
+					}
+					conns[peer] = lapi.DrbdConnection{Connected: up, Message: msg}
 				}
-				conns[peer] = lapi.DrbdConnection{Connected: up, Message: msg}
 			}
+			view.LayerObject.Drbd.Connections = conns
 		}
-		var vols []lapi.Volume
+		kind, pool := lapi.DISKLESS, disklessPool
+		if n := e.nodes[strings.ToLower(nodeName)]; n != nil && rep.pool != "" && n.pools[strings.ToLower(rep.pool)] != nil {
+			kind, pool = n.pools[strings.ToLower(rep.pool)].ProviderKind, n.pools[strings.ToLower(rep.pool)].StoragePoolName
+		}
 		for _, vd := range rd.volumes {
-			kind := lapi.DISKLESS
-			if n := e.nodes[strings.ToLower(nodeName)]; n != nil && rep.pool != "" && n.pools[rep.pool] != nil {
-				kind = n.pools[rep.pool].ProviderKind
-			}
-			pool := rep.pool
-			if pool == "" {
-				pool = disklessPool
-			}
-			vols = append(vols, lapi.Volume{
+			view.Volumes = append(view.Volumes, lapi.Volume{
 				VolumeNumber: *vd.VolumeNumber, StoragePoolName: pool, ProviderKind: kind,
 				DevicePath: "/dev/drbd" + itoa(1000+int(*vd.VolumeNumber)), AllocatedSizeKib: int64(vd.SizeKib), UsableSizeKib: int64(vd.SizeKib),
-				State: lapi.VolumeState{DiskState: rep.diskState},
+				State: lapi.VolumeState{DiskState: e.diskState(nodeName, rep)},
 			})
 		}
-		inUse := rep.inUse
-		out = append(out, lapi.ResourceWithVolumes{
-			Resource: lapi.Resource{
-				Name: rd.Name, NodeName: nodeName, Flags: rep.flags, Uuid: uuid.NewSHA1(uuid.NameSpaceOID, []byte(rd.Name+"/"+nodeName)).String(),
-				State: &lapi.ResourceState{InUse: &inUse},
-				LayerObject: &lapi.ResourceLayer{Type: devicelayerkind.Drbd, Drbd: &lapi.DrbdResource{
-					NodeId: int32(i), Connections: conns, PeerSlots: 7, AlStripes: 1, AlSize: 32,
-				}},
-			},
-			Volumes: vols,
-		})
+		out = append(out, view)
 	}
 	return out
 }

@@ -35,9 +35,9 @@ const (
 	// ReasonEvacuationStuck: a replica on an evacuating node has nowhere to go.
 	ReasonEvacuationStuck = "EvacuationStuck"
 	// ReasonHoldsLastReplica: deleting the node would destroy the only copy of data.
-	ReasonHoldsLastReplica = "HoldsLastReplica"
-	ReasonUpgradeInProgress  = "UpgradeInProgress"
-	ReasonBackupInProgress   = "BackupInProgress"
-	ReasonUpgradeFailed      = "UpgradeFailed"
-	ReasonUpgradeRefused     = "UpgradeRefused"
+	ReasonHoldsLastReplica  = "HoldsLastReplica"
+	ReasonUpgradeInProgress = "UpgradeInProgress"
+	ReasonBackupInProgress  = "BackupInProgress"
+	ReasonUpgradeFailed     = "UpgradeFailed"
+	ReasonUpgradeRefused    = "UpgradeRefused"
 )

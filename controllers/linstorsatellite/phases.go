@@ -411,7 +411,6 @@ func (r *Reconciler) observeLinstor(ctx context.Context, s *scope) (ctrl.Result,
 	return ctrl.Result{}, nil
 }
 
-
 // unreachable records a failed LINSTOR request: a blip is retried quietly; a lasting
 // failure is reported.
 func (r *Reconciler) unreachable(s *scope, err error) {

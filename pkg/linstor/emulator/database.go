@@ -43,9 +43,9 @@ type nodeRow struct {
 }
 
 type replicaRow struct {
-	Pool      string   `json:"pool"`
-	InUse     bool     `json:"inUse,omitempty"`
-	DiskState string   `json:"diskState"`
+	Pool      string            `json:"pool"`
+	InUse     bool              `json:"inUse,omitempty"`
+	DiskState string            `json:"diskState"`
 	Flags     []string          `json:"flags,omitempty"`
 	Props     map[string]string `json:"props,omitempty"`
 }

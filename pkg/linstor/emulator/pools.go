@@ -3,8 +3,8 @@ package emulator
 import (
 	"fmt"
 	"math"
-	"path"
 	"net/http"
+	"path"
 	"sort"
 	"strings"
 
@@ -56,7 +56,9 @@ func sortedPools(n *node) []*lapi.StoragePool {
 	for _, p := range n.pools {
 		out = append(out, p)
 	}
-	sort.Slice(out, func(i, j int) bool { return strings.ToUpper(out[i].StoragePoolName) < strings.ToUpper(out[j].StoragePoolName) })
+	sort.Slice(out, func(i, j int) bool {
+		return strings.ToUpper(out[i].StoragePoolName) < strings.ToUpper(out[j].StoragePoolName)
+	})
 	return out
 }
 

@@ -122,6 +122,7 @@ type StoragePoolStatus struct {
 // +kubebuilder:printcolumn:name="Pools",type=string,JSONPath=`.status.poolsSummary`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +operator-sdk:csv:customresourcedefinitions:displayName="LINSTOR Satellite",resources={{DaemonSet,v1},{Pod,v1}}
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) >= 2",message="metadata.name: a LINSTOR node name needs at least 2 characters (Checks.hostNameCheck); a node with a one-letter name cannot join LINSTOR"
 type LinstorSatellite struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

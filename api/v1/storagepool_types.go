@@ -6,7 +6,9 @@ package v1
 // +kubebuilder:validation:XValidation:rule="!has(self.source) || has(self.lvmPool) || has(self.lvmThinPool) || has(self.zfsPool) || has(self.zfsThinPool)",message="source.hostDevices is only allowed for LVM and ZFS pools"
 type StoragePool struct {
 	// name of the LINSTOR storage pool.
-	// +kubebuilder:validation:MinLength=1
+	// LINSTOR's storage pool names: 3 to 48 characters, a letter first, then letters,
+	// digits, '_' or '-' (StorPoolName); compared ignoring case.
+	// +kubebuilder:validation:MinLength=3
 	// +kubebuilder:validation:MaxLength=48
 	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9_-]*$`
 	// +required
@@ -133,8 +135,10 @@ type NodePropertySource struct {
 // +kubebuilder:validation:XValidation:rule="has(self.interfaceName) != has(self.cidr)",message="exactly one of interfaceName or cidr must be set"
 type NetInterface struct {
 	// name of the LINSTOR net interface.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=48
+	// LINSTOR's net interface names: 3 to 32 characters, a letter first, then letters,
+	// digits, '_' or '-' (NetInterfaceName).
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9_-]*$`
 	// +required
 	Name string `json:"name"`

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor/props"
 )
 
 // +kubebuilder:webhook:path=/validate-linstor-io-v1-linstorcluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=linstor.io,resources=linstorclusters,verbs=create;update,versions=v1,name=vlinstorcluster.linstor.io,admissionReviewVersions=v1
@@ -78,6 +79,7 @@ func validateClusterSpec(spec *linstorv1.LinstorClusterSpec) field.ErrorList {
 	if spec.HighAvailabilityController != nil {
 		errs = append(errs, validatePodTemplatePatch(p.Child("highAvailabilityController", "podTemplate"), spec.HighAvailabilityController.PodTemplate)...)
 	}
+	errs = append(errs, validateProperties(p.Child("properties"), props.Controller, spec.Properties)...)
 	return errs
 }
 

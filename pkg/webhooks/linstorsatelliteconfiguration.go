@@ -12,7 +12,8 @@ import (
 
 // +kubebuilder:webhook:path=/validate-linstor-io-v1-linstorsatelliteconfiguration,mutating=false,failurePolicy=fail,sideEffects=None,groups=linstor.io,resources=linstorsatelliteconfigurations,verbs=create;update,versions=v1,name=vlinstorsatelliteconfiguration.linstor.io,admissionReviewVersions=v1
 
-// SatelliteConfigurationValidator checks the pod-template patch.
+// SatelliteConfigurationValidator checks the pod-template patch, and properties, pools
+// and net interfaces as LINSTOR would.
 type SatelliteConfigurationValidator struct{}
 
 var _ admission.CustomValidator = SatelliteConfigurationValidator{}
@@ -30,5 +31,10 @@ func (SatelliteConfigurationValidator) ValidateDelete(context.Context, runtime.O
 }
 
 func validateSatelliteConfiguration(cfg *linstorv1.LinstorSatelliteConfiguration) error {
-	return invalid("LinstorSatelliteConfiguration", cfg.Name, validatePodTemplatePatch(field.NewPath("spec", "podTemplate"), cfg.Spec.PodTemplate))
+	spec := field.NewPath("spec")
+	errs := validatePodTemplatePatch(spec.Child("podTemplate"), cfg.Spec.PodTemplate)
+	errs = append(errs, validateNodeProperties(spec.Child("properties"), cfg.Spec.Properties)...)
+	errs = append(errs, validateStoragePools(spec.Child("storagePools"), cfg.Spec.StoragePools)...)
+	errs = append(errs, validateNetInterfaces(spec.Child("netInterfaces"), cfg.Spec.NetInterfaces)...)
+	return invalid("LinstorSatelliteConfiguration", cfg.Name, errs)
 }

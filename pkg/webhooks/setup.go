@@ -17,5 +17,9 @@ func Setup(mgr ctrl.Manager) error {
 		WithValidator(SatelliteConfigurationValidator{}).Complete(); err != nil {
 		return err
 	}
+	if err := ctrl.NewWebhookManagedBy(mgr).For(&linstorv1.LinstorNodeConnection{}).
+		WithValidator(NodeConnectionValidator{}).Complete(); err != nil {
+		return err
+	}
 	return ctrl.NewWebhookManagedBy(mgr).For(&linstorv1.LinstorSatellite{}).Complete()
 }

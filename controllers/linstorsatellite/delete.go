@@ -82,9 +82,10 @@ func (r *Reconciler) deleteNode(ctx context.Context, s *scope) bool {
 }
 
 // evacuationRetry is how long a stuck evacuation waits before the operator asks
-// LINSTOR again: LINSTOR places replacements only when asked, so a replica that had no
-// place (no pool with room) stays until someone evacuates again.
-const evacuationRetry = time.Minute
+// LINSTOR again (two polls, a minute by default): LINSTOR places replacements only when
+// asked, so a replica that had no place (no pool with room) stays until someone
+// evacuates again.
+func (r *Reconciler) evacuationRetry() time.Duration { return 2 * r.poll() }
 
 // evacuateNode moves every replica away, waits until none remain, then deletes. What
 // cannot move is reported on the LinstorSatellite and asked again now and then; the
@@ -144,7 +145,7 @@ func (r *Reconciler) evacuateNode(ctx context.Context, s *scope) bool {
 	if len(ev.Stuck) > 0 {
 		s.deleteReason = linstorv1.ReasonEvacuationStuck
 		parts = append(parts, fmt.Sprintf("%d cannot move, no storage pool elsewhere can take them (%s): add capacity or nodes; the operator asks LINSTOR again every %s",
-			len(ev.Stuck), listNames(ev.Stuck), evacuationRetry))
+			len(ev.Stuck), listNames(ev.Stuck), r.evacuationRetry()))
 		if len(ev.Moving) == 0 && r.evacuationDue(s.sat.UID) {
 			// Only when nothing moves: a new request would place another replica of a
 			// resource whose replacement is still resyncing.
@@ -184,7 +185,7 @@ func (r *Reconciler) evacuationDue(uid types.UID) bool {
 	r.evacMu.Lock()
 	defer r.evacMu.Unlock()
 	last, ok := r.lastEvacuation[uid]
-	return !ok || time.Since(last) >= evacuationRetry
+	return !ok || time.Since(last) >= r.evacuationRetry()
 }
 
 // listNames keeps status messages bounded: the first few names and a count.

@@ -118,3 +118,42 @@ func TestDiff(t *testing.T) {
 		t.Errorf("TLS switch produced %+v, want one modify", c)
 	}
 }
+
+// LINSTOR lets the active interface be deleted and then picks the first other one
+// with a port by name, or leaves the node without a connection
+// (CtrlNetIfApiCallHandler.deleteNetIf). The operator never leaves that choice to
+// LINSTOR: whenever it deletes the active interface, the same change makes the
+// planned one active first (the reconciler applies Create, Modify, then Delete).
+func TestDiffSwitchesTheConnectionBeforeDeletingTheActiveInterface(t *testing.T) {
+	ip := net.ParseIP
+	for _, tc := range []struct {
+		name    string
+		current []lapi.NetInterface
+		plan    []Desired
+	}{
+		{"back to the InternalIP", []lapi.NetInterface{
+			{Name: "default", Address: ip("10.0.0.5"), SatellitePort: 3366, SatelliteEncryptionType: "PLAIN"},
+			{Name: "data", Address: ip("192.168.8.2"), IsActive: true, SatellitePort: 3366, SatelliteEncryptionType: "PLAIN"},
+		}, []Desired{{Name: "default", Address: ip("10.0.0.5"), Active: true}}},
+		{"to a new interface", []lapi.NetInterface{
+			{Name: "default", Address: ip("10.0.0.5"), SatellitePort: 3366, SatelliteEncryptionType: "PLAIN"},
+			{Name: "data", Address: ip("192.168.8.2"), IsActive: true, SatellitePort: 3366, SatelliteEncryptionType: "PLAIN"},
+		}, []Desired{{Name: "default", Address: ip("10.0.0.5")}, {Name: "storage", Address: ip("192.168.9.2"), Active: true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Diff(tc.current, tc.plan, []string{"default", "data", "storage"}, 3366, "PLAIN")
+			if strings.Join(c.Delete, ",") != "data" {
+				t.Fatalf("delete %v, want data", c.Delete)
+			}
+			activated := 0
+			for _, nif := range append(append([]lapi.NetInterface(nil), c.Create...), c.Modify...) {
+				if nif.IsActive && nif.SatellitePort != 0 && nif.SatelliteEncryptionType != "" {
+					activated++
+				}
+			}
+			if activated != 1 {
+				t.Fatalf("deleting the active interface without activating another first: %+v", c)
+			}
+		})
+	}
+}

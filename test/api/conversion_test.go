@@ -130,12 +130,12 @@ func TestListInBothVersions(t *testing.T) {
 	ns := env.Namespace(t)
 
 	g.Expect(env.Client.Create(ctx, &linstorv1.LinstorSatellite{
-		ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "node-a", Namespace: ns},
 		Spec: linstorv1.LinstorSatelliteSpec{ClusterRef: linstorv1.ClusterReference{Name: "linstor"},
-			StoragePools: []linstorv1.StoragePool{{Name: "f", FileThinPool: &linstorv1.FilePool{}}}},
+			StoragePools: []linstorv1.StoragePool{{Name: "files", FileThinPool: &linstorv1.FilePool{}}}},
 	})).To(Succeed())
 	g.Expect(env.Client.Create(ctx, &linstorv1alpha1.LinstorSatellite{
-		ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "node-b", Namespace: ns},
 		Spec: linstorv1alpha1.LinstorSatelliteSpec{ClusterName: "linstor",
 			StoragePools: linstorv1alpha1.StoragePools{LvmPools: []linstorv1alpha1.LvmPool{{Name: "thick"}}}},
 	})).To(Succeed())

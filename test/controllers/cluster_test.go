@@ -99,7 +99,8 @@ func TestClusterRunsLinstor(t *testing.T) {
 	files, err := lc.Nodes.GetStoragePool(ctx, "run-a", "files")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(files.ProviderKind).To(Equal(lapi.FILE_THIN))
-	g.Expect(files.Props).To(HaveKeyWithValue("StorDriver/FileDir", "/var/lib/linstor-pools/files"))
+	// LINSTOR keeps the directory as StorDriver/StorPoolName (StoragePools.convertStorPoolProp).
+	g.Expect(files.Props).To(HaveKeyWithValue("StorDriver/StorPoolName", "/var/lib/linstor-pools/files"))
 
 	// Cluster status.
 	g.Eventually(func(g Gomega) {

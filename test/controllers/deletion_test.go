@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	lapi "github.com/LINBIT/golinstor/client"
@@ -41,6 +42,9 @@ func TestDeletionPolicyRetainKeepsTheLinstorNode(t *testing.T) {
 	g.Expect(ok).To(BeTrue(), "Retain deleted the LINSTOR node")
 }
 
+// LINSTOR would delete a node holding the only replica of a resource (it refuses only
+// the last diskful replica of a resource with diskless peers): the operator checks
+// first, and waits until an UpToDate copy exists elsewhere.
 func TestDeletionPolicyDeleteWaitsForTheLastReplica(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -50,22 +54,31 @@ func TestDeletionPolicyDeleteWaitsForTheLastReplica(t *testing.T) {
 	g.Expect(emu.PlaceResource("pvc-del", "del-b", "thin", false)).To(Succeed())
 
 	unselect(t, "del-b")
-	g.Eventually(func(g Gomega) {
+	waitsFor := func(g Gomega, reason, msg string) {
 		sat := get(g, ns, "del-b", &linstorv1.LinstorSatellite{})
 		d := condition(sat.Status.Conditions, linstorv1.ConditionDegraded)
-		g.Expect(d.Message).To(ContainSubstring("last up-to-date replica"))
-	}, timeout, tick).Should(Succeed())
+		g.Expect(d.Reason).To(Equal(reason))
+		g.Expect(d.Message).To(ContainSubstring(msg))
+	}
+	g.Eventually(func(g Gomega) { waitsFor(g, linstorv1.ReasonHoldsLastReplica, "only up-to-date copy of pvc-del") }, timeout, tick).Should(Succeed())
 	_, ok := emu.Node("del-b")
-	g.Expect(ok).To(BeTrue(), "a node holding the last replica was deleted")
+	g.Expect(ok).To(BeTrue(), "a node holding the only replica was deleted")
 
-	// A second replica elsewhere makes the delete safe.
+	// A second replica that is still resyncing is no copy yet.
 	g.Expect(emu.PlaceResource("pvc-del", "del-a", "thin", false)).To(Succeed())
+	g.Expect(emu.SetDiskState("pvc-del", "del-a", "Inconsistent")).To(Succeed())
+	g.Consistently(func(g Gomega) { waitsFor(g, linstorv1.ReasonHoldsLastReplica, "pvc-del") }, "3s", tick).Should(Succeed())
+
+	// Once it is UpToDate the delete is safe.
+	g.Expect(emu.SetDiskState("pvc-del", "del-a", "UpToDate")).To(Succeed())
 	g.Eventually(satelliteGone(ns, "del-b"), timeout, tick).Should(BeTrue())
 	_, ok = emu.Node("del-b")
 	g.Expect(ok).To(BeFalse())
 	g.Expect(emulatorClient(t).Resources.Delete(ctx, "pvc-del", "del-a")).To(Succeed())
 }
 
+// Evacuate: LINSTOR places a replacement that resyncs, and removes the source once it
+// is no longer in use; the satellite says what it waits for.
 func TestDeletionPolicyEvacuateMovesResourcesThenDeletes(t *testing.T) {
 	g := NewWithT(t)
 	ns, _ := availableCluster(t, "evac", linstorv1.LinstorSatelliteConfigurationSpec{
@@ -74,15 +87,58 @@ func TestDeletionPolicyEvacuateMovesResourcesThenDeletes(t *testing.T) {
 	g.Expect(emu.PlaceResource("pvc-evac", "evac-b", "thin", true)).To(Succeed())
 
 	unselect(t, "evac-b")
-	// In use: LINSTOR refuses to evacuate, the satellite waits and says so.
 	g.Eventually(func(g Gomega) {
 		sat := get(g, ns, "evac-b", &linstorv1.LinstorSatellite{})
-		g.Expect(condition(sat.Status.Conditions, linstorv1.ConditionDegraded).Message).To(ContainSubstring("in use"))
+		d := condition(sat.Status.Conditions, linstorv1.ConditionDegraded)
+		g.Expect(d.Reason).To(Equal(linstorv1.ReasonWaitingForEvacuate))
+		g.Expect(d.Message).To(ContainSubstring("in use on the node"))
 	}, timeout, tick).Should(Succeed())
-	g.Expect(emu.PlaceResource("pvc-evac", "evac-b", "thin", false)).To(Succeed())
-	g.Eventually(satelliteGone(ns, "evac-b"), timeout, tick).Should(BeTrue())
+	// The autoplacer may choose any node with room (other tests' nodes too).
+	g.Expect(len(emu.Replicas("pvc-evac"))).To(Equal(2), "LINSTOR placed no replacement: %v", emu.Replicas("pvc-evac"))
 	_, ok := emu.Node("evac-b")
+	g.Expect(ok).To(BeTrue())
+
+	g.Expect(emu.SetInUse("pvc-evac", "evac-b", false)).To(Succeed())
+	g.Eventually(satelliteGone(ns, "evac-b"), timeout, tick).Should(BeTrue())
+	_, ok = emu.Node("evac-b")
 	g.Expect(ok).To(BeFalse())
+	g.Expect(emu.Replicas("pvc-evac")).To(HaveLen(1), "the data must survive on the replacement")
+}
+
+// A replica with nowhere to go: LINSTOR keeps it, answers a warning golinstor drops,
+// and never retries. The operator reports it (condition and event naming the
+// resource), never deletes the node, and asks LINSTOR again once there is room.
+func TestStuckEvacuationIsReportedAndRetried(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	// A ZFS pool: no other test's node has one, so nothing else can take the replica.
+	ns, _ := availableCluster(t, "stuck", linstorv1.LinstorSatelliteConfigurationSpec{
+		StoragePools: []linstorv1.StoragePool{{Name: "zthin", ZfsThinPool: &linstorv1.ZfsPool{}}}, DeletionPolicy: linstorv1.DeletionEvacuate,
+	}, "stuck-a", "stuck-b")
+	g.Expect(emu.PlaceResource("pvc-stuck", "stuck-a", "zthin", false)).To(Succeed())
+	g.Expect(emu.PlaceResource("pvc-stuck", "stuck-b", "zthin", false)).To(Succeed())
+
+	unselect(t, "stuck-b")
+	g.Eventually(func(g Gomega) {
+		sat := get(g, ns, "stuck-b", &linstorv1.LinstorSatellite{})
+		d := condition(sat.Status.Conditions, linstorv1.ConditionDegraded)
+		g.Expect(d.Reason).To(Equal(linstorv1.ReasonEvacuationStuck))
+		g.Expect(d.Message).To(ContainSubstring("cannot move"))
+		g.Expect(d.Message).To(ContainSubstring("pvc-stuck"))
+		var events corev1.EventList
+		g.Expect(env.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+		found := false
+		for _, e := range events.Items {
+			found = found || e.Reason == "EvacuationStuck" && strings.Contains(e.Message, "pvc-stuck")
+		}
+		g.Expect(found).To(BeTrue(), "no EvacuationStuck event naming the resource")
+	}, timeout, tick).Should(Succeed())
+	g.Consistently(func() bool { _, ok := emu.Node("stuck-b"); return ok }, "2s", tick).Should(BeTrue())
+
+	// Room appears: a third node with the pool. The operator asks again and it moves.
+	makeNode(t, "stuck-c", "10.30.0.3", map[string]string{"suite": "stuck"})
+	g.Eventually(func() bool { return emu.ResourcePlaced("pvc-stuck", "stuck-c") }, timeout, tick).Should(BeTrue(), "the evacuation was not retried")
+	g.Eventually(satelliteGone(ns, "stuck-b"), timeout, tick).Should(BeTrue())
 }
 
 func TestDeletingTheClusterKeepsLinstorNodes(t *testing.T) {
@@ -110,13 +166,9 @@ func TestMaxConcurrentEvacuations(t *testing.T) {
 		StoragePools: []linstorv1.StoragePool{thinPool}, DeletionPolicy: linstorv1.DeletionEvacuate,
 		MaxConcurrentEvacuations: ptrTo[int32](1),
 	}, "maxev-a", "maxev-b", "maxev-c")
-	// maxev-a's evacuation cannot finish while its resource is in use.
+	// An evacuation runs on maxev-a and cannot finish while its resource is in use.
 	g.Expect(emu.PlaceResource("pvc-maxev", "maxev-a", "thin", true)).To(Succeed())
-	g.Expect(emu.PlaceResource("pvc-maxev2", "maxev-a", "thin", false)).To(Succeed())
 	emuClient := emulatorClient(t)
-	g.Expect(emuClient.Nodes.Evacuate(context.Background(), "maxev-a", lapi.NodeEvacuate{})).NotTo(Succeed(), "in use: LINSTOR refuses")
-	// Simulate an evacuation already running on maxev-a.
-	g.Expect(emu.PlaceResource("pvc-maxev", "maxev-a", "thin", false)).To(Succeed())
 	g.Expect(emuClient.Nodes.Evacuate(context.Background(), "maxev-a", lapi.NodeEvacuate{})).To(Succeed())
 
 	unselect(t, "maxev-b")
@@ -127,7 +179,9 @@ func TestMaxConcurrentEvacuations(t *testing.T) {
 	n, _ := emu.Node("maxev-b")
 	g.Expect(n.Flags).NotTo(ContainElement("EVACUATE"), "a second evacuation started beyond the limit")
 
-	// When the running evacuation ends (the node is gone), the next one starts.
+	// When the running evacuation ends (its source unmounted, the node deleted), the next one starts.
+	g.Expect(emu.SetInUse("pvc-maxev", "maxev-a", false)).To(Succeed())
+	g.Eventually(func() bool { return emu.ResourcePlaced("pvc-maxev", "maxev-a") }, timeout, tick).Should(BeFalse(), "replicas: %v", emu.Replicas("pvc-maxev"))
 	g.Expect(emuClient.Nodes.Delete(context.Background(), "maxev-a")).To(Succeed())
 	g.Eventually(satelliteGone(ns, "maxev-b"), timeout, tick).Should(BeTrue())
 }

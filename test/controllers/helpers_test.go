@@ -47,6 +47,15 @@ func makeNode(t *testing.T, name, ip string, labels map[string]string) *corev1.N
 // its finalizer ran, so the next test can create the one allowed cluster.
 func makeCluster(t *testing.T, ns string, spec linstorv1.LinstorClusterSpec) *linstorv1.LinstorCluster {
 	t.Helper()
+	// Each test's cluster starts with a LINSTOR that never had a passphrase: the
+	// operator refuses to invent one for a LINSTOR that has one (a lost Secret).
+	emu.ResetPassphrase()
+	return makeClusterOnLinstor(t, ns, spec)
+}
+
+// makeClusterOnLinstor is makeCluster on LINSTOR as it is, passphrase included.
+func makeClusterOnLinstor(t *testing.T, ns string, spec linstorv1.LinstorClusterSpec) *linstorv1.LinstorCluster {
+	t.Helper()
 	ctx := context.Background()
 	c := &linstorv1.LinstorCluster{ObjectMeta: metav1.ObjectMeta{Name: "linstor", Namespace: ns}, Spec: spec}
 	if err := env.Client.Create(ctx, c); err != nil {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"testing"
 
+	lapi "github.com/LINBIT/golinstor/client"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -84,4 +86,40 @@ func TestPassphraseCreatedProtectedAndReentered(t *testing.T) {
 			_ = env.Client.Update(ctx, cur)
 		}
 	})
+}
+
+// A lost default passphrase Secret while LINSTOR has a passphrase: a new passphrase
+// would never open the existing volumes, so the operator creates none, and says what
+// to do.
+func TestLostPassphraseSecretIsNeverReplaced(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	makeNode(t, "lost-a", "10.40.0.1", map[string]string{"suite": "lost"})
+	// LINSTOR has a passphrase, its Secret is gone (deleted, or not restored with the cluster).
+	emu.ResetPassphrase()
+	g.Expect(emulatorClient(t).Encryption.Create(ctx, lapi.Passphrase{NewPassphrase: "the-real-one"})).To(Succeed())
+	cluster := makeClusterOnLinstor(t, ns, linstorv1.LinstorClusterSpec{NodeSelector: map[string]string{"suite": "lost"}})
+	g.Eventually(func(g Gomega) {
+		d := condition(getCluster(g, cluster).Status.Conditions, linstorv1.ConditionDegraded)
+		g.Expect(d.Reason).To(Equal(linstorv1.ReasonSecretMissing))
+		g.Expect(d.Message).To(ContainSubstring("restore the Secret"))
+	}, timeout, tick).Should(Succeed())
+	g.Consistently(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-passphrase"}, &corev1.Secret{}))
+	}, "2s", tick).Should(BeTrue(), "a new passphrase Secret was invented while LINSTOR has a passphrase")
+
+	// Restoring the Secret with the real passphrase heals the cluster.
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "linstor-passphrase", Namespace: ns},
+		Data: map[string][]byte{"MASTER_PASSPHRASE": []byte("the-real-one")}})).To(Succeed())
+	t.Cleanup(func() {
+		cur := &corev1.Secret{}
+		if env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-passphrase"}, cur) == nil {
+			cur.Finalizers = nil
+			_ = env.Client.Update(ctx, cur)
+		}
+	})
+	g.Eventually(func(g Gomega) {
+		g.Expect(condition(getCluster(g, cluster).Status.Conditions, linstorv1.ConditionDegraded).Status).To(Equal(metav1.ConditionFalse))
+	}, timeout, tick).Should(Succeed())
 }

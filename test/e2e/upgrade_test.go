@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
+	lapi "github.com/LINBIT/golinstor/client"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -123,6 +125,16 @@ func TestUpgradeWithApprovalSurvivesOperatorRestarts(t *testing.T) {
 		g.Expect(cluster(g).Status.Version).To(Equal("1.33.2"))
 	}, "3s", tick).Should(Succeed())
 
+	// A node registered as CONTROLLER has no satellite and is always OFFLINE; real LINSTOR
+	// answers its type as "CONTROLLER". It must not hold the upgrade.
+	lc, err := linstor.NewClient(env.LinstorURL, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(lc.Nodes.Create(ctx, lapi.Node{Name: "linstor-controller-0", Type: "Controller", NetInterfaces: []lapi.NetInterface{
+		{Name: "default", Address: net.ParseIP("10.0.0.250"), SatellitePort: 3370, SatelliteEncryptionType: "PLAIN"}}})).To(Succeed())
+	ctrlNode, _ := env.Emulator.Node("linstor-controller-0")
+	g.Expect(ctrlNode.Type).To(Equal("CONTROLLER"))
+	g.Expect(ctrlNode.ConnectionStatus).To(Equal("OFFLINE"))
+
 	// Preflight holds the upgrade while a replica is degraded or a satellite is offline.
 	g.Expect(env.Emulator.SetDiskState("pvc-keep", "node-1", "Outdated")).To(Succeed())
 	taint := corev1.Taint{Key: "e2e.linstor.io/offline", Value: "yes", Effect: corev1.TaintEffectNoExecute}
@@ -173,7 +185,7 @@ func TestUpgradeWithApprovalSurvivesOperatorRestarts(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: st.BackupName}, &b)).To(Succeed())
 	g.Expect(b.Status.LinstorVersion).To(Equal("1.33.2"))
 	g.Expect(b.Status.Checksum).NotTo(BeEmpty())
-	_, _, err := linstorbackup.Load(ctx, env.Client, &b)
+	_, _, err = linstorbackup.Load(ctx, env.Client, &b)
 	g.Expect(err).NotTo(HaveOccurred())
 	// The data survived the migration.
 	_, ok := env.Emulator.Node("node-0")

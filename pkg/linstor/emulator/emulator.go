@@ -607,3 +607,18 @@ func (e *Emulator) ResourcePlaced(rd, nodeName string) bool {
 	_, ok = r.resources[nodeName]
 	return ok
 }
+
+// Replicas maps each node holding a replica of rd to its disk state as the view
+// reports it ("" while the satellite is not ONLINE).
+func (e *Emulator) Replicas(rd string) map[string]string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.advance()
+	out := map[string]string{}
+	if def, ok := e.rds[strings.ToLower(rd)]; ok {
+		for nodeName, rep := range def.resources {
+			out[nodeName] = e.diskState(nodeName, rep)
+		}
+	}
+	return out
+}

@@ -225,7 +225,7 @@ func TestValidEdgeCasesAreAccepted(t *testing.T) {
 				obj{"name": "DrbdOptions/AutoEvictAllowEviction", "value": "false"}},
 		}},
 		{"node connection across zones", "v1", "LinstorNodeConnection", obj{
-			"selector": list{obj{"matchLabels": list{obj{"key": "topology.kubernetes.io/zone", "op": "NotSame"}, obj{"key": "tier", "op": "In", "values": list{"storage"}}}}},
+			"selector":   list{obj{"matchLabels": list{obj{"key": "topology.kubernetes.io/zone", "op": "NotSame"}, obj{"key": "tier", "op": "In", "values": list{"storage"}}}}},
 			"paths":      list{obj{"name": "data", "interface": "data"}},
 			"properties": list{obj{"name": "DrbdOptions/Net/protocol", "value": "A"}},
 		}},

@@ -130,6 +130,24 @@ func init() {
 	})
 }
 
+func init() {
+	serverCorrections = append(serverCorrections, struct {
+		what, source string
+		apply        func(*openapi3.T) error
+	}{
+		what:   "POST /v1/resource-definitions/{resource}/volume-definitions answers 200, not 201",
+		source: "controller/.../api/rest/v1/VolumeDefinitions.createVolumeDefinition (mapToMonoResponse with the default status)",
+		apply: func(doc *openapi3.T) error {
+			op := doc.Paths.Find("/v1/resource-definitions/{resource}/volume-definitions")
+			if op == nil || op.Post == nil || op.Post.Responses.Status(http.StatusCreated) == nil {
+				return errors.New("no 201 answer of POST .../volume-definitions")
+			}
+			op.Post.Responses.Set("200", op.Post.Responses.Status(http.StatusCreated))
+			return nil
+		},
+	})
+}
+
 func property(doc *openapi3.T, schema, prop string) (*openapi3.Schema, error) {
 	s, ok := doc.Components.Schemas[schema]
 	if !ok {

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 
 	lapiconst "github.com/LINBIT/golinstor"
@@ -66,11 +65,15 @@ func (e *Emulator) modifyControllerProps(w http.ResponseWriter, r *http.Request)
 		delete(next, k)
 		answer = append(answer, rc(lapiconst.Deleted|ctrlCtx|lapiconst.MaskDel, "Successfully deleted property '%s'", k))
 	}
+	// The server's controller namespace delete builds each key twice prefixed
+	// (CtrlConfApiCallHandler.deleteNamespace): nothing is found, so an Aux/ namespace
+	// "succeeds" without removing anything and any other non-empty one is refused.
 	for _, ns := range in.DeleteNamespaces {
 		prefix := strings.TrimSuffix(ns, "/") + "/"
 		for _, k := range sortedKeys(next) {
-			if strings.HasPrefix(k, prefix) {
-				delete(next, k)
+			if strings.HasPrefix(k, prefix) && !strings.HasPrefix(k, "Aux/") {
+				writeRC(w, http.StatusCreated, rc(lapiconst.FailInvldProp|ctrlCtx|lapiconst.MaskDel, "The key '%s/%s' is not whitelisted", strings.TrimSuffix(ns, "/"), k))
+				return
 			}
 		}
 	}
@@ -131,6 +134,11 @@ func (e *Emulator) createPassphrase(w http.ResponseWriter, r *http.Request) {
 }
 
 func (e *Emulator) setPassphrase(w http.ResponseWriter, in lapi.Passphrase, success int) {
+	if in.NewPassphrase == "" {
+		// golinstor leaves an empty passphrase out; the server then fails on null.
+		writeRC(w, success, rc(lapiconst.FailUnknownError|ctrlCtx|lapiconst.MaskCrt, "Creation of the crypt passphrase failed due to an unhandled exception of type NullPointerException."))
+		return
+	}
 	if e.passphrase != "" {
 		writeRC(w, success, rc(lapiconst.FailExistsCryptPassphrase|ctrlCtx|lapiconst.MaskCrt, "Could not create new crypt passphrase as it already exists").
 			withCause("A passphrase was already defined").withCorrection("Use the crypt-modify-passphrase command instead of crypt-create-passphrase"))
@@ -190,26 +198,35 @@ func (e *Emulator) enterPassphrase(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// metrics serves a Prometheus text page like the controller's /metrics.
+// connectionStatusValue is the number of ApiConsts.ConnectionStatus the controller's
+// /metrics reports as linstor_node_state.
+var connectionStatusValue = map[string]int{
+	"OFFLINE": 0, "CONNECTED": 1, "ONLINE": 2, "VERSION_MISMATCH": 3, "FULL_SYNC_FAILED": 4, "AUTHENTICATION_ERROR": 5,
+	"UNKNOWN": 6, "HOSTNAME_MISMATCH": 7, "OTHER_CONTROLLER": 8, "AUTHENTICATED": 9, "NO_STLT_CONN": 10,
+}
+
+// metrics serves a Prometheus text page like the controller's /metrics
+// (prometheus/PrometheusBuilder): linstor_info, linstor_node_state with the node's
+// connection status number and labels, and free pool capacity.
 func (e *Emulator) metrics(w http.ResponseWriter, _ *http.Request) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	fmt.Fprintf(w, "# HELP linstor_info LINSTOR controller version.\n# TYPE linstor_info gauge\nlinstor_info{version=%q} 1\n", e.version)
-	fmt.Fprintf(w, "# HELP linstor_node_state Node connection state (1 = ONLINE).\n# TYPE linstor_node_state gauge\n")
+	fmt.Fprintf(w, "# HELP linstor_node_state Node connection state.\n# TYPE linstor_node_state gauge\n")
 	for _, n := range e.sortedNodes() {
-		v := 0
-		if e.nodeView(n).ConnectionStatus == "ONLINE" {
-			v = 1
+		labels := fmt.Sprintf("node=%q,nodetype=%q", n.Name, n.Type)
+		for _, nif := range n.NetInterfaces {
+			if strings.EqualFold(nif.Name, n.Props[curStltConnKey]) {
+				labels = fmt.Sprintf("address=%q,encryption=%q,%s,port=\"%d\"", nif.Address.String(), nif.SatelliteEncryptionType, labels, nif.SatellitePort)
+			}
 		}
-		fmt.Fprintf(w, "linstor_node_state{node=%q} %d\n", n.Name, v)
+		fmt.Fprintf(w, "linstor_node_state{%s} %d\n", labels, connectionStatusValue[e.connectionStatus(n)])
 	}
 	fmt.Fprintf(w, "# HELP linstor_storage_pool_capacity_free_bytes Free capacity.\n# TYPE linstor_storage_pool_capacity_free_bytes gauge\n")
 	for _, n := range e.sortedNodes() {
-		pools := sortedPools(n)
-		sort.Slice(pools, func(i, j int) bool { return pools[i].StoragePoolName < pools[j].StoragePoolName })
-		for _, p := range pools {
-			if p.ProviderKind != lapi.DISKLESS {
+		for _, p := range sortedPools(n) {
+			if p.ProviderKind != lapi.DISKLESS && e.online(n.Name) {
 				fmt.Fprintf(w, "linstor_storage_pool_capacity_free_bytes{node=%q,storage_pool=%q} %d\n", n.Name, p.StoragePoolName, e.poolView(p).FreeCapacity*1024)
 			}
 		}

@@ -5,15 +5,22 @@
 // a conformance test validates every request and response against the official
 // OpenAPI spec.
 //
-// Semantics kept from LINSTOR (see ../shared/linstor/README.md):
+// The server's source (LINSTOR v1.33.3) is the reference, not the spec; every modelled
+// behaviour and the server code it comes from is listed in docs/linstor-semantics.md.
+// The main ones:
 //  1. Mutations answer an ApiCallRc list; the first error entry decides the HTTP status
 //     (codes 300-399: 404, 400-499: 403, other errors: 500); warnings ride in a 2xx.
 //  2. A satellite whose version differs from the controller's is VERSION_MISMATCH.
 //  3. DELETE /v1/nodes/{n} refuses nodes holding in-use resources or the last
-//     up-to-date replica of a resource; DELETE .../lost refuses connected nodes and
-//     does not check replicas; storage pools holding volumes cannot be deleted.
+//     diskful replica of a resource that still has diskless peers, and nothing else:
+//     a lone replica is deleted with its data; DELETE .../lost refuses connected nodes
+//     and does not check replicas; storage pools holding volumes cannot be deleted.
 //  4. The passphrase is created once, must be entered again after a controller
 //     restart, and can only be modified with the old one.
+//  5. Properties are checked against LINSTOR's whitelist (pkg/linstor/props); one bad
+//     key refuses the whole request.
+//  6. Background work takes time (Timing): satellites connect, replicas resync,
+//     evacuations move replicas and wait for them to be unused.
 //
 // Test hooks (methods on *Emulator) inject latency and 5xx per route, take nodes
 // offline, force version mismatches, place resources, and record every request.

@@ -1,7 +1,9 @@
 package emulator
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"fmt"
 	"net/http"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -485,7 +487,8 @@ func (e *Emulator) sortedNodes() []*node {
 	for _, n := range e.nodes {
 		out = append(out, n)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	// The server keeps nodes in a map keyed by the upper-cased name (NodesMapImpl).
+	sort.Slice(out, func(i, j int) bool { return strings.ToUpper(out[i].Name) < strings.ToUpper(out[j].Name) })
 	return out
 }
 
@@ -500,17 +503,33 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 // create/modify, evacuate, restore) end with 500 and the synchronous ones with 400
 // (rest/v1/RequestHelper.handleJsonParseException, ApiCallRcRestUtils.toResponse).
 func decode(w http.ResponseWriter, r *http.Request, into any, parseStatus int) bool {
+	return decodeTwice(w, r, into, nil, parseStatus)
+}
+
+// decodeTwice is decode, also reading the body into also (leniently), for requests
+// where an absent field means something else than an empty one.
+func decodeTwice(w http.ResponseWriter, r *http.Request, into, also any, parseStatus int) bool {
 	if r.Body == nil || r.ContentLength == 0 {
 		return true
 	}
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(into); err != nil {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	if err == nil {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		err = dec.Decode(into)
+	}
+	if err == nil && also != nil {
+		err = json.Unmarshal(body, also)
+	}
+	if err != nil {
 		writeJSON(w, parseStatus, []apiCallRc{rc(lapiconst.ApiCallParseError, "Unable to parse input json.").withDetails("%s", err.Error())})
 		return false
 	}
 	return true
 }
+
+// maxBody bounds what the emulator reads of a request.
+const maxBody = 8 << 20
 
 func copyMap(m map[string]string) map[string]string {
 	if m == nil {

@@ -93,10 +93,10 @@ func (e *Emulator) upToDatePeers(rd *resourceDefinition, nodeName string) int {
 // is Inconsistent while it resyncs.
 func (e *Emulator) placeReplacement(rd *resourceDefinition, rep *replica, from string, in lapi.NodeEvacuate) string {
 	src := e.nodes[strings.ToLower(from)]
-	if src == nil || src.pools[rep.pool] == nil {
+	if src == nil || src.pools[strings.ToLower(rep.pool)] == nil {
 		return ""
 	}
-	kind := src.pools[rep.pool].ProviderKind
+	kind := src.pools[strings.ToLower(rep.pool)].ProviderKind
 	var size int64
 	for _, v := range rd.volumes {
 		size += int64(v.SizeKib)
@@ -123,7 +123,7 @@ func (e *Emulator) placeReplacement(rd *resourceDefinition, rep *replica, from s
 			if p.ProviderKind != kind || free < size {
 				continue
 			}
-			c := candidate{node: n.Name, pool: p.StoragePoolName, free: free, samePool: p.StoragePoolName == rep.pool}
+			c := candidate{node: n.Name, pool: p.StoragePoolName, free: free, samePool: strings.EqualFold(p.StoragePoolName, rep.pool)}
 			if best == nil || c.samePool && !best.samePool || c.samePool == best.samePool && c.free > best.free {
 				best = &c
 			}
@@ -136,13 +136,18 @@ func (e *Emulator) placeReplacement(rd *resourceDefinition, rep *replica, from s
 	return best.node
 }
 
-// advance carries out what the controller does in the background up to now: an
-// evacuated replica is deleted once its replacement is UpToDate and it is no longer
-// in use (the source waits for the workload to go).
+// advance carries out what the controller does in the background up to now: a replica
+// marked for deletion goes once its satellite confirms (is ONLINE); an evacuated
+// replica is deleted once its replacement is UpToDate and it is no longer in use (the
+// source waits for the workload to go).
 func (e *Emulator) advance() {
 	for _, rd := range e.rds {
 		for _, nodeName := range sortedKeys(rd.resources) {
 			rep := rd.resources[nodeName]
+			if hasFlag(rep.flags, lapiconst.FlagDelete) && e.online(nodeName) {
+				delete(rd.resources, nodeName) // the satellite confirmed the deletion
+				continue
+			}
 			if rep.migrateTo == "" {
 				continue
 			}

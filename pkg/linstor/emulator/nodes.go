@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	lapiconst "github.com/LINBIT/golinstor"
 	lapi "github.com/LINBIT/golinstor/client"
@@ -55,9 +56,9 @@ func (e *Emulator) routes(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /v1/nodes/{node}", e.onNode(deleteMissing(delNode), e.deleteNode))
 	mux.HandleFunc("DELETE /v1/nodes/{node}/lost", e.onNode(deleteMissing(delNode), e.lostNode))
 	mux.HandleFunc("PUT /v1/nodes/{node}/reconnect", e.onNode(missingWith(lapiconst.FailNotFoundNode|modNode), e.reconnectNode))
-	mux.HandleFunc("PUT /v1/nodes/{node}/evacuate", e.onNode(missingWith(lapiconst.FailNotFoundNode), e.evacuateNode))
-	mux.HandleFunc("PUT /v1/nodes/{node}/evict", e.onNode(missingWith(lapiconst.FailNotFoundNode), e.evictNode))
-	mux.HandleFunc("PUT /v1/nodes/{node}/restore", e.onNode(missingWith(lapiconst.FailNotFoundNode), e.restoreNode))
+	mux.HandleFunc("PUT /v1/nodes/{node}/evacuate", e.onNode(rawMissing, e.evacuateNode))
+	mux.HandleFunc("PUT /v1/nodes/{node}/evict", e.onNode(rawMissing, e.evictNode))
+	mux.HandleFunc("PUT /v1/nodes/{node}/restore", e.onNode(rawMissing, e.restoreNode))
 	mux.HandleFunc("GET /v1/nodes/{node}/net-interfaces", e.onNode(queryMissing, e.listNetIfs))
 	mux.HandleFunc("POST /v1/nodes/{node}/net-interfaces", e.onNode(missingWith(lapiconst.FailNotFoundNode|crtNetIf), e.createNetIf))
 	mux.HandleFunc("GET /v1/nodes/{node}/net-interfaces/{netif}", e.onNode(queryMissing, e.getNetIf))
@@ -108,6 +109,15 @@ func missingWith(code uint64) missingFunc {
 			withCause("The specified node '%s' could not be found in the database", name).
 			withCorrection("Create a node with the name '%s' first.", name).withRefs("Node", name))
 	}
+}
+
+// rawMissing: evacuate, evict and restore answer without context masks or obj_refs
+// (they are not wrapped in reportingExceptions).
+func rawMissing(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("node")
+	writeRC(w, http.StatusOK, rc(lapiconst.FailNotFoundNode, "Node '%s' not found.", name).
+		withCause("The specified node '%s' could not be found in the database", name).
+		withCorrection("Create a node with the name '%s' first.", name))
 }
 
 // deleteMissing: deleting a node that does not exist has no effect and is no error
@@ -167,8 +177,14 @@ func (e *Emulator) getNode(w http.ResponseWriter, r *http.Request, n *node) {
 // present, name, uniqueness, properties, each interface, a satellite connection.
 func (e *Emulator) createNode(w http.ResponseWriter, r *http.Request) {
 	var in lapi.Node
-	if !decode(w, r, &in, http.StatusInternalServerError) {
+	var typed struct {
+		Type *string `json:"type"`
+	}
+	if !decodeTwice(w, r, &in, &typed, http.StatusInternalServerError) {
 		return
+	}
+	if typed.Type == nil {
+		in.Type = "SATELLITE" // a missing type (JSON null) is a satellite; "" is no enum name
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -176,8 +192,6 @@ func (e *Emulator) createNode(w http.ResponseWriter, r *http.Request) {
 	fail := func(code uint64, format string, args ...any) apiCallRc {
 		return rc(code|crtNode, format, args...).withRefs("Node", in.Name)
 	}
-	// Only a missing type means SATELLITE; golinstor always sends one, and "" is no
-	// enum name.
 	typ, ok := nodeTypes[strings.ToLower(in.Type)]
 	{
 		if !ok {
@@ -234,11 +248,12 @@ func (e *Emulator) createNode(w http.ResponseWriter, r *http.Request) {
 		n.onlineSince = e.now()
 	}
 	e.nodes[strings.ToLower(in.Name)] = n
-	answer = append([]apiCallRc{rc(lapiconst.Created|crtNode, "New node '%s' registered.", n.Name).
-		withDetails("Node '%s' UUID is: %s", n.Name, n.Uuid).withRefs("Node", in.Name, "UUID", n.Uuid)}, answer...)
-	// The controller tries to connect for a second (connectNow); a satellite that is
-	// not there yet is a warning, the node is stored all the same.
-	if typ != "CONTROLLER" && typ != "AUXILIARY" && e.connectionStatus(n) != "ONLINE" {
+	answer = append(answer, rc(lapiconst.Created|crtNode, "New node '%s' registered.", n.Name).
+		withDetails("Node '%s' UUID is: %s", n.Name, n.Uuid).withRefs("Node", in.Name, "UUID", n.Uuid))
+	// The controller waits up to a second for the connection (connectNow,
+	// FIRST_CONNECT_TIMEOUT_MILLIS); a satellite that is not there by then is a
+	// warning, and the node is stored all the same.
+	if holdsPools(typ) && (!n.online || e.timing.SatelliteConnect > time.Second) {
 		answer = append(answer, rc(lapiconst.WarnNotConnected|crtNode, "No active connection to satellite '%s'", n.Name).
 			withDetails("The controller is trying to (re-) establish a connection to the satellite. The controller stored the changes and as soon the satellite is connected, it will receive this update.").
 			withRefs("Node", in.Name))
@@ -514,6 +529,7 @@ func (e *Emulator) reconnectNode(w http.ResponseWriter, r *http.Request, n *node
 		writeRC(w, http.StatusOK, rc(lapiconst.WarnNodeEvicted|modNode, "Nodes [%s] are evicted and will not be reconnected. Use node restore <node-name> to reconnect.", n.Name).withRefs("Node", n.Name))
 		return
 	}
+	n.onlineSince = e.now() // the connection is closed and opened again
 	answer := []apiCallRc{rc(lapiconst.MaskMod|lapiconst.MaskNode, "Nodes [%s] will be reconnected.", n.Name).withRefs("Node", n.Name)}
 	if e.connectionStatus(n) != "ONLINE" {
 		answer = append(answer, rc(lapiconst.WarnNotConnected|modNode, "No active connection to satellite '%s'", n.Name).withRefs("Node", n.Name))
@@ -538,7 +554,10 @@ func (e *Emulator) evictNode(w http.ResponseWriter, r *http.Request, n *node) {
 				continue
 			}
 			rep.flags = appendFlag(appendFlag(rep.flags, "INACTIVE"), lapiconst.FlagEvicted)
-			if rep.diskful() {
+			// Replacements only while fewer active diskful replicas remain than
+			// AutoEvictMinReplicaCount (the place count by default;
+			// CtrlRscAutoRePlaceRscHelper).
+			if rep.diskful() && e.activeDiskful(rd) < defaultPlaceCount {
 				if target := e.placeReplacement(rd, rep, n.Name, lapi.NodeEvacuate{}); target != "" {
 					answer = append(answer, rc(lapiconst.Created|crtRsc, "Resource '%s' on node '%s' created as a replacement of the evicted node '%s'.", rd.Name, target, n.Name))
 				}
@@ -576,7 +595,6 @@ func (e *Emulator) restoreNode(w http.ResponseWriter, r *http.Request, n *node) 
 			continue
 		}
 		rep.flags = withoutFlag(withoutFlag(withoutFlag(rep.flags, lapiconst.FlagEvicted), "INACTIVE"), lapiconst.FlagEvacuate)
-		delete(rep.props, "MigrateFrom")
 	}
 	answer = append(answer, rc(lapiconst.MaskSuccess|lapiconst.MaskNode, "Successfully restored node %s", n.Name))
 	writeRC(w, http.StatusOK, answer...)
@@ -669,6 +687,7 @@ func (e *Emulator) modifyNetIf(w http.ResponseWriter, r *http.Request, n *node) 
 		return
 	}
 	cur := n.NetInterfaces[i]
+	before := cur
 	if in.SatellitePort != 0 && in.SatelliteEncryptionType != "" {
 		if bad := checkNetIf(n.Name, lapi.NetInterface{Name: cur.Name, Address: cur.Address, SatellitePort: in.SatellitePort, SatelliteEncryptionType: in.SatelliteEncryptionType}, true, modNetIf); bad != nil {
 			writeRC(w, http.StatusOK, *bad)
@@ -684,7 +703,9 @@ func (e *Emulator) modifyNetIf(w http.ResponseWriter, r *http.Request, n *node) 
 		return
 	}
 	n.NetInterfaces[i] = cur
-	if in.IsActive || strings.EqualFold(n.Props[curStltConnKey], cur.Name) {
+	isActive := strings.EqualFold(n.Props[curStltConnKey], cur.Name)
+	changed := !before.Address.Equal(cur.Address) || before.SatellitePort != cur.SatellitePort
+	if in.IsActive && !isActive || isActive && changed {
 		e.switchConnection(n, cur.Name)
 	}
 	writeRC(w, http.StatusOK, rc(lapiconst.Modified|modNetIf, "NetInterface '%s' on node '%s' modified.", cur.Name, n.Name).
@@ -754,4 +775,16 @@ func queryList(r *http.Request, key string) map[string]bool {
 		}
 	}
 	return out
+}
+
+// activeDiskful counts the replicas of rd that store data and serve: diskful, not
+// inactive, evicted or being deleted.
+func (e *Emulator) activeDiskful(rd *resourceDefinition) int {
+	n := 0
+	for _, rep := range rd.resources {
+		if rep.diskful() && !hasFlag(rep.flags, "INACTIVE") && !hasFlag(rep.flags, lapiconst.FlagDelete) {
+			n++
+		}
+	}
+	return n
 }

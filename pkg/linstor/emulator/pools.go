@@ -87,6 +87,10 @@ func (e *Emulator) viewPools(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	// By storage pool definition (upper-cased name), then by node.
+	sort.SliceStable(out, func(i, j int) bool {
+		return strings.ToUpper(out[i].StoragePoolName) < strings.ToUpper(out[j].StoragePoolName)
+	})
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -169,25 +173,26 @@ func (e *Emulator) createPool(w http.ResponseWriter, r *http.Request, n *node) {
 	case checkName(name, 3, 48, "-") != "":
 		fail(lapiconst.FailInvldStorPoolName, "The given storage pool name '%s' is invalid.", name)
 		return
-	case !holdsPools(n.Type):
-		fail(lapiconst.FailInvldStorDriver, "Node '%s' of type %s cannot hold storage pools", n.Name, n.Type)
-		return
 	case kind != lapi.DISKLESS && !e.online(n.Name):
 		// The supported providers come from the satellite's handshake; an offline peer has none.
 		fail(lapiconst.FailStltDoesNotSupportProvider, "The satellite does not support the device provider %s", kind)
+		return
+	case !holdsPools(n.Type):
+		fail(lapiconst.FailInvldStorDriver, "Node '%s' of type %s cannot hold storage pools", n.Name, n.Type)
 		return
 	case n.pools[strings.ToLower(name)] != nil:
 		fail(lapiconst.FailExistsStorPool, "Node: %s, Storage pool name: %s already exists.", n.Name, name)
 		return
 	}
-	poolProps := map[string]string{}
-	set, bad := setProps(props.StoragePool, poolProps, rewriteDriverProps(in.Props))
-	if bad != nil {
-		writeRC(w, http.StatusCreated, propRefused(*bad, crtPool).withRefs(refs...))
+	requested := rewriteDriverProps(in.Props)
+	if pref, ok := requested["PrefNic"]; ok && findNetIf(n, pref) < 0 {
+		fail(lapiconst.FailInvldProp, "The network interface '%s' of node '%s' does not exist!", pref, n.Name)
 		return
 	}
-	if pref, ok := poolProps["PrefNic"]; ok && findNetIf(n, pref) < 0 {
-		fail(lapiconst.FailInvldProp, "The network interface '%s' of node '%s' does not exist!", pref, n.Name)
+	poolProps := map[string]string{}
+	set, bad := setProps(props.StoragePool, poolProps, requested)
+	if bad != nil {
+		writeRC(w, http.StatusCreated, propRefused(*bad, crtPool).withRefs(refs...))
 		return
 	}
 	if g := allocationGranularity[kind]; g != "" {
@@ -207,6 +212,9 @@ func (e *Emulator) createPool(w http.ResponseWriter, r *http.Request, n *node) {
 		rc(lapiconst.Created|crtPool, "New storage pool '%s' on node '%s' registered.", name, n.Name).
 			withDetails("Storage pool '%s' on node '%s' UUID is: %s", name, n.Name, p.Uuid).withRefs(append(refs, "UUID", p.Uuid)...),
 		rc(lapiconst.Modified|crtPool, "Storage pool updated on '%s'", n.Name).withRefs(refs...))
+	if !e.online(n.Name) {
+		answer = append(answer[:len(answer)-1], offlineUpdate(n.Name, crtPool, "Registration of storage pool '%s' on node '%s'", name, n.Name)...)
+	}
 	writeRC(w, http.StatusCreated, answer...)
 }
 
@@ -241,8 +249,12 @@ func (e *Emulator) modifyPool(w http.ResponseWriter, r *http.Request, n *node) {
 		writeRC(w, http.StatusOK, bad.withRefs(refs...))
 		return
 	}
+	changed := !equalMaps(p.Props, next)
 	p.Props = next
 	answer = append(answer, rc(lapiconst.Modified|modPool, "Storage pool '%s' on node '%s' modified.", p.StoragePoolName, n.Name).withRefs(append(refs, "UUID", p.Uuid)...))
+	if changed && !e.online(n.Name) {
+		answer = append(answer, offlineUpdate(n.Name, modPool, "Modification of storage pool '%s' on node '%s'", p.StoragePoolName, n.Name)...)
+	}
 	writeRC(w, http.StatusOK, answer...)
 }
 
@@ -275,8 +287,12 @@ func (e *Emulator) deletePool(w http.ResponseWriter, r *http.Request, n *node) {
 		return
 	}
 	delete(n.pools, strings.ToLower(name))
-	writeRC(w, http.StatusOK, rc(lapiconst.Deleted|delPool, "Node: %s, Storage pool name: %s deleted.", n.Name, p.StoragePoolName).
-		withDetails("Storage pool '%s' on node '%s' UUID was: %s", p.StoragePoolName, n.Name, p.Uuid).withRefs(refs...))
+	answer := []apiCallRc{rc(lapiconst.Deleted|delPool, "Node: %s, Storage pool name: %s deleted.", n.Name, p.StoragePoolName).
+		withDetails("Storage pool '%s' on node '%s' UUID was: %s", p.StoragePoolName, n.Name, p.Uuid).withRefs(refs...)}
+	if !e.online(n.Name) {
+		answer = append(answer, rc(lapiconst.WarnNotConnected|modPool, "No active connection to satellite '%s'", n.Name).withRefs(refs...))
+	}
+	writeRC(w, http.StatusOK, answer...)
 }
 
 func poolDeleteMissing(w http.ResponseWriter, r *http.Request) {
@@ -361,6 +377,10 @@ func (e *Emulator) createDevicePool(w http.ResponseWriter, r *http.Request, n *n
 		return
 	}
 	const op = lapiconst.MaskPhysicalDevice | lapiconst.MaskCrt
+	if _, ok := providerKinds[strings.ToUpper(string(in.ProviderKind))]; !ok {
+		writeJSON(w, http.StatusBadRequest, []apiCallRc{rc(lapiconst.FailInvldLayerKind, "Given provider kind '%s' is invalid", in.ProviderKind)})
+		return
+	}
 	if name := in.WithStoragePool.Name; name != "" && checkName(name, 3, 48, "-") != "" {
 		writeJSON(w, http.StatusBadRequest, []apiCallRc{rc(lapiconst.FailInvldStorPoolName, "The given storage pool name '%s' is invalid.", name)})
 		return
@@ -525,6 +545,10 @@ func (e *Emulator) modifyNodeConnection(w http.ResponseWriter, r *http.Request) 
 		}
 	}
 	k := connKey(a.Name, b.Name)
+	if _, exists := e.nodeConns[k]; !exists && len(in.OverrideProps) == 0 {
+		writeRC(w, http.StatusOK, rc(lapiconst.WarnNotFound|ctx, "Node connection between nodes '%s' and '%s' does not exist", an, bn).withRefs(refs...))
+		return
+	}
 	answer, next, bad := modifyProps(props.NodeConnection, e.nodeConns[k], in, lapiconst.MaskNodeConn)
 	if bad != nil {
 		writeRC(w, http.StatusOK, bad.withRefs(refs...))
@@ -537,4 +561,26 @@ func (e *Emulator) modifyNodeConnection(w http.ResponseWriter, r *http.Request) 
 	}
 	answer = append(answer, rc(lapiconst.Modified|ctx, "Node connection between nodes '%s' and '%s' modified.", k[0], k[1]).withRefs(refs...))
 	writeRC(w, http.StatusOK, answer...)
+}
+
+// offlineUpdate is how a pool change on an offline satellite ends: the change is
+// committed, the satellite update fails with WARN_NOT_CONNECTED, and the handler turns
+// that into an unknown error (a DelayedApiRcException it does not suppress): HTTP 500.
+func offlineUpdate(nodeName string, ctx uint64, what string, args ...any) []apiCallRc {
+	return []apiCallRc{
+		rc(lapiconst.WarnNotConnected|ctx, "No active connection to satellite '%s'", nodeName),
+		rc(lapiconst.FailUnknownError|ctx, what+" failed due to an unhandled exception of type DelayedApiRcException. Exceptions have been converted to responses", args...),
+	}
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
 }

@@ -50,8 +50,8 @@ func (e *Emulator) createResourceDefinition(w http.ResponseWriter, r *http.Reque
 	defer e.mu.Unlock()
 	name := in.ResourceDefinition.Name
 	switch {
-	case checkName(name, 3, 48, "-") != "":
-		writeRC(w, http.StatusCreated, rc(lapiconst.FailInvldRscName|crtRscDfn, "The given resource name '%s' is invalid.", name).withCause("%s", checkName(name, 3, 48, "-")))
+	case checkName(name, 2, 48, "-") != "":
+		writeRC(w, http.StatusCreated, rc(lapiconst.FailInvldRscName|crtRscDfn, "The given resource name '%s' is invalid.", name).withCause("%s", checkName(name, 2, 48, "-")))
 		return
 	case e.rds[strings.ToLower(name)] != nil:
 		writeRC(w, http.StatusCreated, rc(lapiconst.FailExistsRscDfn|crtRscDfn, "A resource definition with the name '%s' already exists.", name).withRefs("RscDfn", name))
@@ -117,6 +117,8 @@ func (e *Emulator) listVolumeDefinitions(w http.ResponseWriter, r *http.Request)
 	writeJSON(w, http.StatusOK, append([]lapi.VolumeDefinition{}, rd.volumes...))
 }
 
+// createVolumeDefinition answers 200, not the spec's 201
+// (rest/v1/VolumeDefinitions.createVolumeDefinition maps with the default status).
 func (e *Emulator) createVolumeDefinition(w http.ResponseWriter, r *http.Request) {
 	var in lapi.VolumeDefinitionCreate
 	if !decode(w, r, &in, http.StatusInternalServerError) {
@@ -130,7 +132,7 @@ func (e *Emulator) createVolumeDefinition(w http.ResponseWriter, r *http.Request
 	}
 	vd := in.VolumeDefinition
 	if vd.SizeKib == 0 {
-		writeRC(w, http.StatusCreated, rc(lapiconst.FailInvldVlmSize|lapiconst.MaskVlmDfn|lapiconst.MaskCrt, "The given volume size '0' is invalid."))
+		writeRC(w, http.StatusOK, rc(lapiconst.FailInvldVlmSize|lapiconst.MaskVlmDfn|lapiconst.MaskCrt, "The given volume size '0' is invalid."))
 		return
 	}
 	if vd.VolumeNumber == nil {
@@ -138,7 +140,7 @@ func (e *Emulator) createVolumeDefinition(w http.ResponseWriter, r *http.Request
 	}
 	vd.Uuid = uuid.NewString()
 	rd.volumes = append(rd.volumes, vd)
-	writeRC(w, http.StatusCreated, rc(lapiconst.Created|lapiconst.MaskVlmDfn|lapiconst.MaskCrt, "New volume definition with number '%d' of resource definition '%s' created.", *vd.VolumeNumber, rd.Name))
+	writeRC(w, http.StatusOK, rc(lapiconst.Created|lapiconst.MaskVlmDfn|lapiconst.MaskCrt, "New volume definition with number '%d' of resource definition '%s' created.", *vd.VolumeNumber, rd.Name))
 }
 
 // createResource places a replica (the CSI driver's call): refused on a node being
@@ -215,6 +217,14 @@ func (e *Emulator) deleteResource(w http.ResponseWriter, r *http.Request) {
 	}
 	if why := e.refuseReplicaDelete(rd, n.Name, delRsc); why != nil {
 		writeRC(w, http.StatusOK, why.withRefs(refs...))
+		return
+	}
+	if !e.online(n.Name) {
+		// The row goes only once the satellite confirms: flagged DELETE meanwhile.
+		rep := rd.resources[n.Name]
+		rep.flags = appendFlag(rep.flags, lapiconst.FlagDelete)
+		writeRC(w, http.StatusOK, rc(lapiconst.Deleted|delRsc, "Node: %s, Resource: %s preparing for deletion.", n.Name, rd.Name).withRefs(refs...),
+			rc(lapiconst.WarnNotConnected|delRsc, "No active connection to satellite '%s'", n.Name).withRefs(refs...))
 		return
 	}
 	delete(rd.resources, n.Name)

@@ -356,3 +356,51 @@ func TestTimedStates(t *testing.T) {
 		}
 	}
 }
+
+// A satellite that is away: a pool change is committed but the answer is a 500 (the
+// handler does not suppress the failed satellite update); a replica delete waits for
+// the satellite, flagged DELETE, and answers 200 with a warning
+// (CtrlStorPoolApiCallHandler, CtrlRscDeleteApiCallHandler).
+func TestChangesWhileTheSatelliteIsAway(t *testing.T) {
+	h, clk := onlineHarness(t, "n1", "n2")
+	addPool(t, h, "n1", "n2")
+	must(t, h.emu.PlaceResource("pvc-a", "n1", "thin", false))
+	must(t, h.emu.PlaceResource("pvc-a", "n2", "thin", false))
+	must(t, h.emu.SetNodeOnline("n2", false))
+
+	status, got := h.call(t, "PUT", "/v1/nodes/n2/storage-pools/thin", lapi.GenericPropsModify{OverrideProps: map[string]string{"Aux/x": "1"}})
+	if status != http.StatusInternalServerError || got[len(got)-1].code() != lapiconst.FailUnknownError|lapiconst.MaskMod|lapiconst.MaskStorPool {
+		t.Errorf("pool modify on an offline satellite: HTTP %d %+v", status, got)
+	}
+	if p, _ := h.emu.StoragePools("n2"); p[1].Props["Aux/x"] != "1" {
+		t.Errorf("the change should be committed all the same: %+v", p)
+	}
+	status, got = h.call(t, "PUT", "/v1/nodes/n2/storage-pools/thin", lapi.GenericPropsModify{OverrideProps: map[string]string{"Aux/x": "1"}})
+	expect(t, "the same change again (nothing to send)", status, got, http.StatusOK, lapiconst.MaskStorPool|lapiconst.MaskCrt|lapiconst.Created)
+
+	status, got = h.call(t, "DELETE", "/v1/resource-definitions/pvc-a/resources/n2", nil)
+	expect(t, "replica delete on an offline satellite", status, got, http.StatusOK, lapiconst.Deleted|lapiconst.MaskDel|lapiconst.MaskRsc)
+	if got[1].code() != lapiconst.WarnNotConnected|lapiconst.MaskDel|lapiconst.MaskRsc || !h.emu.ResourcePlaced("pvc-a", "n2") {
+		t.Errorf("the replica should wait for its satellite, flagged DELETE: %+v", got)
+	}
+	must(t, h.emu.SetNodeOnline("n2", true))
+	clk.Advance(time.Second) // reconnected and synced
+	if h.emu.ResourcePlaced("pvc-a", "n2") {
+		t.Error("the replica should go once its satellite is back")
+	}
+}
+
+// A node create without a type is a satellite; an empty type is no enum name
+// (LinstorParsingUtils.asNodeType).
+func TestMissingNodeType(t *testing.T) {
+	h, _ := onlineHarness(t)
+	body := map[string]any{"name": "n1", "net_interfaces": []map[string]any{{"name": "default", "address": "10.0.5.1", "satellite_port": 3366, "satellite_encryption_type": "PLAIN"}}}
+	status, got := h.call(t, "POST", "/v1/nodes", body)
+	expect(t, "no type", status, got, http.StatusCreated, lapiconst.Created|lapiconst.MaskCrt|lapiconst.MaskNode)
+	if n, _ := h.emu.Node("n1"); n.Type != "SATELLITE" {
+		t.Errorf("type = %q, want SATELLITE", n.Type)
+	}
+	body["name"], body["type"] = "n2", ""
+	status, got = h.call(t, "POST", "/v1/nodes", body)
+	expect(t, "empty type", status, got, http.StatusInternalServerError, lapiconst.FailInvldNodeType|lapiconst.MaskCrt|lapiconst.MaskNode)
+}

@@ -176,6 +176,7 @@ type scope struct {
 	netifInvalid bool // netifErr is a configuration the node cannot satisfy
 	poolErr      error
 	poolWaiting  string
+	poolPending  string // pools not created yet, and why (not a fault)
 	deleteWait   string
 	deleteReason string // why deletion waits, when it is not a plain evacuation
 

@@ -242,10 +242,13 @@ func (r *Reconciler) reconcileStoragePools(ctx context.Context, s *scope) (ctrl.
 		s.poolErr = err
 		return ctrl.Result{RequeueAfter: shortPoll}, nil
 	}
-	byName := map[string]lapi.StoragePool{}
+	byName := map[string]lapi.StoragePool{} // LINSTOR's pool names ignore case
 	for _, p := range existing {
-		byName[p.StoragePoolName] = p
+		byName[strings.ToLower(p.StoragePoolName)] = p
 	}
+	// LINSTOR learns which storage providers a satellite supports when it connects and
+	// refuses pools on a satellite that is not ONLINE: creating waits for it.
+	online := lnode.ConnectionStatus == "ONLINE"
 	managed := sets.New(managedPools(lnode.Props)...)
 	desired := sets.New[string]()
 	var problems []string
@@ -260,7 +263,11 @@ func (r *Reconciler) reconcileStoragePools(ctx context.Context, s *scope) (ctrl.
 		if len(refused) > 0 {
 			problems = append(problems, fmt.Sprintf("pool %s: LINSTOR does not accept properties: %s", want.Name, strings.Join(refused, "; ")))
 		}
-		cur, ok := byName[want.Name]
+		cur, ok := byName[strings.ToLower(want.Name)]
+		if !ok && !online {
+			s.poolPending = fmt.Sprintf("waiting for the satellite to be ONLINE (it is %s) to create pool %s", lnode.ConnectionStatus, want.Name)
+			continue
+		}
 		if !ok {
 			if err := createPool(ctx, s.lc, s.sat.Name, &want, kind, driverProps, userProps); err != nil {
 				problems = append(problems, fmt.Sprintf("creating pool %s: %v", want.Name, err))
@@ -285,7 +292,7 @@ func (r *Reconciler) reconcileStoragePools(ctx context.Context, s *scope) (ctrl.
 		}
 	}
 	for _, name := range sets.List(managed.Difference(desired)) {
-		if _, ok := byName[name]; !ok {
+		if _, ok := byName[strings.ToLower(name)]; !ok {
 			managed.Delete(name)
 			continue
 		}
@@ -304,7 +311,7 @@ func (r *Reconciler) reconcileStoragePools(ctx context.Context, s *scope) (ctrl.
 		s.poolErr = fmt.Errorf("%s", strings.Join(problems, "; "))
 		return ctrl.Result{RequeueAfter: shortPoll}, nil
 	}
-	if s.poolWaiting != "" {
+	if s.poolWaiting != "" || s.poolPending != "" {
 		return ctrl.Result{RequeueAfter: shortPoll}, nil
 	}
 	return ctrl.Result{}, nil

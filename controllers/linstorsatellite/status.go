@@ -96,8 +96,11 @@ func setDegradedCondition(sat *linstorv1.LinstorSatellite, s *scope) {
 
 func setProgressingCondition(sat *linstorv1.LinstorSatellite, s *scope) {
 	cond := metav1.Condition{Type: linstorv1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: sat.Generation}
-	if s.linstorErr != nil {
+	switch {
+	case s.linstorErr != nil:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonControllerNotReady, "Waiting for the LINSTOR controller: "+s.linstorErr.Error()
+	case s.poolPending != "":
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonNodeOffline, s.poolPending
 	}
 	meta.SetStatusCondition(&sat.Status.Conditions, cond)
 }

@@ -35,7 +35,11 @@ const (
 	// ReasonEvacuationStuck: a replica on an evacuating node has nowhere to go.
 	ReasonEvacuationStuck = "EvacuationStuck"
 	// ReasonHoldsLastReplica: deleting the node would destroy the only copy of data.
-	ReasonHoldsLastReplica  = "HoldsLastReplica"
+	ReasonHoldsLastReplica = "HoldsLastReplica"
+	// ReasonRestoreNeedsConfirmation: a restore would replace the live database.
+	ReasonRestoreNeedsConfirmation = "RestoreNeedsConfirmation"
+	// ReasonRestoreIncomplete: the database is partly replaced; LINSTOR stays stopped.
+	ReasonRestoreIncomplete = "RestoreIncomplete"
 	ReasonUpgradeInProgress = "UpgradeInProgress"
 	ReasonBackupInProgress  = "BackupInProgress"
 	ReasonUpgradeFailed     = "UpgradeFailed"

@@ -281,6 +281,16 @@ type UpgradeSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Policy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Automatic","urn:alm:descriptor:com.tectonic.ui:select:Manual"}
 	Policy UpgradePolicy `json:"policy,omitempty"`
+
+	// phaseTimeout bounds each upgrade phase that waits (Backup, Controller,
+	// Satellites): past it, a Backup ends the upgrade with nothing changed, and a
+	// Controller or Satellites phase rolls back. Large databases or slow image pulls
+	// want more than the 10 minutes default. Verify has no timeout.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(h|m|s))+$`
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Phase Timeout"
+	PhaseTimeout *metav1.Duration `json:"phaseTimeout,omitempty"`
 }
 
 // LinstorClusterStatus is the observed state of the LINSTOR cluster.
@@ -395,8 +405,14 @@ type UpgradeStatus struct {
 type RestoreStatus struct {
 	// backupName is the LinstorBackup restored (or being restored).
 	BackupName string `json:"backupName"`
-	// phase is Restoring, Restored or Failed.
-	// +kubebuilder:validation:Enum=Restoring;Restored;Failed
+	// clusterUID is the UID of the LinstorCluster the restore was asked of: a
+	// recreated object never inherits a restore.
+	// +optional
+	ClusterUID string `json:"clusterUID,omitempty"`
+	// phase is AwaitingConfirmation (the live database would be replaced), Stopping
+	// (nothing touched yet), Restoring (the database is being replaced; LINSTOR stays
+	// stopped until it is complete), Restored or Failed (refused, nothing touched).
+	// +kubebuilder:validation:Enum=AwaitingConfirmation;Stopping;Restoring;Restored;Failed
 	Phase string `json:"phase"`
 	// linstorVersion the backup was taken with, and that runs after the restore.
 	// +optional

@@ -43,8 +43,8 @@ type Reconciler struct {
 	Grace *phases.Grace
 	// Direct reads the API server without the cache (pods, LINSTOR's database).
 	Direct client.Client
-	// UpgradePhaseTimeout bounds waiting for LINSTOR at a new version; zero means
-	// DefaultUpgradePhaseTimeout.
+	// UpgradePhaseTimeout is the phase timeout when spec.upgrade.phaseTimeout is unset
+	// (zero: lifecycle.DefaultPhaseTimeout).
 	UpgradePhaseTimeout time.Duration
 	// Release overrides the versions this release runs (tests); nil means upgrade.Current.
 	Release *upgrade.Release
@@ -97,9 +97,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	return phases.Run(ctx, s, r.poll(), func() bool { return s.stop },
 		r.reconcileDuplicate,
-		r.reconcileRestore,
-		r.reconcileVersion,
-		r.reconcileBackups,
+		r.reconcileLifecycle,
 		r.reconcileTLS,
 		r.reconcileControllerWorkload,
 		r.reconcileSatellites,

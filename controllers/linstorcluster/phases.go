@@ -100,6 +100,9 @@ func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) 
 	if s.stopController != "" {
 		objs = render.WithControllerStopped(objs)
 	}
+	if s.fenceCSI {
+		objs = render.WithCSIFenced(objs)
+	}
 	applied, err := r.applier.Apply(ctx, s.cluster, objs)
 	if err != nil {
 		s.applyErr = err

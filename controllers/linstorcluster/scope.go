@@ -6,6 +6,7 @@ import (
 	lapi "github.com/LINBIT/golinstor/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
 )
 
 // scope carries one pass: the object, and what the phases observed. Phases record
@@ -20,20 +21,17 @@ type scope struct {
 	applyErr     error
 	satelliteErr error
 
-	// stopController says why the LINSTOR controller must not run now ("" lets it run).
-	stopController string
-	// upgrading: a LINSTOR upgrade is in progress.
-	upgrading bool
-	// deployed and upgradeStatus are written to status; versionErr is a refused or
-	// failed version change.
-	deployed      *linstorv1.DeployedVersions
-	upgradeStatus *linstorv1.UpgradeStatus
-	versionErr    string
-	// restoreStatus is written to status; restoreErr is a failed restore; restored:
-	// the database was just replaced, so the last reported version is stale.
-	restoreStatus *linstorv1.RestoreStatus
-	restoreErr    string
-	restored      bool
+	// The database lifecycle's decision (pkg/lifecycle), saved by reconcileLifecycle:
+	// stopController says why the LINSTOR controller must not run now ("" lets it
+	// run); fenceCSI stops the CSI controller; upgrading: a version change is under
+	// way; lifecycleProblem is what Degraded reports of it.
+	stopController   string
+	fenceCSI         bool
+	upgrading        bool
+	deployed         *linstorv1.DeployedVersions
+	upgradeStatus    *linstorv1.UpgradeStatus
+	restoreStatus    *linstorv1.RestoreStatus
+	lifecycleProblem lifecycle.Problem
 
 	tlsErr          error
 	tlsMissing      bool              // a user-provided Secret is missing

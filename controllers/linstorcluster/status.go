@@ -42,12 +42,6 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 			}
 		}
 	}
-	if s.duplicateOf == "" {
-		c.Status.Deployed, c.Status.Upgrade, c.Status.Restore = s.deployed, s.upgradeStatus, s.restoreStatus
-		if s.restored {
-			c.Status.Version = "" // LINSTOR reports its version again once it runs on the restored database
-		}
-	}
 	if s.tlsFingerprints != nil {
 		c.Status.Certificates = s.certificates
 	}
@@ -67,13 +61,9 @@ func (s *scope) problem() (reason, message string) {
 	switch {
 	case s.duplicateOf != "":
 		return linstorv1.ReasonDuplicateCluster, fmt.Sprintf("Only one LinstorCluster may exist; %s is older and manages LINSTOR. Delete this one.", s.duplicateOf)
-	case s.restoreErr != "":
-		return linstorv1.ReasonInvalidSpec, s.restoreErr
-	case s.versionErr != "":
-		if s.upgradeStatus != nil && s.upgradeStatus.Phase == linstorv1.UpgradeRefused {
-			return linstorv1.ReasonUpgradeRefused, s.versionErr
-		}
-		return linstorv1.ReasonUpgradeFailed, s.versionErr
+	case s.lifecycleProblem.Message != "":
+		// Written by reconcileLifecycle with an optimistic lock; only reported here.
+		return s.lifecycleProblem.Reason, s.lifecycleProblem.Message
 	case s.tlsErr != nil && s.tlsMissing:
 		return linstorv1.ReasonSecretMissing, s.tlsErr.Error()
 	case s.tlsErr != nil:

@@ -308,3 +308,28 @@ func waitEstablished(ctx context.Context, c client.Client, name string) error {
 		return false, nil
 	})
 }
+
+// Empty reports whether LINSTOR's database holds no object (no table, or only empty
+// ones): a new installation, whose database a restore cannot harm. It reads at most
+// one object per table.
+func Empty(ctx context.Context, c client.Reader) (bool, error) {
+	var crds apiextensionsv1.CustomResourceDefinitionList
+	if err := c.List(ctx, &crds); err != nil {
+		return false, fmt.Errorf("listing CRDs: %w", err)
+	}
+	for _, crd := range crds.Items {
+		if crd.Spec.Group != Group {
+			continue
+		}
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion(Group + "/" + storageVersion(&crd))
+		list.SetKind(crd.Spec.Names.ListKind)
+		if err := c.List(ctx, list, client.Limit(1)); err != nil {
+			return false, fmt.Errorf("listing %s: %w", crd.Name, err)
+		}
+		if len(list.Items) > 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}

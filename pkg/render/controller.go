@@ -219,3 +219,15 @@ func WithControllerStopped(objs Objects) Objects {
 	}
 	return objs
 }
+
+// WithCSIFenced stops the CSI controller: while an upgrade could still roll back to
+// the pre-upgrade backup, nothing may create, attach or delete volumes in LINSTOR's
+// database (the rollback would forget it). Volumes in use keep working.
+func WithCSIFenced(objs Objects) Objects {
+	for _, o := range objs {
+		if d, ok := o.(*appsv1.Deployment); ok && d.Name == CSIControllerName {
+			d.Spec.Replicas = ptr.To[int32](0)
+		}
+	}
+	return objs
+}

@@ -185,3 +185,28 @@ func TestSatelliteWithInternalTLS(t *testing.T) {
 		t.Error("a satellite configuration was rendered without internal TLS")
 	}
 }
+
+func TestFencingStopsOnlyTheCSIController(t *testing.T) {
+	cluster := &linstorv1.LinstorCluster{ObjectMeta: metav1.ObjectMeta{Name: "linstor", Namespace: "linstor"}}
+	objs, err := CSI(cluster, images.Default(), "http://linstor:3370")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fenced := 0
+	for _, o := range WithCSIFenced(objs) {
+		switch o := o.(type) {
+		case *appsv1.Deployment:
+			if o.Name != CSIControllerName || *o.Spec.Replicas != 0 {
+				t.Errorf("deployment %s replicas %v", o.Name, o.Spec.Replicas)
+			}
+			fenced++
+		case *appsv1.DaemonSet:
+			if o.Spec.Template.Spec.Containers == nil {
+				t.Errorf("the CSI node plugin must keep running: %s", o.Name)
+			}
+		}
+	}
+	if fenced != 1 {
+		t.Fatalf("fenced %d CSI controllers, want 1", fenced)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/internal/kwokcluster"
 	"github.com/linstor-operator/linstor-operator/internal/sim"
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
+	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/render"
 	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
@@ -367,25 +368,66 @@ func TestUserBackupAndRestoreRoundTrip(t *testing.T) {
 	g.Expect(env.Emulator.PlaceResource("pvc-new", "node-2", "thin", false)).To(Succeed())
 	time.Sleep(2 * time.Second) // the controller writes its database
 
-	start := time.Now()
+	// Naming the backup does not replace a live database on its own: the restore waits
+	// for a confirmation naming this very LinstorCluster, and LINSTOR keeps running.
 	updateLinstorCluster(g, func(c *linstorv1.LinstorCluster) { c.Spec.Database = &linstorv1.DatabaseSpec{RestoreFrom: "snap"} })
+	confirm := ""
 	g.Eventually(func(g Gomega) {
 		c := cluster(g)
 		g.Expect(c.Status.Restore).NotTo(BeNil())
-		g.Expect(c.Status.Restore.Phase).To(Equal("Restored"), c.Status.Restore.Message)
+		g.Expect(c.Status.Restore.Phase).To(Equal(lifecycle.RestoreAwaitingConfirmation))
+		confirm = "snap/" + string(c.UID)
+		g.Expect(c.Status.Restore.Message).To(ContainSubstring(lifecycle.AnnotationConfirmRestore + "=" + confirm))
+		g.Expect(conditionOf(c, linstorv1.ConditionDegraded).Reason).To(Equal(linstorv1.ReasonRestoreNeedsConfirmation))
+	}, timeout, tick).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(env.Emulator.ResourcePlaced("pvc-new", "node-2")).To(BeTrue())
+		g.Expect(runningPods(g, render.ControllerName)).NotTo(BeEmpty())
+	}, "3s", tick).Should(Succeed())
+
+	start := time.Now()
+	updateLinstorCluster(g, func(c *linstorv1.LinstorCluster) {
+		c.Annotations = map[string]string{lifecycle.AnnotationConfirmRestore: confirm}
+	})
+	g.Eventually(func(g Gomega) {
+		c := cluster(g)
+		g.Expect(c.Status.Restore).NotTo(BeNil())
+		g.Expect(c.Status.Restore.Phase).To(Equal(lifecycle.RestoreRestored), c.Status.Restore.Message)
 		g.Expect(c.Status.Version).To(Equal("1.33.3"))
 		g.Expect(c.Status.Satellites.Ready).To(Equal(int32(4)))
 		g.Expect(env.Emulator.ResourcePlaced("pvc-keep", "node-1")).To(BeTrue(), "the backed-up resource is not back")
 		g.Expect(env.Emulator.ResourcePlaced("pvc-new", "node-2")).To(BeFalse(), "a resource created after the backup survived the restore")
 	}, upgradeTimeout, tick).Should(Succeed())
-	t.Logf("restore: LINSTOR answering on the restored database %.1fs after restoreFrom was set", time.Since(start).Seconds())
+	t.Logf("restore: LINSTOR answering on the restored database %.1fs after the restore was confirmed", time.Since(start).Seconds())
+	g.Expect(cluster(g).Annotations).NotTo(HaveKey(lifecycle.AnnotationConfirmRestore), "the confirmation is used up")
 
 	// Restored once only: a change made now survives while the field still names the backup.
 	g.Expect(env.Emulator.PlaceResource("pvc-after", "node-2", "thin", false)).To(Succeed())
 	g.Consistently(func(g Gomega) {
-		g.Expect(cluster(g).Status.Restore.Phase).To(Equal("Restored"))
+		g.Expect(cluster(g).Status.Restore.Phase).To(Equal(lifecycle.RestoreRestored))
 		g.Expect(env.Emulator.ResourcePlaced("pvc-after", "node-2")).To(BeTrue())
 	}, "3s", tick).Should(Succeed())
+
+	// GitOps prune and re-apply: the recreated LinstorCluster still names the backup, and
+	// even carries the old confirmation; it must not replace the live database.
+	old := cluster(g)
+	g.Expect(env.Client.Delete(ctx, old)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(old), &linstorv1.LinstorCluster{}))
+	}, timeout, tick).Should(BeTrue())
+	again := &linstorv1.LinstorCluster{ObjectMeta: metav1.ObjectMeta{Name: old.Name, Namespace: old.Namespace, Labels: old.Labels,
+		Annotations: map[string]string{lifecycle.AnnotationConfirmRestore: confirm}}, Spec: old.Spec}
+	g.Expect(env.Client.Create(ctx, again)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := cluster(g)
+		g.Expect(c.Status.Restore).NotTo(BeNil())
+		g.Expect(c.Status.Restore.Phase).To(Equal(lifecycle.RestoreAwaitingConfirmation))
+		g.Expect(c.Status.Restore.ClusterUID).To(Equal(string(c.UID)))
+	}, timeout, tick).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(env.Emulator.ResourcePlaced("pvc-after", "node-2")).To(BeTrue(), "a recreated LinstorCluster restored an old backup over live data")
+	}, "3s", tick).Should(Succeed())
+
 	// Clearing the field clears the record, so the backup can be named again.
 	updateLinstorCluster(g, func(c *linstorv1.LinstorCluster) { c.Spec.Database.RestoreFrom = "" })
 	g.Eventually(func(g Gomega) { g.Expect(cluster(g).Status.Restore).To(BeNil()) }, timeout, tick).Should(Succeed())

@@ -3,8 +3,8 @@ package emulator
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"fmt"
+	"io"
 	"net/http"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sort"

@@ -1,0 +1,304 @@
+package linstorcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	lapi "github.com/LINBIT/golinstor/client"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/controllers/linstorbackup"
+	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
+	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
+)
+
+// AnnotationRetryUpgrade set to a version retries an upgrade to it that was rolled back.
+const AnnotationRetryUpgrade = lifecycle.AnnotationRetryUpgrade
+
+// errLifecycleConflict: the LinstorCluster changed since it was read; the decision is
+// taken again on fresh data rather than acting on a stale one.
+var errLifecycleConflict = errors.New("the LinstorCluster changed while its database lifecycle was decided; deciding again")
+
+// reconcileLifecycle decides the database lifecycle (restore, version, upgrade,
+// rollback, backup gate) with pkg/lifecycle: observe what it needs, decide, save the
+// new state with an optimistic lock, then carry out the actions. Two operators, or
+// one reading a stale cache, can never both act on the same state: the second save
+// conflicts.
+func (r *Reconciler) reconcileLifecycle(ctx context.Context, s *scope) (_ ctrl.Result, reterr error) {
+	log := ctrl.LoggerFrom(ctx)
+	defer func() {
+		if reterr != nil {
+			// Without a decision nothing may be applied: the workloads stay exactly as
+			// they are (a stopped controller stays stopped) until the next pass.
+			s.stop = true
+		}
+	}()
+	c := s.cluster
+	spec := r.lifecycleSpec(c)
+	state := lifecycle.State{Deployed: c.Status.Deployed, Upgrade: c.Status.Upgrade, Restore: c.Status.Restore}.DeepCopy()
+	obs, err := r.observeLifecycle(ctx, c, lifecycle.Needs(spec, state))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	in := lifecycle.Input{Spec: spec, State: state, Observed: obs, Release: r.release(), Now: time.Now()}
+	out := lifecycle.Step(in)
+	if err := r.saveLifecycle(ctx, c, state, out); err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, a := range out.Actions {
+		log.V(1).Info("lifecycle action", "action", a.Kind, "backup", a.Backup, "annotation", a.Annotation)
+		err := r.act(ctx, c, a)
+		if a.Kind != lifecycle.RestoreDatabase {
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			continue
+		}
+		// The restore's outcome is a transition of its own, saved like any other.
+		before := out.State
+		out = lifecycle.AfterAction(in, out.State, a, err)
+		if err := r.saveLifecycle(ctx, c, before, out); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	r.useLifecycle(s, out)
+	if out.Upgrading || out.StopController != "" {
+		log.V(1).Info("lifecycle", "stopController", out.StopController, "fenceCSI", out.FenceCSI, "requeue", out.Requeue)
+	}
+	return ctrl.Result{RequeueAfter: out.Requeue}, nil
+}
+
+func (r *Reconciler) lifecycleSpec(c *linstorv1.LinstorCluster) lifecycle.Spec {
+	spec := lifecycle.Spec{
+		ClusterName: c.Name, ClusterUID: string(c.UID), Requested: c.Spec.Version, Reported: c.Status.Version,
+		ConfirmRestore: c.Annotations[lifecycle.AnnotationConfirmRestore], RetryUpgrade: c.Annotations[lifecycle.AnnotationRetryUpgrade],
+		ExternalController: c.Spec.ExternalController != nil, ExternalDatabase: linstorbackup.Unsupported(c),
+		PhaseTimeout: r.UpgradePhaseTimeout,
+	}
+	if u := c.Spec.Upgrade; u != nil {
+		spec.Policy = u.Policy
+		if u.PhaseTimeout != nil {
+			spec.PhaseTimeout = u.PhaseTimeout.Duration
+		}
+	}
+	if db := c.Spec.Database; db != nil {
+		spec.RestoreFrom, spec.ExternalBackupAcknowledged = db.RestoreFrom, db.ExternalBackupAcknowledged
+	}
+	if c.Spec.ExternalController != nil {
+		spec.ExternalDatabase = "" // nothing of the database is the operator's to handle
+	}
+	return spec
+}
+
+// observeLifecycle reads what Needs asks for. LINSTOR that does not answer is an
+// observation, not an error.
+func (r *Reconciler) observeLifecycle(ctx context.Context, c *linstorv1.LinstorCluster, need lifecycle.Need) (lifecycle.Observed, error) {
+	var obs lifecycle.Observed
+	active, err := linstorbackup.Active(ctx, r.Client, c)
+	if err != nil {
+		return obs, err
+	}
+	if active != nil {
+		obs.ActiveBackup = active.Name
+	}
+	if need.Linstor {
+		obs.Linstor = r.observeLinstor(ctx, c, need)
+	}
+	for _, b := range []struct {
+		name string
+		into **lifecycle.Backup
+	}{{need.UpgradeBackup, &obs.UpgradeBackup}, {need.RestoreBackup, &obs.RestoreBackup}} {
+		if b.name == "" {
+			continue
+		}
+		got, err := r.observeBackup(ctx, c.Namespace, b.name)
+		if err != nil {
+			return obs, err
+		}
+		*b.into = got
+	}
+	if need.DatabaseEmpty {
+		empty, err := dbbackup.Empty(ctx, r.Direct)
+		if err != nil {
+			return obs, err
+		}
+		obs.DatabaseEmpty = &empty
+	}
+	if need.ControllerStopped {
+		stopped, err := linstorbackup.ControllerStopped(ctx, r.Direct, c)
+		if err != nil {
+			return obs, err
+		}
+		obs.ControllerStopped = stopped
+	}
+	return obs, nil
+}
+
+func (r *Reconciler) observeLinstor(ctx context.Context, c *linstorv1.LinstorCluster, need lifecycle.Need) *lifecycle.Linstor {
+	l := &lifecycle.Linstor{}
+	conn, err := r.Linstor.Connect(ctx, c)
+	if err != nil {
+		l.Err = err.Error()
+		return l
+	}
+	v, err := conn.Controller.GetVersion(ctx)
+	if err != nil {
+		l.Err = err.Error()
+		return l
+	}
+	l.Version = v.Version
+	if !need.Problems && !need.Waiting {
+		return l
+	}
+	nodes, err := conn.Nodes.GetAll(ctx)
+	if err != nil {
+		l.Err = err.Error()
+		return l
+	}
+	for _, n := range nodes {
+		if linstor.RunsSatellite(n) && n.ConnectionStatus != "ONLINE" {
+			l.Waiting = append(l.Waiting, n.Name+" "+n.ConnectionStatus)
+		}
+	}
+	if !need.Problems {
+		return l
+	}
+	resources, err := conn.Resources.GetResourceView(ctx)
+	if err != nil {
+		l.Err = err.Error()
+		return l
+	}
+	syncing := map[string]bool{}
+	rds, err := conn.ResourceDefinitions.GetAll(ctx, lapi.RDGetAllRequest{})
+	if err != nil {
+		l.Err = err.Error()
+		return l
+	}
+	for _, rd := range rds {
+		if status, err := conn.ResourceDefinitions.SyncStatus(ctx, rd.Name); err == nil {
+			syncing[rd.Name] = !status.SyncedOnAll
+		}
+	}
+	l.Problems = upgrade.Problems(nodes, resources, syncing)
+	return l
+}
+
+func (r *Reconciler) observeBackup(ctx context.Context, namespace, name string) (*lifecycle.Backup, error) {
+	b := &linstorv1.LinstorBackup{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, b)
+	switch {
+	case apierrors.IsNotFound(err):
+		return &lifecycle.Backup{Name: name}, nil
+	case err != nil:
+		return nil, err
+	}
+	return &lifecycle.Backup{Name: name, Found: b.DeletionTimestamp == nil, Cluster: b.Spec.ClusterRef.Name, Phase: b.Status.Phase,
+		Message: b.Status.Message, LinstorVersion: b.Status.LinstorVersion, Checksum: b.Status.Checksum, Objects: int64(b.Status.Objects)}, nil
+}
+
+// saveLifecycle writes the decided state when it differs from what was read, with the
+// resourceVersion as a precondition, and records the decision's events.
+func (r *Reconciler) saveLifecycle(ctx context.Context, c *linstorv1.LinstorCluster, from lifecycle.State, out lifecycle.Output) error {
+	for _, e := range out.Events {
+		typ := corev1.EventTypeNormal
+		if e.Warning {
+			typ = corev1.EventTypeWarning
+		}
+		r.Recorder.Event(c, typ, e.Reason, e.Message)
+	}
+	next := out.State
+	if equalState(from, next) && !out.VersionStale {
+		return nil
+	}
+	before := c.DeepCopy()
+	c.Status.Deployed, c.Status.Upgrade, c.Status.Restore = next.Deployed.DeepCopy(), next.Upgrade.DeepCopy(), next.Restore.DeepCopy()
+	if out.VersionStale {
+		c.Status.Version = "" // LINSTOR reports its version again once it runs on the replaced database
+	}
+	if err := r.Client.Status().Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) {
+			return errLifecycleConflict
+		}
+		return fmt.Errorf("saving the database lifecycle state: %w", err)
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("lifecycle transition", "upgrade", phaseOf(next.Upgrade), "restore", restorePhase(next.Restore))
+	return nil
+}
+
+// act carries out one action; all are idempotent, so a resumed pass may repeat one.
+func (r *Reconciler) act(ctx context.Context, c *linstorv1.LinstorCluster, a lifecycle.Action) error {
+	switch a.Kind {
+	case lifecycle.CreateBackup:
+		// Not owned by the cluster: a backup must outlive what it backs up.
+		b := &linstorv1.LinstorBackup{
+			ObjectMeta: metav1.ObjectMeta{Name: a.Backup, Namespace: c.Namespace,
+				Labels: map[string]string{"linstor.io/upgrade-from": a.From, "linstor.io/upgrade-to": a.To}},
+			Spec: linstorv1.LinstorBackupSpec{ClusterRef: linstorv1.ClusterReference{Name: c.Name}},
+		}
+		if err := r.Client.Create(ctx, b); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating the pre-upgrade backup %s: %w", a.Backup, err)
+		}
+		return nil
+	case lifecycle.RemoveAnnotation:
+		if _, ok := c.Annotations[a.Annotation]; !ok {
+			return nil
+		}
+		before := c.DeepCopy()
+		delete(c.Annotations, a.Annotation)
+		if err := r.Client.Patch(ctx, c, client.MergeFrom(before)); err != nil {
+			return fmt.Errorf("removing the %s annotation: %w", a.Annotation, err)
+		}
+		return nil
+	case lifecycle.RestoreDatabase:
+		b := &linstorv1.LinstorBackup{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: a.Backup}, b); err != nil {
+			return fmt.Errorf("reading LinstorBackup %s: %w", a.Backup, err)
+		}
+		dump, _, err := linstorbackup.Load(ctx, r.Direct, b)
+		if err != nil {
+			return err
+		}
+		return dbbackup.Restore(ctx, r.Direct, dump)
+	}
+	return fmt.Errorf("unknown lifecycle action %q", a.Kind)
+}
+
+// useLifecycle hands the decision to the phases that follow and to the status.
+func (r *Reconciler) useLifecycle(s *scope, out lifecycle.Output) {
+	s.deployed, s.upgradeStatus, s.restoreStatus = out.State.Deployed, out.State.Upgrade, out.State.Restore
+	s.stopController, s.fenceCSI, s.upgrading = out.StopController, out.FenceCSI, out.Upgrading
+	s.lifecycleProblem = out.Problem
+}
+
+func equalState(a, b lifecycle.State) bool { return equality.Semantic.DeepEqual(a, b) }
+
+func phaseOf(u *linstorv1.UpgradeStatus) string {
+	if u == nil {
+		return ""
+	}
+	return string(u.Phase)
+}
+
+func restorePhase(r *linstorv1.RestoreStatus) string {
+	if r == nil {
+		return ""
+	}
+	return r.Phase
+}
+
+func (r *Reconciler) release() upgrade.Release {
+	if r.Release != nil {
+		return *r.Release
+	}
+	return upgrade.Current
+}

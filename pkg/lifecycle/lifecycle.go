@@ -1,0 +1,333 @@
+package lifecycle
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
+)
+
+// Restore phases, recorded in status.restore.phase.
+const (
+	// RestoreAwaitingConfirmation: the live database would be replaced; the restore
+	// waits for a confirmation naming this LinstorCluster's UID. LINSTOR keeps running.
+	RestoreAwaitingConfirmation = "AwaitingConfirmation"
+	// RestoreStopping: the controller is being stopped; nothing was touched yet, so
+	// clearing spec.database.restoreFrom still cancels the restore.
+	RestoreStopping = "Stopping"
+	// RestoreRestoring: the database is being replaced. It is never started again
+	// before the replacement completed.
+	RestoreRestoring = "Restoring"
+	// RestoreRestored: done; LINSTOR runs on the restored database.
+	RestoreRestored = "Restored"
+	// RestoreFailed: refused before anything was touched.
+	RestoreFailed = "Failed"
+)
+
+// Annotations that carry a user's explicit request.
+const (
+	// AnnotationConfirmRestore, set to "<backup>/<LinstorCluster UID>", confirms a
+	// restore that replaces a live database.
+	AnnotationConfirmRestore = "linstor.io/confirm-restore"
+	// AnnotationRetryUpgrade, set to a version, retries a rolled-back upgrade to it.
+	AnnotationRetryUpgrade = "linstor.io/retry-upgrade"
+)
+
+// DefaultPhaseTimeout bounds the upgrade phases that wait, unless the spec says.
+const DefaultPhaseTimeout = 10 * time.Minute
+
+// Poll is how often a waiting step is looked at again.
+const Poll = 2 * time.Second
+
+// soon moves on to the next step right after the state was saved.
+const soon = 100 * time.Millisecond
+
+// State is what is persisted in the LinstorCluster's status.
+type State struct {
+	Deployed *linstorv1.DeployedVersions
+	Upgrade  *linstorv1.UpgradeStatus
+	Restore  *linstorv1.RestoreStatus
+}
+
+// DeepCopy copies the state.
+func (s State) DeepCopy() State {
+	return State{Deployed: s.Deployed.DeepCopy(), Upgrade: s.Upgrade.DeepCopy(), Restore: s.Restore.DeepCopy()}
+}
+
+// Spec is what the user asks for.
+type Spec struct {
+	ClusterName string
+	ClusterUID  string
+	// Requested is spec.version ("" follows the release).
+	Requested string
+	Policy    linstorv1.UpgradePolicy
+	// PhaseTimeout is spec.upgrade.phaseTimeout (zero: DefaultPhaseTimeout).
+	PhaseTimeout time.Duration
+	// RestoreFrom is spec.database.restoreFrom.
+	RestoreFrom string
+	// ConfirmRestore and RetryUpgrade are the annotations' values.
+	ConfirmRestore, RetryUpgrade string
+	// ExternalController: LINSTOR's controller is not deployed by the operator.
+	ExternalController bool
+	// ExternalDatabase: the operator cannot back up or restore the database (it says why).
+	ExternalDatabase           string
+	ExternalBackupAcknowledged bool
+	// Reported is status.version, the version LINSTOR last answered with.
+	Reported string
+}
+
+// Linstor is what LINSTOR answered this pass.
+type Linstor struct {
+	// Err is set when LINSTOR did not answer.
+	Err     string
+	Version string
+	// Problems: what makes an upgrade unsafe now (pkg/upgrade.Problems), read in
+	// Preflight and Verify.
+	Problems []string
+	// Waiting: satellites not ONLINE, read in the Satellites phase.
+	Waiting []string
+}
+
+// Backup is a LinstorBackup as observed.
+type Backup struct {
+	Name  string
+	Found bool
+	// Cluster is the LinstorCluster it was taken from.
+	Cluster        string
+	Phase          linstorv1.BackupPhase
+	Message        string
+	LinstorVersion string
+	Checksum       string
+	Objects        int64
+}
+
+// Observed is what the controller saw this pass; nil fields were not looked at.
+type Observed struct {
+	Linstor *Linstor
+	// UpgradeBackup is status.upgrade.backupName's LinstorBackup.
+	UpgradeBackup *Backup
+	// RestoreBackup is the LinstorBackup a restore reads.
+	RestoreBackup *Backup
+	// DatabaseEmpty: LINSTOR's database holds no object (a new installation).
+	DatabaseEmpty *bool
+	// ControllerStopped: no LINSTOR controller pod runs.
+	ControllerStopped bool
+	// ActiveBackup names a LinstorBackup of the cluster that is Pending or Running.
+	ActiveBackup string
+}
+
+// Input is everything Step decides from.
+type Input struct {
+	Spec     Spec
+	State    State
+	Observed Observed
+	Release  upgrade.Release
+	Now      time.Time
+}
+
+// ActionKind names what the controller carries out after saving the state.
+type ActionKind string
+
+const (
+	// CreateBackup creates LinstorBackup Backup for the upgrade (if it does not exist).
+	CreateBackup ActionKind = "CreateBackup"
+	// RestoreDatabase replaces the database with LinstorBackup Backup (the controller
+	// is stopped). Its outcome goes to AfterAction.
+	RestoreDatabase ActionKind = "RestoreDatabase"
+	// RemoveAnnotation removes annotation Annotation from the LinstorCluster.
+	RemoveAnnotation ActionKind = "RemoveAnnotation"
+)
+
+// Action is one thing to carry out.
+type Action struct {
+	Kind       ActionKind
+	Backup     string
+	Annotation string
+	// From and To label an upgrade backup.
+	From, To string
+}
+
+// Event is something worth telling the user.
+type Event struct {
+	Warning        bool
+	Reason, Message string
+}
+
+// Problem is what the Degraded condition reports; empty when there is none.
+type Problem struct {
+	Reason, Message string
+}
+
+// Output is Step's decision.
+type Output struct {
+	State State
+	// StopController says why the LINSTOR controller must not run ("" lets it run).
+	StopController string
+	// FenceCSI stops the CSI controller: nothing may change the database while a
+	// rollback could still restore the pre-upgrade backup.
+	FenceCSI bool
+	// Upgrading: a version change is in progress (the OLM gate reports it).
+	Upgrading bool
+	Problem   Problem
+	Actions   []Action
+	Events    []Event
+	// Requeue: when to look again (zero: only on change).
+	Requeue time.Duration
+	// VersionStale: the database was replaced, so status.version is not LINSTOR's.
+	VersionStale bool
+}
+
+// Need says what Step will look at for this state and spec.
+type Need struct {
+	// Linstor: ask LINSTOR for its version; Problems also reads nodes, replicas and
+	// resyncs; Waiting reads nodes.
+	Linstor, Problems, Waiting bool
+	// UpgradeBackup and RestoreBackup name LinstorBackups to read ("" none).
+	UpgradeBackup, RestoreBackup string
+	// DatabaseEmpty: look whether LINSTOR's database holds anything.
+	DatabaseEmpty bool
+	// ControllerStopped: look whether a LINSTOR controller pod still runs.
+	ControllerStopped bool
+}
+
+// Needs tells the controller what to observe before Step.
+func Needs(spec Spec, st State) Need {
+	var n Need
+	if target := restoreTarget(spec, st); target != "" {
+		n.RestoreBackup = target
+		n.DatabaseEmpty = st.Restore == nil || st.Restore.Phase == RestoreAwaitingConfirmation || st.Restore.BackupName != target
+		n.ControllerStopped = true
+	}
+	if spec.ExternalController {
+		return n
+	}
+	if u := st.Upgrade; u != nil && inProgress(u.Phase) {
+		n.UpgradeBackup = u.BackupName
+		if u.Phase == linstorv1.UpgradeBackup && u.BackupName == "" {
+			n.UpgradeBackup = BackupName(spec.ClusterName, u)
+		}
+		n.ControllerStopped = n.ControllerStopped || u.Phase == linstorv1.UpgradeRollingBack
+		switch u.Phase {
+		case linstorv1.UpgradePreflight, linstorv1.UpgradeVerify:
+			n.Linstor, n.Problems = true, true
+		case linstorv1.UpgradeController:
+			n.Linstor = true
+		case linstorv1.UpgradeSatellites:
+			n.Linstor, n.Waiting = true, true
+		}
+	}
+	return n
+}
+
+// restoreTarget is the backup a restore would read now, "" when no restore is asked
+// for or in flight.
+func restoreTarget(spec Spec, st State) string {
+	r := st.Restore
+	switch {
+	case spec.RestoreFrom != "":
+		if r != nil && r.BackupName == spec.RestoreFrom && (r.Phase == RestoreRestored || r.Phase == RestoreFailed) {
+			return "" // done
+		}
+		return spec.RestoreFrom
+	case r != nil && r.Phase == RestoreRestoring:
+		return r.BackupName // cleared while the database is half replaced: finish it
+	}
+	return ""
+}
+
+// Step decides the next state and actions. It never touches anything.
+func Step(in Input) Output {
+	out := Output{State: in.State.DeepCopy()}
+	if stepRestore(&in, &out) {
+		return out
+	}
+	stepVersion(&in, &out)
+	if in.Observed.ActiveBackup != "" && out.StopController == "" {
+		out.StopController = "LinstorBackup " + in.Observed.ActiveBackup + " is being taken"
+	}
+	return out
+}
+
+// AfterAction folds the outcome of an action into the state the controller saves next.
+func AfterAction(in Input, st State, a Action, err error) Output {
+	out := Output{State: st.DeepCopy()}
+	switch a.Kind {
+	case RestoreDatabase:
+		if r := out.State.Restore; r != nil && r.Phase == RestoreRestoring && r.BackupName == a.Backup {
+			out.StopController = "the database is being restored from " + a.Backup
+			if err != nil {
+				out.Problem = Problem{linstorv1.ReasonRestoreIncomplete, fmt.Sprintf("Restoring %s failed, will retry; LINSTOR stays stopped until the database is whole: %v", a.Backup, err)}
+				out.Requeue = Poll
+				return out
+			}
+			now := metav1.NewTime(in.Now)
+			r.Phase, r.CompletedAt = RestoreRestored, &now
+			b := in.Observed.RestoreBackup
+			r.Message = fmt.Sprintf("Restored %s; LINSTOR %s starts on it", a.Backup, r.LinstorVersion)
+			if b != nil && b.Name == a.Backup {
+				r.Message = fmt.Sprintf("Restored %s (%d objects, %s); LINSTOR %s starts on it", a.Backup, b.Objects, b.Checksum, r.LinstorVersion)
+			}
+			out.StopController, out.VersionStale, out.Requeue = "", true, soon
+			out.State.Upgrade = nil // the restore settled the version
+			out.Events = append(out.Events, Event{Reason: "Restored", Message: r.Message})
+			return out
+		}
+		if u := out.State.Upgrade; u != nil && u.Phase == linstorv1.UpgradeRollingBack && u.BackupName == a.Backup {
+			out.StopController, out.Upgrading = "the database is being restored from "+a.Backup, true
+			if err != nil {
+				out.Problem = Problem{linstorv1.ReasonUpgradeFailed, fmt.Sprintf("Rolling back to %s: restoring %s failed, will retry; LINSTOR stays stopped: %v", u.From, a.Backup, err)}
+				out.Requeue = Poll
+				return out
+			}
+			cause := strings.TrimPrefix(u.Message, "Rolling back: ")
+			u.Phase = linstorv1.UpgradeRolledBack
+			u.Message = fmt.Sprintf("The upgrade to %s failed and was rolled back: the database was restored from %s and LINSTOR %s started again. Cause: %s. "+
+				"Fix the cause, then annotate the LinstorCluster %s=%s to retry.", u.To, u.BackupName, u.From, cause, AnnotationRetryUpgrade, u.To)
+			out.Problem = Problem{linstorv1.ReasonUpgradeFailed, u.Message}
+			out.StopController, out.Upgrading, out.VersionStale, out.Requeue = "", false, true, soon
+			out.State.Deployed = versions(u.From, u.From)
+			out.Events = append(out.Events, Event{Warning: true, Reason: "UpgradeRolledBack", Message: u.Message})
+		}
+	}
+	return out
+}
+
+func versions(controller, satellites string) *linstorv1.DeployedVersions {
+	return &linstorv1.DeployedVersions{Controller: controller, Satellites: satellites}
+}
+
+func inProgress(p linstorv1.UpgradePhase) bool {
+	switch p {
+	case linstorv1.UpgradePreflight, linstorv1.UpgradeBackup, linstorv1.UpgradeController,
+		linstorv1.UpgradeSatellites, linstorv1.UpgradeVerify, linstorv1.UpgradeRollingBack:
+		return true
+	}
+	return false
+}
+
+// InProgress reports an upgrade phase that is under way.
+func InProgress(u *linstorv1.UpgradeStatus) bool { return u != nil && inProgress(u.Phase) }
+
+func (in *Input) phaseTimeout() time.Duration {
+	if in.Spec.PhaseTimeout > 0 {
+		return in.Spec.PhaseTimeout
+	}
+	return DefaultPhaseTimeout
+}
+
+func (in *Input) runs(version string) bool {
+	v, err := upgrade.Parse(version)
+	if err != nil {
+		return false
+	}
+	for _, x := range in.Release.Runnable {
+		if x.Compare(v) == 0 {
+			return true
+		}
+	}
+	return false
+}

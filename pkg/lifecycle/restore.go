@@ -1,0 +1,158 @@
+package lifecycle
+
+import (
+	"fmt"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+)
+
+// stepRestore handles spec.database.restoreFrom. It reports whether the restore
+// decides this pass (the version logic then waits).
+func stepRestore(in *Input, out *Output) bool {
+	spec, r := in.Spec, out.State.Restore
+	if r != nil && r.Phase == RestoreRestoring {
+		return continueRestore(in, out)
+	}
+	if spec.RestoreFrom == "" {
+		// Nothing was touched before Restoring: clearing the field cancels a restore
+		// that waits or stops the controller, and forgets a finished one (so the same
+		// backup can be named again; the Events keep the history).
+		out.State.Restore = nil
+		return false
+	}
+	if r != nil && r.BackupName == spec.RestoreFrom {
+		switch r.Phase {
+		case RestoreRestored:
+			return false
+		case RestoreFailed:
+			out.Problem = Problem{linstorv1.ReasonInvalidSpec, r.Message}
+			return false
+		}
+	}
+	name := spec.RestoreFrom
+	failed := func(msg string) bool {
+		out.State.Restore = &linstorv1.RestoreStatus{BackupName: name, ClusterUID: spec.ClusterUID, Phase: RestoreFailed, Message: msg}
+		out.Problem = Problem{linstorv1.ReasonInvalidSpec, msg}
+		out.Events = append(out.Events, Event{Warning: true, Reason: "RestoreFailed", Message: msg})
+		return false
+	}
+	waiting := func(reason, msg string) bool {
+		out.Problem = Problem{reason, msg}
+		out.Requeue = Poll
+		if r != nil && r.Phase == RestoreStopping {
+			// Stopping began for this request; keep the controller stopped meanwhile.
+			out.StopController = "a restore of " + r.BackupName + " is being prepared"
+			return true
+		}
+		return false
+	}
+	if spec.ExternalDatabase != "" {
+		return failed("spec.database.restoreFrom: " + spec.ExternalDatabase)
+	}
+	if InProgress(out.State.Upgrade) {
+		return waiting(linstorv1.ReasonUpgradeInProgress, "spec.database.restoreFrom waits: an upgrade is in progress")
+	}
+	b := in.Observed.RestoreBackup
+	switch {
+	case b == nil || b.Name != name:
+		out.Requeue = soon // not observed yet
+		return r != nil && r.Phase == RestoreStopping
+	case !b.Found:
+		return waiting(linstorv1.ReasonInvalidSpec, fmt.Sprintf("spec.database.restoreFrom: LinstorBackup %s does not exist", name))
+	case b.Cluster != spec.ClusterName:
+		return failed(fmt.Sprintf("spec.database.restoreFrom: LinstorBackup %s belongs to LinstorCluster %s, not %s", name, b.Cluster, spec.ClusterName))
+	case b.Phase == linstorv1.BackupFailed:
+		return failed(fmt.Sprintf("spec.database.restoreFrom: LinstorBackup %s failed: %s", name, b.Message))
+	case b.Phase != linstorv1.BackupCompleted:
+		return waiting(linstorv1.ReasonInvalidSpec, fmt.Sprintf("spec.database.restoreFrom: LinstorBackup %s is not Completed yet (%s)", name, b.Phase))
+	case !in.runs(b.LinstorVersion):
+		return failed(fmt.Sprintf("spec.database.restoreFrom: LinstorBackup %s was taken with LINSTOR %q, which this operator release cannot run", name, b.LinstorVersion))
+	}
+	// A live database is replaced only when the user confirmed it for this very
+	// object: a recreated LinstorCluster still naming an old backup must not wipe
+	// what LINSTOR holds now.
+	confirm := name + "/" + spec.ClusterUID
+	empty := in.Observed.DatabaseEmpty
+	if (r == nil || r.Phase != RestoreStopping) && spec.ConfirmRestore != confirm {
+		if empty == nil {
+			out.Requeue = soon
+			return false
+		}
+		if !*empty {
+			msg := fmt.Sprintf("spec.database.restoreFrom would replace LINSTOR's live database with LinstorBackup %s; everything changed since that backup would be lost. "+
+				"To go ahead, annotate this LinstorCluster %s=%s; to keep the live database, clear spec.database.restoreFrom.", name, AnnotationConfirmRestore, confirm)
+			out.State.Restore = &linstorv1.RestoreStatus{BackupName: name, ClusterUID: spec.ClusterUID, Phase: RestoreAwaitingConfirmation,
+				LinstorVersion: b.LinstorVersion, Message: msg}
+			out.Problem = Problem{linstorv1.ReasonRestoreNeedsConfirmation, msg}
+			return false
+		}
+	}
+	// Stop the controller; nothing is touched until it is gone.
+	if r == nil || r.Phase != RestoreStopping || r.BackupName != name {
+		out.State.Restore = &linstorv1.RestoreStatus{BackupName: name, ClusterUID: spec.ClusterUID, Phase: RestoreStopping,
+			LinstorVersion: b.LinstorVersion, Message: "Stopping the LINSTOR controller to restore " + name}
+		if spec.ConfirmRestore != "" {
+			out.Actions = append(out.Actions, Action{Kind: RemoveAnnotation, Annotation: AnnotationConfirmRestore})
+		}
+	}
+	out.StopController = "a restore of " + name + " is being prepared"
+	out.Upgrading = true
+	if !in.Observed.ControllerStopped {
+		out.Requeue = Poll
+		return true
+	}
+	// Saved before the first write to the database: from here on LINSTOR never starts
+	// on it before the replacement is complete.
+	out.State.Restore.Phase = RestoreRestoring
+	out.State.Restore.Message = fmt.Sprintf("Replacing the database with %s; LINSTOR stays stopped until it is complete", name)
+	out.State.Deployed = versions(b.LinstorVersion, b.LinstorVersion)
+	out.State.Upgrade = nil
+	out.StopController = "the database is being restored from " + name
+	out.Actions = append(out.Actions, Action{Kind: RestoreDatabase, Backup: name})
+	return true
+}
+
+// continueRestore finishes a restore whose database replacement has begun. LINSTOR
+// stays stopped until it completed, whatever happens to the request.
+func continueRestore(in *Input, out *Output) bool {
+	r := out.State.Restore
+	target := in.Spec.RestoreFrom
+	if target == "" {
+		target = r.BackupName
+	}
+	out.StopController = "the database is being restored from " + target
+	out.Upgrading = true
+	b := in.Observed.RestoreBackup
+	usable := b != nil && b.Name == target && b.Found && b.Phase == linstorv1.BackupCompleted && b.Cluster == in.Spec.ClusterName && in.runs(b.LinstorVersion)
+	if !usable {
+		what := "is gone"
+		switch {
+		case b == nil || b.Name != target:
+			out.Requeue = soon // not observed yet
+			return true
+		case b.Found && b.Cluster != in.Spec.ClusterName:
+			what = "belongs to another LinstorCluster"
+		case b.Found && b.Phase != linstorv1.BackupCompleted:
+			what = "is not Completed"
+		case b.Found:
+			what = fmt.Sprintf("was taken with LINSTOR %s, which this release cannot run", b.LinstorVersion)
+		}
+		out.Problem = Problem{linstorv1.ReasonRestoreIncomplete, fmt.Sprintf(
+			"The database is partly replaced by the restore of %s, and LinstorBackup %s %s. LINSTOR stays stopped: a half-replaced database must not run. "+
+				"Recreate or restore LinstorBackup %s, or name another Completed backup of this cluster in spec.database.restoreFrom.", r.BackupName, target, what, target)}
+		out.Requeue = Poll
+		return true
+	}
+	if target != r.BackupName {
+		// Another complete backup replaces the half-written one as a whole.
+		r.BackupName = target
+	}
+	r.LinstorVersion = b.LinstorVersion
+	out.State.Deployed = versions(b.LinstorVersion, b.LinstorVersion)
+	if !in.Observed.ControllerStopped {
+		out.Requeue = Poll
+		return true
+	}
+	out.Actions = append(out.Actions, Action{Kind: RestoreDatabase, Backup: target})
+	return true
+}

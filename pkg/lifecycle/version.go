@@ -1,0 +1,296 @@
+package lifecycle
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/images"
+	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
+)
+
+// stepVersion decides which version runs and moves an upgrade on.
+func stepVersion(in *Input, out *Output) {
+	st := &out.State
+	if in.Spec.ExternalController {
+		// The controller's version is not ours to change: satellites follow it.
+		st.Deployed = &linstorv1.DeployedVersions{Satellites: or(in.Spec.Reported, images.LinstorVersion)}
+		st.Upgrade = nil
+		return
+	}
+	if InProgress(st.Upgrade) {
+		out.Upgrading = true
+		advance(in, out)
+		return
+	}
+	running := in.Spec.Reported
+	if running == "" && st.Deployed != nil {
+		running = st.Deployed.Controller // deployed, not answering yet
+	}
+	d := in.Release.Decide(upgrade.Input{Running: running, Requested: in.Spec.Requested, Policy: in.Spec.Policy})
+	keep := func() {
+		if st.Deployed == nil {
+			st.Deployed = versions(running, running)
+		}
+	}
+	switch d.Action {
+	case upgrade.Install, upgrade.Stay:
+		st.Deployed = versions(d.To.String(), d.To.String())
+		if st.Upgrade != nil && st.Upgrade.Phase != linstorv1.UpgradeSucceeded {
+			st.Upgrade = nil // the version question is settled
+		}
+	case upgrade.Refuse:
+		keep()
+		st.Upgrade = &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeRefused, From: running, To: d.Final.String(), Message: d.Message}
+		out.Problem = Problem{linstorv1.ReasonUpgradeRefused, d.Message}
+	case upgrade.AwaitApproval:
+		keep()
+		st.Upgrade = &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeAwaitingApproval, From: running, To: d.Final.String(), Message: d.Message}
+	case upgrade.Upgrade:
+		keep()
+		if u := st.Upgrade; u != nil && u.Phase == linstorv1.UpgradeRolledBack && u.From == running && u.To == d.To.String() {
+			if in.Spec.RetryUpgrade != d.To.String() {
+				out.Problem = Problem{linstorv1.ReasonUpgradeFailed, u.Message}
+				return // rolled back: retried only when asked to
+			}
+			// The request is used up by this retry: were it to fail too, the next retry
+			// must be asked for again, never looping on its own.
+			out.Actions = append(out.Actions, Action{Kind: RemoveAnnotation, Annotation: AnnotationRetryUpgrade})
+		}
+		// The start is recorded before anything is checked or changed.
+		now := metav1.NewTime(in.Now)
+		st.Upgrade = &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradePreflight, From: running, To: d.To.String(),
+			StartedAt: &now, PhaseStartedAt: &now, Message: d.Message}
+		st.Deployed = versions(running, running)
+		out.Upgrading, out.Requeue = true, soon
+		out.Events = append(out.Events, Event{Reason: "UpgradeStarted", Message: d.Message})
+	}
+}
+
+// advance runs the current upgrade phase and moves to the next when it is done.
+func advance(in *Input, out *Output) {
+	u := out.State.Upgrade
+	switch u.Phase {
+	case linstorv1.UpgradePreflight:
+		out.State.Deployed = versions(u.From, u.From)
+		preflight(in, out)
+	case linstorv1.UpgradeBackup:
+		out.State.Deployed = versions(u.From, u.From)
+		backup(in, out)
+	case linstorv1.UpgradeController:
+		out.State.Deployed = versions(u.To, u.From)
+		out.FenceCSI = true
+		controller(in, out)
+	case linstorv1.UpgradeSatellites:
+		out.State.Deployed = versions(u.To, u.To)
+		out.FenceCSI = true
+		satellites(in, out)
+	case linstorv1.UpgradeVerify:
+		out.State.Deployed = versions(u.To, u.To)
+		verify(in, out)
+	case linstorv1.UpgradeRollingBack:
+		out.State.Deployed = versions(u.From, u.From)
+		out.FenceCSI = true
+		rollBack(in, out)
+	}
+}
+
+func enter(in *Input, out *Output, phase linstorv1.UpgradePhase, msg string) {
+	u := out.State.Upgrade
+	now := metav1.NewTime(in.Now)
+	u.Phase, u.PhaseStartedAt, u.Message = phase, &now, msg
+	out.Requeue = soon
+	out.Events = append(out.Events, Event{Reason: "Upgrade" + string(phase), Message: msg})
+}
+
+func expired(in *Input, u *linstorv1.UpgradeStatus) bool {
+	return u.PhaseStartedAt != nil && in.Now.Sub(u.PhaseStartedAt.Time) > in.phaseTimeout()
+}
+
+func wait(out *Output, msg string) {
+	out.State.Upgrade.Message = msg
+	out.Requeue = Poll
+}
+
+// preflight: LINSTOR answers at the old version, every satellite is ONLINE, every
+// replica healthy, and there is a way to back up. Until then the upgrade waits.
+func preflight(in *Input, out *Output) {
+	u, l := out.State.Upgrade, in.Observed.Linstor
+	switch {
+	case l == nil:
+		out.Requeue = soon
+	case l.Err != "":
+		wait(out, "Preflight: waiting: LINSTOR controller not reachable: "+l.Err)
+	case l.Version != u.From:
+		wait(out, fmt.Sprintf("Preflight: waiting: LINSTOR reports %s, expected %s", l.Version, u.From))
+	case len(l.Problems) > 0:
+		wait(out, "Preflight: waiting: "+strings.Join(l.Problems, "; "))
+	case in.Spec.ExternalDatabase != "" && !in.Spec.ExternalBackupAcknowledged:
+		wait(out, "Preflight: waiting: the database is external: back it up, then set spec.database.externalBackupAcknowledged: true")
+	default:
+		enter(in, out, linstorv1.UpgradeBackup, fmt.Sprintf("Preflight passed; backing up the LINSTOR %s database", u.From))
+	}
+}
+
+// BackupName is the pre-upgrade backup's name: derived from the start, so a restarted
+// operator finds the same one.
+func BackupName(cluster string, u *linstorv1.UpgradeStatus) string {
+	return fmt.Sprintf("%s-before-%s-%d", cluster, strings.ReplaceAll(u.To, ".", "-"), u.StartedAt.Unix())
+}
+
+// backup takes a LinstorBackup (the controller is stopped meanwhile) and waits for it.
+// A failed or late backup ends the upgrade before anything changed.
+func backup(in *Input, out *Output) {
+	u := out.State.Upgrade
+	if in.Spec.ExternalDatabase != "" {
+		enter(in, out, linstorv1.UpgradeController, "External database backed up by the admin; starting the controller at "+u.To)
+		return
+	}
+	out.FenceCSI = true
+	if u.BackupName == "" {
+		u.BackupName = BackupName(in.Spec.ClusterName, u)
+	}
+	abort := func(why string) {
+		u.Phase, u.Message = linstorv1.UpgradeRolledBack, fmt.Sprintf("The pre-upgrade backup %s; nothing was changed, LINSTOR stays at %s", why, u.From)
+		out.Problem = Problem{linstorv1.ReasonUpgradeFailed, u.Message}
+		out.Events = append(out.Events, Event{Warning: true, Reason: "UpgradeAborted", Message: u.Message})
+		out.Upgrading, out.FenceCSI, out.Requeue = false, false, soon
+	}
+	b := in.Observed.UpgradeBackup
+	switch {
+	case b == nil || b.Name != u.BackupName || !b.Found:
+		out.Actions = append(out.Actions, Action{Kind: CreateBackup, Backup: u.BackupName, From: u.From, To: u.To})
+	case b.Phase == linstorv1.BackupCompleted:
+		enter(in, out, linstorv1.UpgradeController, fmt.Sprintf("Backup %s completed (%s); starting the controller at %s, which migrates the database", b.Name, b.Checksum, u.To))
+		return
+	case b.Phase == linstorv1.BackupFailed:
+		abort(fmt.Sprintf("%s failed (%s)", b.Name, b.Message))
+		return
+	case expired(in, u):
+		abort(fmt.Sprintf("%s did not complete within %s (%s)", b.Name, in.phaseTimeout(), b.Message))
+		return
+	default:
+		u.Message = "Backup: " + b.Message
+	}
+	out.StopController = "the pre-upgrade backup " + u.BackupName + " is being taken"
+	out.Requeue = Poll
+}
+
+// controller waits for the controller at the new version (it migrates the database on
+// start); if it does not come up in time, the upgrade rolls back.
+func controller(in *Input, out *Output) {
+	u, l := out.State.Upgrade, in.Observed.Linstor
+	switch {
+	case l == nil:
+		out.Requeue = soon
+		return
+	case l.Err == "" && l.Version == u.To:
+		enter(in, out, linstorv1.UpgradeSatellites, fmt.Sprintf("Controller runs LINSTOR %s; moving the satellites", u.To))
+		return
+	case l.Err != "":
+		u.Message = fmt.Sprintf("Controller: waiting for LINSTOR %s to answer: %s", u.To, l.Err)
+	default:
+		u.Message = fmt.Sprintf("Controller: waiting for LINSTOR %s, it reports %s", u.To, l.Version)
+	}
+	if expired(in, u) {
+		startRollback(in, out, fmt.Sprintf("the controller did not come up at %s within %s (%s)", u.To, in.phaseTimeout(), u.Message))
+		return
+	}
+	out.Requeue = Poll
+}
+
+// satellites waits until every satellite is ONLINE at the new version. An unreachable
+// controller counts against the phase's time like a slow satellite.
+func satellites(in *Input, out *Output) {
+	u, l := out.State.Upgrade, in.Observed.Linstor
+	switch {
+	case l == nil:
+		out.Requeue = soon
+		return
+	case l.Err != "":
+		u.Message = "Satellites: cannot list LINSTOR nodes: " + l.Err
+	case len(l.Waiting) == 0:
+		enter(in, out, linstorv1.UpgradeVerify, fmt.Sprintf("All satellites ONLINE at %s; verifying", u.To))
+		return
+	default:
+		u.Message = "Satellites: waiting for " + strings.Join(l.Waiting, ", ")
+	}
+	if expired(in, u) {
+		startRollback(in, out, fmt.Sprintf("satellites did not come up at %s within %s (%s)", u.To, in.phaseTimeout(), u.Message))
+		return
+	}
+	out.Requeue = Poll
+}
+
+// verify waits until every replica is healthy again. No timeout and no rollback: the
+// satellites already run the new version.
+func verify(in *Input, out *Output) {
+	u, l := out.State.Upgrade, in.Observed.Linstor
+	switch {
+	case l == nil:
+		out.Requeue = soon
+	case l.Err != "":
+		wait(out, "Verify: cannot read LINSTOR: "+l.Err)
+	case len(l.Problems) > 0:
+		wait(out, "Verify: waiting: "+strings.Join(l.Problems, "; "))
+	default:
+		took := in.Now.Sub(u.StartedAt.Time).Round(time.Second)
+		enter(in, out, linstorv1.UpgradeSucceeded, fmt.Sprintf("Upgraded LINSTOR from %s to %s in %s; backup %s kept", u.From, u.To, took, or(u.BackupName, "(external)")))
+		out.Upgrading = false
+	}
+}
+
+// startRollback: with the operator's own backup the database goes back to it; with
+// an external database only the admin can.
+func startRollback(in *Input, out *Output, why string) {
+	u := out.State.Upgrade
+	if u.BackupName == "" {
+		u.Phase, u.Message = linstorv1.UpgradeRolledBack, "The upgrade failed: "+why+". The database is external: restore it from your backup, then start LINSTOR "+u.From+"."
+		out.Problem = Problem{linstorv1.ReasonUpgradeFailed, u.Message}
+		out.Events = append(out.Events, Event{Warning: true, Reason: "UpgradeFailed", Message: u.Message})
+		out.Upgrading, out.FenceCSI = false, false
+		return
+	}
+	out.Events = append(out.Events, Event{Warning: true, Reason: "UpgradeFailed", Message: fmt.Sprintf("Rolling back to %s: %s", u.From, why)})
+	enter(in, out, linstorv1.UpgradeRollingBack, "Rolling back: "+why)
+	out.State.Deployed = versions(u.From, u.From)
+	out.StopController = "the database is being restored from " + u.BackupName
+}
+
+// rollBack restores the backup with the controller stopped; AfterAction then starts
+// the old version. Without a usable backup LINSTOR stays stopped: the database may be
+// half migrated and no version can run it safely.
+func rollBack(in *Input, out *Output) {
+	u := out.State.Upgrade
+	out.StopController = "the database is being restored from " + u.BackupName
+	b := in.Observed.UpgradeBackup
+	switch {
+	case b == nil || b.Name != u.BackupName:
+		out.Requeue = soon
+		return
+	case !b.Found || b.Phase != linstorv1.BackupCompleted:
+		what := "is gone"
+		if b.Found {
+			what = "is not Completed"
+		}
+		out.Problem = Problem{linstorv1.ReasonUpgradeFailed, fmt.Sprintf(
+			"Rolling back to %s: LinstorBackup %s %s. LINSTOR stays stopped: its database may be half migrated. Recreate LinstorBackup %s from its Secrets or your own copy.",
+			u.From, u.BackupName, what, u.BackupName)}
+		out.Requeue = Poll
+		return
+	case !in.Observed.ControllerStopped:
+		out.Requeue = Poll
+		return
+	}
+	out.Actions = append(out.Actions, Action{Kind: RestoreDatabase, Backup: u.BackupName})
+}
+
+func or(v, def string) string {
+	if v != "" {
+		return v
+	}
+	return def
+}

@@ -153,7 +153,7 @@ type Action struct {
 
 // Event is something worth telling the user.
 type Event struct {
-	Warning        bool
+	Warning         bool
 	Reason, Message string
 }
 

@@ -1,6 +1,8 @@
 package v1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -12,7 +14,19 @@ type LinstorBackupSpec struct {
 	// +required
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Cluster"
 	ClusterRef ClusterReference `json:"clusterRef"`
+
+	// timeout bounds the backup from its creation: past it, a backup that is not
+	// Completed is Failed, and the LINSTOR controller, stopped for it, starts again
+	// (default 10m). A backup must never keep LINSTOR stopped for good.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(h|m|s))+$`
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Timeout"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
+
+// DefaultBackupTimeout is a backup's deadline when spec.timeout is unset.
+const DefaultBackupTimeout = 10 * time.Minute
 
 // BackupPhase is where a backup stands.
 // +kubebuilder:validation:Enum=Pending;Running;Completed;Failed

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/controllers/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
 	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
@@ -49,7 +49,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=internal.linstor.linbit.com,resources=*,verbs=get;list;create;delete
 
 // Reconcile moves a backup through Pending, Running and Completed (or Failed).
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	b := &linstorv1.LinstorBackup{}
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -70,6 +70,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if why := Unsupported(cluster); why != "" {
 		return ctrl.Result{}, r.fail(ctx, b, why)
 	}
+	if deadline := b.CreationTimestamp.Add(timeout(b)); time.Now().After(deadline) {
+		// A backup keeps LINSTOR's controller stopped: it must end, in failure if need be.
+		return ctrl.Result{}, r.fail(ctx, b, fmt.Sprintf("not completed within %s (%s); the LINSTOR controller starts again", timeout(b), or(b.Status.Message, string(b.Status.Phase))))
+	}
 	if b.Status.Phase == "" {
 		return ctrl.Result{}, r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
 			st.Phase, st.Message = linstorv1.BackupPending, "Waiting for the LINSTOR controller to stop"
@@ -83,6 +87,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !stopped {
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
+	defer func() {
+		// The reason a try failed reaches the status; the deadline ends the retries.
+		if reterr != nil && !apierrors.IsConflict(reterr) {
+			_ = r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
+				st.Message = fmt.Sprintf("A try failed, retrying until %s: %v", b.CreationTimestamp.Add(timeout(b)).UTC().Format(time.RFC3339), reterr)
+			})
+		}
+	}()
 	if b.Status.Phase == linstorv1.BackupPending {
 		if err := r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
 			st.Phase, st.Message, st.StartedAt = linstorv1.BackupRunning, "Copying the database", ptrTime(metav1.Now())
@@ -110,14 +122,11 @@ func (r *Reconciler) take(ctx context.Context, b *linstorv1.LinstorBackup) error
 	}
 	var names []string
 	for i, chunk := range dbbackup.Split(data, dbbackup.ChunkSize) {
-		name := fmt.Sprintf("%s-%d", b.Name, i)
-		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.Namespace}}
-		if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, secret, func() error {
-			secret.Labels = map[string]string{LabelBackup: b.Name, render.LabelManagedBy: render.ManagedBy}
-			secret.Data = map[string][]byte{chunkKey: chunk}
-			return controllerutil.SetControllerReference(b, secret, r.Client.Scheme())
-		}); err != nil {
+		name := ChunkName(b, i)
+		if foreign, err := r.writeChunk(ctx, b, name, chunk); err != nil {
 			return fmt.Errorf("writing Secret %s: %w", name, err)
+		} else if foreign {
+			return r.fail(ctx, b, fmt.Sprintf("Secret %s already exists and is not this backup's: the operator never overwrites, adopts or deletes a Secret it did not create; rename it or create the backup under another name", name))
 		}
 		names = append(names, name)
 	}
@@ -140,6 +149,35 @@ func (r *Reconciler) take(ctx context.Context, b *linstorv1.LinstorBackup) error
 	}
 	r.Recorder.Eventf(b, corev1.EventTypeNormal, "BackupCompleted", "Backed up LINSTOR %s: %d CRDs, %d objects (%s)", b.Status.LinstorVersion, crds, objects, checksum)
 	return nil
+}
+
+// ChunkName is the name of a backup's i-th chunk Secret.
+func ChunkName(b *linstorv1.LinstorBackup, i int) string { return fmt.Sprintf("%s-%d", b.Name, i) }
+
+// writeChunk creates a chunk Secret, or updates one this backup created before (a
+// resumed copy). A Secret of that name that belongs to anything else is left alone
+// and reported (foreign): adopting it would hand it to the garbage collector when the
+// backup is pruned.
+func (r *Reconciler) writeChunk(ctx context.Context, b *linstorv1.LinstorBackup, name string, chunk []byte) (foreign bool, err error) {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.Namespace,
+		Labels: map[string]string{LabelBackup: b.Name, render.LabelManagedBy: render.ManagedBy}},
+		Data: map[string][]byte{chunkKey: chunk}}
+	if err := controllerutil.SetControllerReference(b, secret, r.Client.Scheme()); err != nil {
+		return false, err
+	}
+	err = r.Client.Create(ctx, secret)
+	if !apierrors.IsAlreadyExists(err) {
+		return false, err
+	}
+	existing := &corev1.Secret{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: name}, existing); err != nil {
+		return false, err
+	}
+	if !metav1.IsControlledBy(existing, b) {
+		return true, nil
+	}
+	existing.Data = secret.Data
+	return false, r.Client.Update(ctx, existing)
 }
 
 // Read joins a backup's chunks.
@@ -270,12 +308,26 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 func ptrTime(t metav1.Time) *metav1.Time { return &t }
 
+func timeout(b *linstorv1.LinstorBackup) time.Duration {
+	if b.Spec.Timeout != nil && b.Spec.Timeout.Duration > 0 {
+		return b.Spec.Timeout.Duration
+	}
+	return linstorv1.DefaultBackupTimeout
+}
+
+func or(v, def string) string {
+	if v != "" {
+		return v
+	}
+	return def
+}
+
 // setConditions derives the conditions from the phase.
 func setConditions(b *linstorv1.LinstorBackup) {
 	st := &b.Status
 	st.ObservedGeneration = b.Generation
 	set := func(typ string, status metav1.ConditionStatus, reason string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: st.Message, ObservedGeneration: b.Generation})
+		phases.SetCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: st.Message, ObservedGeneration: b.Generation})
 	}
 	switch st.Phase {
 	case linstorv1.BackupCompleted:

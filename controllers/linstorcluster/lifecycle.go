@@ -16,6 +16,7 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/linstorbackup"
+	"github.com/linstor-operator/linstor-operator/controllers/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
 	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
@@ -217,6 +218,12 @@ func (r *Reconciler) saveLifecycle(ctx context.Context, c *linstorv1.LinstorClus
 		r.Recorder.Event(c, typ, e.Reason, e.Message)
 	}
 	next := out.State
+	if next.Upgrade != nil {
+		next.Upgrade.Message = phases.Bound(next.Upgrade.Message)
+	}
+	if next.Restore != nil {
+		next.Restore.Message = phases.Bound(next.Restore.Message)
+	}
 	if equalState(from, next) && !out.VersionStale {
 		return nil
 	}

@@ -12,13 +12,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/controllers/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/props"
 	"github.com/linstor-operator/linstor-operator/pkg/render"
@@ -200,7 +200,7 @@ func (r *Reconciler) updateConfigurationStatus(ctx context.Context, cfg *linstor
 	sort.Strings(nodes)
 	cfg.Status.MatchedNodes = nodes
 	cfg.Status.ObservedGeneration = cfg.Generation
-	meta.SetStatusCondition(&cfg.Status.Conditions, metav1.Condition{
+	phases.SetCondition(&cfg.Status.Conditions, metav1.Condition{
 		Type: linstorv1.ConditionApplied, Status: metav1.ConditionTrue, Reason: linstorv1.ReasonAsExpected,
 		ObservedGeneration: cfg.Generation, Message: fmt.Sprintf("Applies to %d nodes", len(nodes)),
 	})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,7 +87,7 @@ func setDegradedCondition(c *linstorv1.LinstorCluster, s *scope) {
 	if reason != "" {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, reason, msg
 	}
-	meta.SetStatusCondition(&c.Status.Conditions, cond)
+	phases.SetCondition(&c.Status.Conditions, cond)
 }
 
 func setProgressingCondition(c *linstorv1.LinstorCluster, s *scope) {
@@ -106,7 +105,7 @@ func setProgressingCondition(c *linstorv1.LinstorCluster, s *scope) {
 		cond.Status, cond.Reason = metav1.ConditionTrue, linstorv1.ReasonSatellitesNotReady
 		cond.Message = fmt.Sprintf("%d of %d satellites are ONLINE", s.satellitesReady, s.satellitesTotal)
 	}
-	meta.SetStatusCondition(&c.Status.Conditions, cond)
+	phases.SetCondition(&c.Status.Conditions, cond)
 }
 
 func setAvailableCondition(c *linstorv1.LinstorCluster, s *scope) {
@@ -124,7 +123,7 @@ func setAvailableCondition(c *linstorv1.LinstorCluster, s *scope) {
 	case s.satellitesReady < s.satellitesTotal:
 		cond.Status, cond.Reason = metav1.ConditionFalse, linstorv1.ReasonSatellitesNotReady
 	}
-	meta.SetStatusCondition(&c.Status.Conditions, cond)
+	phases.SetCondition(&c.Status.Conditions, cond)
 }
 
 // setUpgradeableCondition tells OLM (through the OperatorCondition, in the upgrade work)
@@ -138,7 +137,7 @@ func setUpgradeableCondition(c *linstorv1.LinstorCluster, s *scope) {
 	} else if s.stopController != "" {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, s.stopReason(), s.stopController
 	}
-	meta.SetStatusCondition(&c.Status.Conditions, cond)
+	phases.SetCondition(&c.Status.Conditions, cond)
 }
 
 // stopReason is why the controller is stopped, as a condition reason.

@@ -10,7 +10,6 @@ import (
 	lapi "github.com/LINBIT/golinstor/client"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -89,7 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} else {
 		lnc.Status.ObservedGeneration = lnc.Generation
 	}
-	meta.SetStatusCondition(&lnc.Status.Conditions, cond)
+	phases.SetCondition(&lnc.Status.Conditions, cond)
 	if perr := r.Client.Status().Patch(ctx, lnc, client.MergeFrom(before)); perr != nil && !apierrors.IsNotFound(perr) {
 		return ctrl.Result{}, perr
 	}

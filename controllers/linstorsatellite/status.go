@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	lapi "github.com/LINBIT/golinstor/client"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,7 +90,7 @@ func setDegradedCondition(sat *linstorv1.LinstorSatellite, s *scope) {
 	} else if s.poolWaiting != "" {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonPoolInUse, s.poolWaiting
 	}
-	meta.SetStatusCondition(&sat.Status.Conditions, cond)
+	phases.SetCondition(&sat.Status.Conditions, cond)
 }
 
 func setProgressingCondition(sat *linstorv1.LinstorSatellite, s *scope) {
@@ -102,7 +101,7 @@ func setProgressingCondition(sat *linstorv1.LinstorSatellite, s *scope) {
 	case s.poolPending != "":
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonNodeOffline, s.poolPending
 	}
-	meta.SetStatusCondition(&sat.Status.Conditions, cond)
+	phases.SetCondition(&sat.Status.Conditions, cond)
 }
 
 func setAvailableCondition(sat *linstorv1.LinstorSatellite, s *scope) {
@@ -119,5 +118,5 @@ func setAvailableCondition(sat *linstorv1.LinstorSatellite, s *scope) {
 	default:
 		cond.Reason, cond.Message = linstorv1.ReasonNotObserved, problem(s)
 	}
-	meta.SetStatusCondition(&sat.Status.Conditions, cond)
+	phases.SetCondition(&sat.Status.Conditions, cond)
 }

@@ -3,8 +3,10 @@ package phases
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 )
@@ -59,5 +61,17 @@ func TestGrace(t *testing.T) {
 	g.Succeeded("a")
 	if g.Failed("a", t0.Add(60*time.Second)) {
 		t.Error("a success did not reset the period")
+	}
+}
+
+func TestBound(t *testing.T) {
+	short := "LINSTOR node n1 is OFFLINE"
+	if Bound(short) != short {
+		t.Errorf("a short message changed")
+	}
+	long := strings.Repeat("ü", MaxMessage) // two bytes a rune
+	got := Bound(long)
+	if len(got) > MaxMessage || !utf8.ValidString(got) || !strings.Contains(got, "more bytes)") {
+		t.Errorf("Bound: %d bytes, valid UTF-8 %t, ends %q", len(got), utf8.ValidString(got), got[len(got)-30:])
 	}
 }

@@ -127,7 +127,7 @@ func preflight(in *Input, out *Output) {
 	case l.Version != u.From:
 		wait(out, fmt.Sprintf("Preflight: waiting: LINSTOR reports %s, expected %s", l.Version, u.From))
 	case len(l.Problems) > 0:
-		wait(out, "Preflight: waiting: "+strings.Join(l.Problems, "; "))
+		wait(out, "Preflight: waiting: "+upTo(l.Problems, maxListed))
 	case in.Spec.ExternalDatabase != "" && !in.Spec.ExternalBackupAcknowledged:
 		wait(out, "Preflight: waiting: the database is external: back it up, then set spec.database.externalBackupAcknowledged: true")
 	default:
@@ -216,7 +216,7 @@ func satellites(in *Input, out *Output) {
 		enter(in, out, linstorv1.UpgradeVerify, fmt.Sprintf("All satellites ONLINE at %s; verifying", u.To))
 		return
 	default:
-		u.Message = "Satellites: waiting for " + strings.Join(l.Waiting, ", ")
+		u.Message = "Satellites: waiting for " + upTo(l.Waiting, maxListed)
 	}
 	if expired(in, u) {
 		startRollback(in, out, fmt.Sprintf("satellites did not come up at %s within %s (%s)", u.To, in.phaseTimeout(), u.Message))
@@ -235,7 +235,7 @@ func verify(in *Input, out *Output) {
 	case l.Err != "":
 		wait(out, "Verify: cannot read LINSTOR: "+l.Err)
 	case len(l.Problems) > 0:
-		wait(out, "Verify: waiting: "+strings.Join(l.Problems, "; "))
+		wait(out, "Verify: waiting: "+upTo(l.Problems, maxListed))
 	default:
 		took := in.Now.Sub(u.StartedAt.Time).Round(time.Second)
 		enter(in, out, linstorv1.UpgradeSucceeded, fmt.Sprintf("Upgraded LINSTOR from %s to %s in %s; backup %s kept", u.From, u.To, took, or(u.BackupName, "(external)")))
@@ -293,4 +293,15 @@ func or(v, def string) string {
 		return v
 	}
 	return def
+}
+
+// maxListed keeps status messages readable (and within the CRD's limits) on large
+// clusters: the first problems, and how many more there are.
+const maxListed = 10
+
+func upTo(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(items[:n], "; "), len(items)-n)
 }

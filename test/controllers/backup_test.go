@@ -138,3 +138,54 @@ func TestBackupOfAnExternalDatabaseIsRefused(t *testing.T) {
 		g.Expect(*d.Spec.Replicas).To(Equal(int32(1)), "a refused backup must not stop the controller")
 	}, "2s", tick).Should(Succeed())
 }
+
+// A backup that cannot finish (here: the controller pod never goes away) fails at its
+// deadline and releases the LINSTOR controller: a backup must never keep it stopped.
+func TestBackupDeadlineReleasesTheController(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	cluster := makeCluster(t, ns, linstorv1.LinstorClusterSpec{NodeSelector: map[string]string{"suite": "none"}})
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "linstor-controller-stuck", Namespace: ns,
+		Labels: map[string]string{render.LabelName: render.ControllerName, render.LabelInstance: cluster.Name}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+	g.Expect(env.Client.Create(ctx, pod)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, &linstorv1.LinstorBackup{ObjectMeta: metav1.ObjectMeta{Name: "late", Namespace: ns},
+		Spec: linstorv1.LinstorBackupSpec{ClusterRef: linstorv1.ClusterReference{Name: cluster.Name}, Timeout: &metav1.Duration{Duration: 3 * time.Second}}})).To(Succeed())
+	replicas := func(g Gomega) int32 {
+		var d appsv1.Deployment
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: render.ControllerName}, &d)).To(Succeed())
+		return *d.Spec.Replicas
+	}
+	g.Eventually(replicas, timeout, tick).Should(Equal(int32(0)), "the backup should stop the controller first")
+	g.Eventually(func(g Gomega) {
+		b := get(g, ns, "late", &linstorv1.LinstorBackup{})
+		g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupFailed))
+		g.Expect(b.Status.Message).To(ContainSubstring("not completed within 3s"))
+	}, timeout, tick).Should(Succeed())
+	g.Eventually(replicas, timeout, tick).Should(Equal(int32(1)), "the controller must start again after a failed backup")
+}
+
+// A Secret that happens to have a chunk's name is never overwritten, adopted or
+// deleted: the backup fails and says so.
+func TestBackupNeverAdoptsAForeignSecret(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	g.Expect(env.Client.Create(ctx, linstorTable("nodes", "Nodes"))).To(Succeed())
+	t.Cleanup(func() { dropTables(ctx) })
+	g.Eventually(func() error { return env.Client.Create(ctx, row("Nodes", "fs-a", map[string]any{"node_name": "FS-A"})) }, timeout, tick).Should(Succeed())
+	cluster := makeCluster(t, ns, linstorv1.LinstorClusterSpec{NodeSelector: map[string]string{"suite": "none"}})
+	mine := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "nightly-0", Namespace: ns}, Data: map[string][]byte{"password": []byte("hunter2")}}
+	g.Expect(env.Client.Create(ctx, mine)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, &linstorv1.LinstorBackup{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: ns},
+		Spec: linstorv1.LinstorBackupSpec{ClusterRef: linstorv1.ClusterReference{Name: cluster.Name}}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		b := get(g, ns, "nightly", &linstorv1.LinstorBackup{})
+		g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupFailed))
+		g.Expect(b.Status.Message).To(ContainSubstring("Secret nightly-0 already exists and is not this backup's"))
+	}, timeout, tick).Should(Succeed())
+	got := get(g, ns, "nightly-0", &corev1.Secret{})
+	g.Expect(got.Data).To(Equal(mine.Data), "the user's Secret was overwritten")
+	g.Expect(got.OwnerReferences).To(BeEmpty(), "the user's Secret was adopted")
+}

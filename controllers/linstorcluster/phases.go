@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -170,9 +171,33 @@ func (r *Reconciler) reconcileSatellites(ctx context.Context, s *scope) (ctrl.Re
 			errs = append(errs, err.Error())
 		}
 	}
+	// Removing many satellites at once is held until confirmed (a nodeSelector typo,
+	// nodes vanishing): decided here, before any is deleted, so the first deletions
+	// cannot slip through before the others are seen.
+	removal := satellite.Removal{Total: len(existing.Items), Confirmed: s.cluster.Annotations[satellite.AnnotationConfirmRemoval]}
+	var unwanted []*linstorv1.LinstorSatellite
 	for i := range existing.Items {
 		sat := &existing.Items[i]
-		if wanted[sat.Name] || !metav1.IsControlledBy(sat, s.cluster) || !sat.DeletionTimestamp.IsZero() {
+		if !metav1.IsControlledBy(sat, s.cluster) || sat.Spec.DeletionPolicy == linstorv1.DeletionRetain && sat.DeletionTimestamp.IsZero() {
+			if !wanted[sat.Name] && metav1.IsControlledBy(sat, s.cluster) {
+				unwanted = append(unwanted, sat) // Retain touches nothing in LINSTOR
+			}
+			continue
+		}
+		switch {
+		case !sat.DeletionTimestamp.IsZero():
+			removal.Removing = append(removal.Removing, sat.Name)
+		case !wanted[sat.Name]:
+			removal.Removing = append(removal.Removing, sat.Name)
+			unwanted = append(unwanted, sat)
+		}
+	}
+	if held := satellite.RemovalHeld(removal); held != "" {
+		s.removalHeld = held
+		unwanted = unwanted[:0]
+	}
+	for _, sat := range unwanted {
+		if !sat.DeletionTimestamp.IsZero() {
 			continue
 		}
 		if err := r.Client.Delete(ctx, sat); client.IgnoreNotFound(err) != nil {
@@ -282,6 +307,10 @@ func (r *Reconciler) observeSatellites(ctx context.Context, s *scope) (ctrl.Resu
 	var live []linstorv1.LinstorSatellite
 	for _, sat := range sats.Items {
 		if !sat.DeletionTimestamp.IsZero() {
+			// A held mass removal is the cluster's business: it says why nothing moves.
+			if d := meta.FindStatusCondition(sat.Status.Conditions, linstorv1.ConditionDegraded); d != nil && d.Reason == linstorv1.ReasonRemovalHeld {
+				s.removalHeld = d.Message
+			}
 			continue
 		}
 		live = append(live, sat)

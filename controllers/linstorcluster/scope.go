@@ -48,6 +48,9 @@ type scope struct {
 	linstorVersion string
 	propertiesErr  error
 
+	// removalHeld: satellites wait to be evacuated or deleted (too many at once).
+	removalHeld string
+
 	satellitesTotal, satellitesReady int32
 	totalKiB, freeKiB                int64
 	poolsSeen                        bool

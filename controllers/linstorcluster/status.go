@@ -63,6 +63,8 @@ func (s *scope) problem() (reason, message string) {
 	case s.lifecycleProblem.Message != "":
 		// Written by reconcileLifecycle with an optimistic lock; only reported here.
 		return s.lifecycleProblem.Reason, s.lifecycleProblem.Message
+	case s.removalHeld != "":
+		return linstorv1.ReasonRemovalHeld, s.removalHeld
 	case s.tlsErr != nil && s.tlsMissing:
 		return linstorv1.ReasonSecretMissing, s.tlsErr.Error()
 	case s.tlsErr != nil:

@@ -9,10 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/render"
+	"github.com/linstor-operator/linstor-operator/pkg/satellite"
 )
 
 // reconcileDelete applies the deletion policy to the LINSTOR node. Whatever could lose
@@ -31,7 +34,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	done := true
 	switch policy {
 	case linstorv1.DeletionDelete:
-		done = r.deleteNode(ctx, s)
+		done = r.stillWanted(ctx, s) || r.guardedRemoval(ctx, s) && r.deleteNode(ctx, s)
 	case linstorv1.DeletionEvacuate:
 		done = r.evacuateNode(ctx, s)
 	}
@@ -104,7 +107,14 @@ func (r *Reconciler) evacuateNode(ctx context.Context, s *scope) bool {
 		return false
 	}
 	if !linstor.HasFlag(lnode.Flags, "EVACUATE") {
-		// Evacuations copy whole volumes over the network: limit how many run at once.
+		if r.stillWanted(ctx, s) {
+			return true
+		}
+		if !r.guardedRemoval(ctx, s) {
+			return false
+		}
+		// Evacuations copy whole volumes over the network: limit how many run at once,
+		// counting those LINSTOR runs for anyone.
 		if max := s.sat.Spec.MaxConcurrentEvacuations; max != nil {
 			all, err := s.lc.Nodes.GetAll(ctx)
 			if err != nil {
@@ -153,6 +163,52 @@ func (r *Reconciler) evacuateNode(ctx context.Context, s *scope) bool {
 		}
 	}
 	s.deleteWait = fmt.Sprintf("evacuating node %s: %s", s.sat.Name, strings.Join(parts, "; "))
+	return false
+}
+
+// stillWanted cancels a removal that has not started when the cluster wants a
+// satellite on the node again (a nodeSelector typo fixed, a satellite deleted by hand):
+// the object goes as with Retain, LINSTOR is not touched, and the satellite the
+// cluster recreates adopts the LINSTOR node as it is.
+func (r *Reconciler) stillWanted(ctx context.Context, s *scope) bool {
+	node := &corev1.Node{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: s.sat.Name}, node); err != nil || !node.DeletionTimestamp.IsZero() {
+		return false
+	}
+	var configs linstorv1.LinstorSatelliteConfigurationList
+	if err := r.Client.List(ctx, &configs, client.InNamespace(s.sat.Namespace)); err != nil {
+		return false
+	}
+	spec, _, err := satellite.Desired(s.cluster, configs.Items, node)
+	if err != nil || spec.ClusterRef.Name == "" {
+		return false
+	}
+	r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "RemovalCancelled", "Node %s is selected again: its LINSTOR node is kept and its satellite recreated", s.sat.Name)
+	return true
+}
+
+// guardedRemoval decides whether this satellite's Evacuate or Delete may start now
+// (pkg/satellite.RemovalHeld): never more than a share of the cluster at once without
+// confirmation, and never more than maxConcurrentEvacuations.
+func (r *Reconciler) guardedRemoval(ctx context.Context, s *scope) bool {
+	var list linstorv1.LinstorSatelliteList
+	if err := r.Client.List(ctx, &list, client.InNamespace(s.sat.Namespace), client.MatchingLabels{render.LabelCluster: s.cluster.Name}); err != nil {
+		s.deleteWait = fmt.Sprintf("listing the cluster's satellites: %v", err)
+		return false
+	}
+	in := satellite.Removal{Name: s.sat.Name, Total: len(list.Items), MaxConcurrent: s.sat.Spec.MaxConcurrentEvacuations,
+		Confirmed: s.cluster.Annotations[satellite.AnnotationConfirmRemoval]}
+	for _, sat := range list.Items {
+		if !sat.DeletionTimestamp.IsZero() && sat.Spec.DeletionPolicy != linstorv1.DeletionRetain && controllerutil.ContainsFinalizer(&sat, Finalizer) {
+			in.Removing = append(in.Removing, sat.Name)
+		}
+	}
+	held := satellite.RemovalHeld(in)
+	if held == "" {
+		return true
+	}
+	s.deleteWait, s.deleteReason = held, linstorv1.ReasonRemovalHeld
+	ctrl.LoggerFrom(ctx).V(1).Info("removal held", "satellite", s.sat.Name, "why", held)
 	return false
 }
 

@@ -185,3 +185,54 @@ func TestMaxConcurrentEvacuations(t *testing.T) {
 	g.Expect(emuClient.Nodes.Delete(context.Background(), "maxev-a")).To(Succeed())
 	g.Eventually(satelliteGone(ns, "maxev-b"), timeout, tick).Should(BeTrue())
 }
+
+// A nodeSelector typo drops most of the cluster's satellites at once: nothing is
+// evacuated or deleted until the removal is confirmed, and the cluster says why.
+func TestMassRemovalNeedsConfirmation(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, cluster := availableCluster(t, "mass", linstorv1.LinstorSatelliteConfigurationSpec{
+		StoragePools: []linstorv1.StoragePool{thinPool}, DeletionPolicy: linstorv1.DeletionDelete,
+	}, "mass-a", "mass-b", "mass-c")
+	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) { c.Spec.NodeSelector = map[string]string{"suite": "mas"} })).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := getCluster(g, cluster)
+		d := condition(c.Status.Conditions, linstorv1.ConditionDegraded)
+		g.Expect(d.Reason).To(Equal(linstorv1.ReasonRemovalHeld))
+		g.Expect(d.Message).To(ContainSubstring("linstor.io/confirm-removal=3"))
+	}, timeout, tick).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		for _, n := range []string{"mass-a", "mass-b", "mass-c"} {
+			_, ok := emu.Node(n)
+			g.Expect(ok).To(BeTrue(), "a LINSTOR node was removed without confirmation")
+		}
+	}, "2s", tick).Should(Succeed())
+
+	// Fixing the selector brings them back, nothing lost.
+	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) { c.Spec.NodeSelector = map[string]string{"suite": "mass"} })).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		var l linstorv1.LinstorSatelliteList
+		g.Expect(env.Client.List(ctx, &l, client.InNamespace(ns))).To(Succeed())
+		live := 0
+		for _, s := range l.Items {
+			if s.DeletionTimestamp.IsZero() {
+				live++
+			}
+		}
+		g.Expect(live).To(Equal(3))
+	}, timeout, tick).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		d := condition(getCluster(g, cluster).Status.Conditions, linstorv1.ConditionDegraded)
+		g.Expect(d.Reason).NotTo(Equal(linstorv1.ReasonRemovalHeld))
+	}, timeout, tick).Should(Succeed())
+
+	// Meant it: confirmed for exactly this many, the removal goes ahead.
+	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) {
+		c.Spec.NodeSelector = map[string]string{"suite": "mas"}
+		c.Annotations = map[string]string{"linstor.io/confirm-removal": "3"}
+	})).To(Succeed())
+	for _, n := range []string{"mass-a", "mass-b", "mass-c"} {
+		g.Eventually(satelliteGone(ns, n), timeout, tick).Should(BeTrue())
+		g.Eventually(func() bool { _, ok := emu.Node(n); return ok }, timeout, tick).Should(BeFalse())
+	}
+}

@@ -1,0 +1,69 @@
+package satellite
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// AnnotationConfirmRemoval, set on the LinstorCluster to the number of satellites being
+// removed, lets a removal larger than MaxRemovalShare go ahead. The number makes a
+// confirmation good for that removal only: more nodes going later need a new one.
+const AnnotationConfirmRemoval = "linstor.io/confirm-removal"
+
+// MaxRemovalShare is the share of a cluster's satellites that may be evacuated or
+// deleted at once without confirmation (LINSTOR's own auto-evict stops at 34%).
+const MaxRemovalShare = 34
+
+// Removal is one satellite's place in the removals under way.
+type Removal struct {
+	// Name is the satellite asking; Removing are all satellites of the cluster being
+	// evacuated or deleted (Name among them); Total counts every satellite of it.
+	Name     string
+	Removing []string
+	Total    int
+	// MaxConcurrent is maxConcurrentEvacuations (nil: no limit of its own).
+	MaxConcurrent *int32
+	// Confirmed is the AnnotationConfirmRemoval value ("" when absent).
+	Confirmed string
+}
+
+// RemovalHeld says why the satellite must not start its Evacuate or Delete now ("" when
+// it may). A nodeSelector typo, nodes vanishing or satellites deleted by hand can ask
+// to remove much of a cluster at once: more than MaxRemovalShare waits, all of it,
+// until confirmed; within it, at most MaxConcurrent go at once, in name order, so the
+// choice does not depend on which reconcile runs first.
+func RemovalHeld(r Removal) string {
+	removing := append([]string(nil), r.Removing...)
+	sort.Strings(removing)
+	allowed := r.Total * MaxRemovalShare / 100
+	if allowed < 1 {
+		allowed = 1
+	}
+	if len(removing) > allowed && r.Confirmed != strconv.Itoa(len(removing)) {
+		return fmt.Sprintf("%d of %d satellites are to be evacuated or deleted at once (%s), more than %d%% of the cluster: "+
+			"nothing is removed until confirmed. If that is intended, annotate the LinstorCluster %s=%d; if not, fix the nodeSelector or the nodes",
+			len(removing), r.Total, listed(removing), MaxRemovalShare, AnnotationConfirmRemoval, len(removing))
+	}
+	if r.MaxConcurrent == nil {
+		return ""
+	}
+	for i, name := range removing {
+		if name == r.Name {
+			if i < int(*r.MaxConcurrent) {
+				return ""
+			}
+			return fmt.Sprintf("waiting: %d removals go first and maxConcurrentEvacuations is %d", i, *r.MaxConcurrent)
+		}
+	}
+	return ""
+}
+
+func listed(names []string) string {
+	const shown = 5
+	if len(names) <= shown {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:shown], ", "), len(names)-shown)
+}

@@ -1,0 +1,35 @@
+package satellite
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRemovalHeld(t *testing.T) {
+	one := int32(1)
+	for _, tc := range []struct {
+		name    string
+		in      Removal
+		held    bool
+		message string
+	}{
+		{"one node of ten", Removal{Name: "n1", Removing: []string{"n1"}, Total: 10}, false, ""},
+		{"three of ten", Removal{Name: "n3", Removing: []string{"n1", "n2", "n3"}, Total: 10}, false, ""},
+		{"four of ten: a selector typo holds them all", Removal{Name: "n1", Removing: []string{"n1", "n2", "n3", "n4"}, Total: 10}, true, "annotate the LinstorCluster linstor.io/confirm-removal=4"},
+		{"four of ten, confirmed", Removal{Name: "n4", Removing: []string{"n1", "n2", "n3", "n4"}, Total: 10, Confirmed: "4"}, false, ""},
+		{"a stale confirmation for fewer", Removal{Name: "n1", Removing: []string{"n1", "n2", "n3", "n4", "n5"}, Total: 10, Confirmed: "4"}, true, "=5"},
+		{"every node of a cluster", Removal{Name: "a", Removing: []string{"a", "b", "c"}, Total: 3}, true, "3 of 3 satellites"},
+		{"the one node of a one-node cluster", Removal{Name: "a", Removing: []string{"a"}, Total: 1}, false, ""},
+		{"one of two", Removal{Name: "b", Removing: []string{"b"}, Total: 2}, false, ""},
+		{"maxConcurrent: the first in name order goes", Removal{Name: "n1", Removing: []string{"n2", "n1"}, Total: 10, MaxConcurrent: &one}, false, ""},
+		{"maxConcurrent: the second waits", Removal{Name: "n2", Removing: []string{"n2", "n1"}, Total: 10, MaxConcurrent: &one}, true, "maxConcurrentEvacuations is 1"},
+		{"long lists are cut", Removal{Name: "n01", Removing: []string{"n01", "n02", "n03", "n04", "n05", "n06", "n07"}, Total: 8}, true, "and 2 more"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := RemovalHeld(tc.in)
+			if (got != "") != tc.held || !strings.Contains(got, tc.message) {
+				t.Fatalf("RemovalHeld = %q, want held=%t containing %q", got, tc.held, tc.message)
+			}
+		})
+	}
+}

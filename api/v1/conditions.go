@@ -36,6 +36,8 @@ const (
 	ReasonEvacuationStuck = "EvacuationStuck"
 	// ReasonHoldsLastReplica: deleting the node would destroy the only copy of data.
 	ReasonHoldsLastReplica = "HoldsLastReplica"
+	// ReasonOverridden: part of a configuration is overridden by a later one.
+	ReasonOverridden = "Overridden"
 	// ReasonRemovalHeld: too many satellites would be evacuated or deleted at once.
 	ReasonRemovalHeld = "RemovalHeld"
 	// ReasonRestoreNeedsConfirmation: a restore would replace the live database.

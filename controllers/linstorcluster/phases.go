@@ -206,8 +206,9 @@ func (r *Reconciler) reconcileSatellites(ctx context.Context, s *scope) (ctrl.Re
 		}
 		r.Recorder.Eventf(s.cluster, corev1.EventTypeNormal, "SatelliteRemoved", "Node %s is no longer selected; its deletion policy applies", sat.Name)
 	}
+	conflicts := satellite.ActiveConflicts(s.cluster, configs.Items, nodes.Items)
 	for i := range configs.Items {
-		if err := r.updateConfigurationStatus(ctx, &configs.Items[i], matched[configs.Items[i].Name]); err != nil {
+		if err := r.updateConfigurationStatus(ctx, &configs.Items[i], matched[configs.Items[i].Name], conflicts[configs.Items[i].Name]); err != nil {
 			errs = append(errs, err.Error())
 		}
 	}
@@ -220,15 +221,19 @@ func (r *Reconciler) reconcileSatellites(ctx context.Context, s *scope) (ctrl.Re
 
 // updateConfigurationStatus reports which nodes a configuration applies to. It writes
 // only when something changed, so a steady state makes no writes.
-func (r *Reconciler) updateConfigurationStatus(ctx context.Context, cfg *linstorv1.LinstorSatelliteConfiguration, nodes []string) error {
+func (r *Reconciler) updateConfigurationStatus(ctx context.Context, cfg *linstorv1.LinstorSatelliteConfiguration, nodes []string, conflict string) error {
 	before := cfg.DeepCopy()
 	sort.Strings(nodes)
 	cfg.Status.MatchedNodes = nodes
 	cfg.Status.ObservedGeneration = cfg.Generation
-	phases.SetCondition(&cfg.Status.Conditions, metav1.Condition{
+	applied := metav1.Condition{
 		Type: linstorv1.ConditionApplied, Status: metav1.ConditionTrue, Reason: linstorv1.ReasonAsExpected,
 		ObservedGeneration: cfg.Generation, Message: fmt.Sprintf("Applies to %d nodes", len(nodes)),
-	})
+	}
+	if conflict != "" {
+		applied.Reason, applied.Message = linstorv1.ReasonOverridden, fmt.Sprintf("Applies to %d nodes, but %s", len(nodes), conflict)
+	}
+	phases.SetCondition(&cfg.Status.Conditions, applied)
 	if equality.Semantic.DeepEqual(before.Status, cfg.Status) {
 		return nil
 	}

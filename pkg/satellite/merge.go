@@ -38,6 +38,14 @@ func Desired(cluster *linstorv1.LinstorCluster, configs []linstorv1.LinstorSatel
 		}
 		applied = append(applied, cfg.Name)
 		pools = mergeByName(pools, cfg.Spec.StoragePools, func(p linstorv1.StoragePool) string { return p.Name })
+		if activeNIC(cfg.Spec.NetInterfaces) != "" {
+			// One interface carries the satellite connection. When configurations
+			// disagree, the last one by name wins, as for every other field; two active
+			// interfaces would make LINSTOR switch between them on every pass.
+			for i := range nics {
+				nics[i].Active = false
+			}
+		}
 		nics = mergeByName(nics, cfg.Spec.NetInterfaces, func(n linstorv1.NetInterface) string { return n.Name })
 		for _, p := range cfg.Spec.Properties {
 			props[p.Name] = p
@@ -115,4 +123,46 @@ func resolve(p linstorv1.NodeProperty, node *corev1.Node) (string, bool) {
 		v, ok := node.Annotations[m[3]]
 		return v, ok
 	}
+}
+
+func activeNIC(nics []linstorv1.NetInterface) string {
+	for _, n := range nics {
+		if n.Active {
+			return n.Name
+		}
+	}
+	return ""
+}
+
+// ActiveConflicts says, per configuration, when its active net interface is overridden
+// on some of the nodes it applies to by a configuration later in name order.
+func ActiveConflicts(cluster *linstorv1.LinstorCluster, configs []linstorv1.LinstorSatelliteConfiguration, nodes []corev1.Node) map[string]string {
+	sorted := append([]linstorv1.LinstorSatelliteConfiguration(nil), configs...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	out := map[string]string{}
+	for i := range nodes {
+		node := &nodes[i]
+		if !Selects(cluster.Spec.NodeSelector, node) {
+			continue
+		}
+		winner, winnerNIC := "", ""
+		var losers []string
+		for _, cfg := range sorted {
+			if cfg.DeletionTimestamp != nil || !Selects(cfg.Spec.NodeSelector, node) {
+				continue
+			}
+			if nic := activeNIC(cfg.Spec.NetInterfaces); nic != "" {
+				if winner != "" {
+					losers = append(losers, winner)
+				}
+				winner, winnerNIC = cfg.Name, nic
+			}
+		}
+		for _, l := range losers {
+			if _, seen := out[l]; !seen {
+				out[l] = fmt.Sprintf("its active net interface is overridden on node %s (and maybe others) by %s of LinstorSatelliteConfiguration %s, which comes later by name", node.Name, winnerNIC, winner)
+			}
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package satellite
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -90,5 +91,40 @@ func TestDesired(t *testing.T) {
 				t.Errorf("applied configurations (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// Two configurations each making another interface active: the later one by name
+// wins on every node (never both, which would make LINSTOR switch between them), and
+// the earlier one is told.
+func TestActiveInterfaceConflict(t *testing.T) {
+	cluster := &linstorv1.LinstorCluster{ObjectMeta: metav1.ObjectMeta{Name: "linstor"}}
+	node := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"tier": "storage"}}}
+	nic := func(name string) []linstorv1.NetInterface {
+		return []linstorv1.NetInterface{{Name: name, CIDR: "10.0.0.0/8", Active: true}}
+	}
+	configs := []linstorv1.LinstorSatelliteConfiguration{
+		{ObjectMeta: metav1.ObjectMeta{Name: "b-storage"}, Spec: linstorv1.LinstorSatelliteConfigurationSpec{NetInterfaces: nic("storage")}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "a-data"}, Spec: linstorv1.LinstorSatelliteConfigurationSpec{NetInterfaces: nic("data")}},
+	}
+	for i := 0; i < 2; i++ { // whatever the list order
+		configs[0], configs[1] = configs[1], configs[0]
+		spec, _, err := Desired(cluster, configs, &node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var active []string
+		for _, n := range spec.NetInterfaces {
+			if n.Active {
+				active = append(active, n.Name)
+			}
+		}
+		if len(active) != 1 || active[0] != "storage" {
+			t.Fatalf("active interfaces %v, want only storage (b-storage comes last)", active)
+		}
+	}
+	conflicts := ActiveConflicts(cluster, configs, []corev1.Node{node})
+	if len(conflicts) != 1 || !strings.Contains(conflicts["a-data"], "storage of LinstorSatelliteConfiguration b-storage") {
+		t.Fatalf("conflicts = %v", conflicts)
 	}
 }

@@ -95,9 +95,6 @@ func (r *Reconciler) lifecycleSpec(c *linstorv1.LinstorCluster) lifecycle.Spec {
 	if db := c.Spec.Database; db != nil {
 		spec.RestoreFrom, spec.ExternalBackupAcknowledged = db.RestoreFrom, db.ExternalBackupAcknowledged
 	}
-	if c.Spec.ExternalController != nil {
-		spec.ExternalDatabase = "" // nothing of the database is the operator's to handle
-	}
 	return spec
 }
 

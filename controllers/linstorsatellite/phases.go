@@ -19,6 +19,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/props"
 	"github.com/linstor-operator/linstor-operator/pkg/netif"
 	"github.com/linstor-operator/linstor-operator/pkg/render"
+	"github.com/linstor-operator/linstor-operator/pkg/satellite"
 )
 
 // ManagedPoolsKey is the LINSTOR node property listing the pools the operator created.
@@ -254,7 +255,7 @@ func (r *Reconciler) reconcileStoragePools(ctx context.Context, s *scope) (ctrl.
 	var problems []string
 	for _, want := range s.sat.Spec.StoragePools {
 		desired.Insert(want.Name)
-		kind, driverProps := providerOf(&want)
+		kind, driverProps := satellite.Provider(&want)
 		userProps := map[string]string{}
 		for _, p := range want.Properties {
 			userProps[p.Name] = p.Value
@@ -342,32 +343,6 @@ func createPool(ctx context.Context, lc *lapi.Client, node string, p *linstorv1.
 		props[k] = v
 	}
 	return lc.Nodes.CreateStoragePool(ctx, node, lapi.StoragePool{StoragePoolName: p.Name, ProviderKind: kind, Props: props})
-}
-
-// providerOf maps a pool spec to LINSTOR's provider kind and driver properties,
-// applying the documented defaults for unset names.
-func providerOf(p *linstorv1.StoragePool) (lapi.ProviderKind, map[string]string) {
-	or := func(v, def string) string {
-		if v != "" {
-			return v
-		}
-		return def
-	}
-	switch {
-	case p.LvmPool != nil:
-		return lapi.LVM, map[string]string{"StorDriver/LvmVg": or(p.LvmPool.VolumeGroup, p.Name)}
-	case p.LvmThinPool != nil:
-		return lapi.LVM_THIN, map[string]string{"StorDriver/LvmVg": or(p.LvmThinPool.VolumeGroup, "linstor_"+p.Name), "StorDriver/ThinPool": or(p.LvmThinPool.ThinPool, p.Name)}
-	case p.ZfsPool != nil:
-		return lapi.ZFS, map[string]string{"StorDriver/ZPool": or(p.ZfsPool.ZPool, p.Name)}
-	case p.ZfsThinPool != nil:
-		return lapi.ZFS_THIN, map[string]string{"StorDriver/ZPoolThin": or(p.ZfsThinPool.ZPool, p.Name)}
-	case p.FilePool != nil:
-		return lapi.FILE, map[string]string{"StorDriver/FileDir": or(p.FilePool.Directory, "/var/lib/linstor-pools/"+p.Name)}
-	case p.FileThinPool != nil:
-		return lapi.FILE_THIN, map[string]string{"StorDriver/FileDir": or(p.FileThinPool.Directory, "/var/lib/linstor-pools/"+p.Name)}
-	}
-	return "", nil
 }
 
 func managedPools(props map[string]string) []string {

@@ -205,6 +205,9 @@ func Needs(spec Spec, st State) Need {
 	if spec.ExternalController {
 		return n
 	}
+	if spec.Reported == "" && st.Deployed == nil && spec.Requested == "" {
+		n.DatabaseEmpty = true // a version must come from somewhere before anything is deployed
+	}
 	if u := st.Upgrade; u != nil && inProgress(u.Phase) {
 		n.UpgradeBackup = u.BackupName
 		if u.Phase == linstorv1.UpgradeBackup && u.BackupName == "" {
@@ -245,7 +248,11 @@ func Step(in Input) Output {
 	if stepRestore(&in, &out) {
 		return out
 	}
+	restoreProblem := out.Problem
 	stepVersion(&in, &out)
+	if restoreProblem.Message != "" {
+		out.Problem = restoreProblem // what the user asked last is answered first
+	}
 	if in.Observed.ActiveBackup != "" && out.StopController == "" {
 		out.StopController = "LinstorBackup " + in.Observed.ActiveBackup + " is being taken"
 	}
@@ -277,7 +284,7 @@ func AfterAction(in Input, st State, a Action, err error) Output {
 			return out
 		}
 		if u := out.State.Upgrade; u != nil && u.Phase == linstorv1.UpgradeRollingBack && u.BackupName == a.Backup {
-			out.StopController, out.Upgrading = "the database is being restored from "+a.Backup, true
+			out.StopController, out.Upgrading, out.FenceCSI = "the database is being restored from "+a.Backup, true, true
 			if err != nil {
 				out.Problem = Problem{linstorv1.ReasonUpgradeFailed, fmt.Sprintf("Rolling back to %s: restoring %s failed, will retry; LINSTOR stays stopped: %v", u.From, a.Backup, err)}
 				out.Requeue = Poll
@@ -288,7 +295,7 @@ func AfterAction(in Input, st State, a Action, err error) Output {
 			u.Message = fmt.Sprintf("The upgrade to %s failed and was rolled back: the database was restored from %s and LINSTOR %s started again. Cause: %s. "+
 				"Fix the cause, then annotate the LinstorCluster %s=%s to retry.", u.To, u.BackupName, u.From, cause, AnnotationRetryUpgrade, u.To)
 			out.Problem = Problem{linstorv1.ReasonUpgradeFailed, u.Message}
-			out.StopController, out.Upgrading, out.VersionStale, out.Requeue = "", false, true, soon
+			out.StopController, out.Upgrading, out.FenceCSI, out.VersionStale, out.Requeue = "", false, false, true, soon
 			out.State.Deployed = versions(u.From, u.From)
 			out.Events = append(out.Events, Event{Warning: true, Reason: "UpgradeRolledBack", Message: u.Message})
 		}

@@ -46,6 +46,9 @@ func stepRestore(in *Input, out *Output) bool {
 		}
 		return false
 	}
+	if spec.ExternalController {
+		return failed("spec.database.restoreFrom: the LINSTOR controller is external: restore its database where it runs")
+	}
 	if spec.ExternalDatabase != "" {
 		return failed("spec.database.restoreFrom: " + spec.ExternalDatabase)
 	}
@@ -56,7 +59,11 @@ func stepRestore(in *Input, out *Output) bool {
 	switch {
 	case b == nil || b.Name != name:
 		out.Requeue = soon // not observed yet
-		return r != nil && r.Phase == RestoreStopping
+		if r != nil && r.Phase == RestoreStopping {
+			out.StopController, out.Upgrading = "a restore of "+r.BackupName+" is being prepared", true
+			return true
+		}
+		return false
 	case !b.Found:
 		return waiting(linstorv1.ReasonInvalidSpec, fmt.Sprintf("spec.database.restoreFrom: LinstorBackup %s does not exist", name))
 	case b.Cluster != spec.ClusterName:
@@ -73,7 +80,10 @@ func stepRestore(in *Input, out *Output) bool {
 	// what LINSTOR holds now.
 	confirm := name + "/" + spec.ClusterUID
 	empty := in.Observed.DatabaseEmpty
-	if (r == nil || r.Phase != RestoreStopping) && spec.ConfirmRestore != confirm {
+	// Stopping for this backup and this object was already allowed (its confirmation
+	// is used up); anything else is a new request.
+	stopping := r != nil && r.Phase == RestoreStopping && r.BackupName == name && r.ClusterUID == spec.ClusterUID
+	if !stopping && spec.ConfirmRestore != confirm {
 		if empty == nil {
 			out.Requeue = soon
 			return false
@@ -87,16 +97,20 @@ func stepRestore(in *Input, out *Output) bool {
 			return false
 		}
 	}
-	// Stop the controller; nothing is touched until it is gone.
-	if r == nil || r.Phase != RestoreStopping || r.BackupName != name {
+	// Stop the controller; nothing is touched until it is gone. Entering Stopping is a
+	// pass of its own, so the stop is applied and saved before the first write, even
+	// when no controller pod happens to run right now.
+	out.StopController = "a restore of " + name + " is being prepared"
+	out.Upgrading = true
+	if !stopping {
 		out.State.Restore = &linstorv1.RestoreStatus{BackupName: name, ClusterUID: spec.ClusterUID, Phase: RestoreStopping,
 			LinstorVersion: b.LinstorVersion, Message: "Stopping the LINSTOR controller to restore " + name}
 		if spec.ConfirmRestore != "" {
 			out.Actions = append(out.Actions, Action{Kind: RemoveAnnotation, Annotation: AnnotationConfirmRestore})
 		}
+		out.Requeue = soon
+		return true
 	}
-	out.StopController = "a restore of " + name + " is being prepared"
-	out.Upgrading = true
 	if !in.Observed.ControllerStopped {
 		out.Requeue = Poll
 		return true

@@ -30,6 +30,25 @@ func stepVersion(in *Input, out *Output) {
 	if running == "" && st.Deployed != nil {
 		running = st.Deployed.Controller // deployed, not answering yet
 	}
+	if running == "" && in.Spec.Requested == "" {
+		// No record of a version, but is the database new? A recreated LinstorCluster
+		// (GitOps, Velero) has an empty status over a live database: deploying this
+		// release's version would migrate it with no preflight, backup or approval.
+		empty := in.Observed.DatabaseEmpty
+		switch {
+		case empty == nil:
+			out.StopController, out.Requeue = "the LINSTOR database is being looked at", soon
+			return
+		case !*empty:
+			msg := "LINSTOR's database exists, but this LinstorCluster has no record of the version that runs it (a recreated object or a lost status). " +
+				"Set spec.version to the LINSTOR version that wrote it (for example the linstorVersion of its latest LinstorBackup); the operator does not guess, " +
+				"since a newer version would migrate the database with no backup. The LINSTOR controller stays stopped meanwhile."
+			out.StopController = "spec.version is needed: the database's version is unknown"
+			out.Problem = Problem{linstorv1.ReasonInvalidSpec, msg}
+			out.Requeue = Poll
+			return
+		}
+	}
 	d := in.Release.Decide(upgrade.Input{Running: running, Requested: in.Spec.Requested, Policy: in.Spec.Policy})
 	keep := func() {
 		if st.Deployed == nil {
@@ -102,6 +121,18 @@ func enter(in *Input, out *Output, phase linstorv1.UpgradePhase, msg string) {
 	u := out.State.Upgrade
 	now := metav1.NewTime(in.Now)
 	u.Phase, u.PhaseStartedAt, u.Message = phase, &now, msg
+	// What runs follows the phase entered in the same pass: the old controller never
+	// starts again on the backed-up database before the new one replaces it.
+	switch phase {
+	case linstorv1.UpgradeController:
+		out.State.Deployed, out.FenceCSI = versions(u.To, u.From), true
+	case linstorv1.UpgradeSatellites:
+		out.State.Deployed, out.FenceCSI = versions(u.To, u.To), true
+	case linstorv1.UpgradeVerify, linstorv1.UpgradeSucceeded:
+		out.State.Deployed, out.FenceCSI = versions(u.To, u.To), false
+	case linstorv1.UpgradeRollingBack:
+		out.State.Deployed, out.FenceCSI = versions(u.From, u.From), true
+	}
 	out.Requeue = soon
 	out.Events = append(out.Events, Event{Reason: "Upgrade" + string(phase), Message: msg})
 }
@@ -161,6 +192,13 @@ func backup(in *Input, out *Output) {
 	}
 	b := in.Observed.UpgradeBackup
 	switch {
+	case expired(in, u) && (b == nil || b.Name != u.BackupName || !b.Found || b.Phase != linstorv1.BackupCompleted && b.Phase != linstorv1.BackupFailed):
+		msg := "was not taken"
+		if b != nil && b.Found {
+			msg = b.Message
+		}
+		abort(fmt.Sprintf("%s did not complete within %s (%s)", u.BackupName, in.phaseTimeout(), msg))
+		return
 	case b == nil || b.Name != u.BackupName || !b.Found:
 		out.Actions = append(out.Actions, Action{Kind: CreateBackup, Backup: u.BackupName, From: u.From, To: u.To})
 	case b.Phase == linstorv1.BackupCompleted:
@@ -168,9 +206,6 @@ func backup(in *Input, out *Output) {
 		return
 	case b.Phase == linstorv1.BackupFailed:
 		abort(fmt.Sprintf("%s failed (%s)", b.Name, b.Message))
-		return
-	case expired(in, u):
-		abort(fmt.Sprintf("%s did not complete within %s (%s)", b.Name, in.phaseTimeout(), b.Message))
 		return
 	default:
 		u.Message = "Backup: " + b.Message
@@ -248,10 +283,13 @@ func verify(in *Input, out *Output) {
 func startRollback(in *Input, out *Output, why string) {
 	u := out.State.Upgrade
 	if u.BackupName == "" {
-		u.Phase, u.Message = linstorv1.UpgradeRolledBack, "The upgrade failed: "+why+". The database is external: restore it from your backup, then start LINSTOR "+u.From+"."
+		// The old version is deployed again; it starts once the admin restored the
+		// external database (it refuses a database a newer version migrated).
+		u.Phase, u.Message = linstorv1.UpgradeRolledBack, "The upgrade failed: "+why+". The database is external: restore it from your backup; LINSTOR "+u.From+" is deployed again and starts on it."
+		out.State.Deployed = versions(u.From, u.From)
 		out.Problem = Problem{linstorv1.ReasonUpgradeFailed, u.Message}
 		out.Events = append(out.Events, Event{Warning: true, Reason: "UpgradeFailed", Message: u.Message})
-		out.Upgrading, out.FenceCSI = false, false
+		out.Upgrading, out.FenceCSI, out.VersionStale = false, false, true
 		return
 	}
 	out.Events = append(out.Events, Event{Warning: true, Reason: "UpgradeFailed", Message: fmt.Sprintf("Rolling back to %s: %s", u.From, why)})

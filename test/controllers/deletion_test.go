@@ -232,7 +232,11 @@ func TestMassRemovalNeedsConfirmation(t *testing.T) {
 		c.Annotations = map[string]string{"linstor.io/confirm-removal": "3"}
 	})).To(Succeed())
 	for _, n := range []string{"mass-a", "mass-b", "mass-c"} {
-		g.Eventually(satelliteGone(ns, n), timeout, tick).Should(BeTrue())
+		g.Eventually(satelliteGone(ns, n), timeout, tick).Should(BeTrue(), func() string {
+			var s linstorv1.LinstorSatellite
+			_ = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, &s)
+			return fmt.Sprintf("%s: %+v; replicas: %v", n, s.Status.Conditions, emu.Replicas("pvc-mass"))
+		})
 		g.Eventually(func() bool { _, ok := emu.Node(n); return ok }, timeout, tick).Should(BeFalse())
 	}
 }

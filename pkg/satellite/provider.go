@@ -31,4 +31,3 @@ func Provider(p *linstorv1.StoragePool) (lapi.ProviderKind, map[string]string) {
 	}
 	return "", nil
 }
-

@@ -8,8 +8,9 @@ import (
 )
 
 // AnnotationConfirmRemoval, set on the LinstorCluster to the number of satellites being
-// removed, lets a removal larger than MaxRemovalShare go ahead. The number makes a
-// confirmation good for that removal only: more nodes going later need a new one.
+// removed, lets a removal larger than MaxRemovalShare go ahead. The number bounds the
+// confirmation: it covers that many at most (the count shrinks as they go), and more
+// nodes going later need a new one.
 const AnnotationConfirmRemoval = "linstor.io/confirm-removal"
 
 // MaxRemovalShare is the share of a cluster's satellites that may be evacuated or
@@ -41,7 +42,8 @@ func RemovalHeld(r Removal) string {
 	if allowed < 1 {
 		allowed = 1
 	}
-	if len(removing) > allowed && r.Confirmed != strconv.Itoa(len(removing)) {
+	confirmed, _ := strconv.Atoi(r.Confirmed)
+	if len(removing) > allowed && len(removing) > confirmed {
 		return fmt.Sprintf("%d of %d satellites are to be evacuated or deleted at once (%s), more than %d%% of the cluster: "+
 			"nothing is removed until confirmed. If that is intended, annotate the LinstorCluster %s=%d; if not, fix the nodeSelector or the nodes",
 			len(removing), r.Total, listed(removing), MaxRemovalShare, AnnotationConfirmRemoval, len(removing))

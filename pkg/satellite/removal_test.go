@@ -17,6 +17,7 @@ func TestRemovalHeld(t *testing.T) {
 		{"three of ten", Removal{Name: "n3", Removing: []string{"n1", "n2", "n3"}, Total: 10}, false, ""},
 		{"four of ten: a selector typo holds them all", Removal{Name: "n1", Removing: []string{"n1", "n2", "n3", "n4"}, Total: 10}, true, "annotate the LinstorCluster linstor.io/confirm-removal=4"},
 		{"four of ten, confirmed", Removal{Name: "n4", Removing: []string{"n1", "n2", "n3", "n4"}, Total: 10, Confirmed: "4"}, false, ""},
+		{"a confirmation covers the removals still left", Removal{Name: "n4", Removing: []string{"n3", "n4"}, Total: 5, Confirmed: "4"}, false, ""},
 		{"a stale confirmation for fewer", Removal{Name: "n1", Removing: []string{"n1", "n2", "n3", "n4", "n5"}, Total: 10, Confirmed: "4"}, true, "=5"},
 		{"every node of a cluster", Removal{Name: "a", Removing: []string{"a", "b", "c"}, Total: 3}, true, "3 of 3 satellites"},
 		{"the one node of a one-node cluster", Removal{Name: "a", Removing: []string{"a"}, Total: 1}, false, ""},

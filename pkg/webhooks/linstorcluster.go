@@ -49,9 +49,11 @@ func (v *ClusterValidator) ValidateCreate(ctx context.Context, obj runtime.Objec
 }
 
 // ValidateUpdate re-checks the patches.
-func (v *ClusterValidator) ValidateUpdate(_ context.Context, _, newObj runtime.Object) (admission.Warnings, error) {
+func (v *ClusterValidator) ValidateUpdate(_ context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
 	cluster := newObj.(*linstorv1.LinstorCluster)
-	return nil, invalid("LinstorCluster", cluster.Name, validateClusterSpec(&cluster.Spec))
+	errs := validateClusterSpec(&cluster.Spec)
+	errs = append(errs, immutableCluster(&oldObj.(*linstorv1.LinstorCluster).Spec, &cluster.Spec)...)
+	return nil, invalid("LinstorCluster", cluster.Name, errs)
 }
 
 // ValidateDelete allows every delete; data-destroying steps are guarded in the controllers.

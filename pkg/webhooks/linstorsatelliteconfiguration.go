@@ -22,8 +22,13 @@ func (SatelliteConfigurationValidator) ValidateCreate(_ context.Context, obj run
 	return nil, validateSatelliteConfiguration(obj.(*linstorv1.LinstorSatelliteConfiguration))
 }
 
-func (SatelliteConfigurationValidator) ValidateUpdate(_ context.Context, _, newObj runtime.Object) (admission.Warnings, error) {
-	return nil, validateSatelliteConfiguration(newObj.(*linstorv1.LinstorSatelliteConfiguration))
+func (SatelliteConfigurationValidator) ValidateUpdate(_ context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
+	cfg := newObj.(*linstorv1.LinstorSatelliteConfiguration)
+	if err := validateSatelliteConfiguration(cfg); err != nil {
+		return nil, err
+	}
+	old := oldObj.(*linstorv1.LinstorSatelliteConfiguration)
+	return nil, invalid("LinstorSatelliteConfiguration", cfg.Name, immutablePools(field.NewPath("spec", "storagePools"), old.Spec.StoragePools, cfg.Spec.StoragePools))
 }
 
 func (SatelliteConfigurationValidator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {

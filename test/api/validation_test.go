@@ -166,6 +166,48 @@ var updateCases = []struct {
 		obj{"database": obj{"type": "k8s"}},
 		obj{"database": obj{"type": "external", "connectionURL": "jdbc:postgresql://db/linstor"}},
 		"spec.database.type is immutable: moving LINSTOR's database needs a backup and restore"},
+	// Around the CRD's transition rules: removing the field or its parent.
+	{"database type removed with its parent", "LinstorCluster",
+		obj{"database": obj{"type": "external", "connectionURL": "jdbc:postgresql://db/linstor"}},
+		obj{},
+		"spec.database.type: Invalid value: \"k8s\": spec.database.type is immutable (it is external; removing the field means k8s)"},
+	{"volume group removed (its default differs)", "LinstorSatelliteConfiguration",
+		obj{"storagePools": list{pool("pool", obj{"lvmThinPool": obj{"volumeGroup": "vg1"}})}},
+		obj{"storagePools": list{pool("pool", obj{"lvmThinPool": obj{}})}},
+		`spec.storagePools[0]: Invalid value: "pool": what backs a pool is immutable: LvmVg would change from "vg1" to "linstor_pool"`},
+	{"pool type changed under a name in another case", "LinstorSatelliteConfiguration",
+		obj{"storagePools": list{pool("pool", obj{"lvmThinPool": obj{}})}},
+		obj{"storagePools": list{pool("POOL", obj{"lvmPool": obj{}})}},
+		"the pool type is immutable (LVM_THIN, now LVM)"},
+}
+
+// Writing through v1alpha1 (no transition rules there) is checked as a v1 write: the
+// webhook sees every write converted to v1.
+func TestImmutableThroughV1alpha1(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	o := newObject("v1", "LinstorSatelliteConfiguration", "through-alpha", obj{"storagePools": list{pool("pool", obj{"lvmThinPool": obj{"volumeGroup": "vg1"}})}})
+	o.SetNamespace(ns)
+	g.Expect(env.Client.Create(ctx, o)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, o) })
+	for _, tc := range []struct {
+		name string
+		spec obj
+		want string
+	}{
+		{"pool type", obj{"lvmPools": list{obj{"name": "pool"}}}, "the pool type is immutable (LVM_THIN, now LVM)"},
+		{"volume group", obj{"lvmThinPools": list{obj{"name": "pool", "volumeGroup": "vg2"}}}, "LvmVg would change from \"vg1\" to \"vg2\""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			alpha := newObject("v1alpha1", "LinstorSatelliteConfiguration", "through-alpha", nil)
+			alpha.SetNamespace(ns)
+			err := update(ctx, alpha, func() { alpha.Object["spec"] = tc.spec }, false)
+			g.Expect(err).To(HaveOccurred(), "edit through v1alpha1 accepted")
+			g.Expect(err.Error()).To(ContainSubstring(tc.want))
+		})
+	}
 }
 
 func TestImmutableFieldsRefuseEdits(t *testing.T) {

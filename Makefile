@@ -182,3 +182,8 @@ GOBIN="$(GOBIN_DIR)" go install $${package} ;\
 mv "$(GOBIN_DIR)/$(4)" "$(1)" ;\
 }
 endef
+
+.PHONY: bench-backup
+bench-backup: envtest-assets ## Peak memory of a backup and a restore of OBJECTS (default 100000) LINSTOR database objects on a real API server.
+	BENCH_BACKUP=1 BENCH_BACKUP_OBJECTS=$(or $(OBJECTS),100000) KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) \
+		go test ./test/bench/ -run TestBackupMemory -count=1 -v -timeout 60m

@@ -6,6 +6,11 @@ package linstorbackup
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"hash"
+	"io"
 	"fmt"
 	"sort"
 	"time"
@@ -46,7 +51,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;update;delete
 // LINSTOR names its tables per release, so the backup needs every resource of its group.
-// +kubebuilder:rbac:groups=internal.linstor.linbit.com,resources=*,verbs=get;list;create;delete
+// +kubebuilder:rbac:groups=internal.linstor.linbit.com,resources=*,verbs=get;list;create;delete;deletecollection
 
 // Reconcile moves a backup through Pending, Running and Completed (or Failed).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
@@ -105,49 +110,142 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	return ctrl.Result{}, r.take(ctx, b)
 }
 
-// take copies the database into chunk Secrets and verifies them. Resuming after a
-// restart starts the copy again: the controller is still stopped, so it is the same.
+// take streams the database into chunk Secrets and verifies them: a page of objects
+// and a chunk are all it holds, whatever the database's size. Resuming after a restart
+// starts the copy again: the controller is still stopped, so it is the same.
 func (r *Reconciler) take(ctx context.Context, b *linstorv1.LinstorBackup) error {
-	dump, err := dbbackup.Take(ctx, r.Database)
-	if err != nil {
+	cw := &chunkWriter{ctx: ctx, r: r, b: b, hash: sha256.New()}
+	counts, err := dbbackup.Write(ctx, r.Database, cw)
+	if err == nil {
+		err = cw.flush()
+	}
+	switch {
+	case errors.Is(err, dbbackup.ErrNoDatabase):
+		return r.fail(ctx, b, err.Error())
+	case errors.Is(err, errForeignSecret):
+		return r.fail(ctx, b, err.Error())
+	case err != nil:
 		return err
 	}
-	crds, objects := dump.Counts()
-	if crds == 0 {
-		return r.fail(ctx, b, fmt.Sprintf("no LINSTOR database found: no CRD of group %s exists", dbbackup.Group))
-	}
-	data, err := dump.Encode()
-	if err != nil {
-		return err
-	}
-	var names []string
-	for i, chunk := range dbbackup.Split(data, dbbackup.ChunkSize) {
-		name := ChunkName(b, i)
-		if foreign, err := r.writeChunk(ctx, b, name, chunk); err != nil {
-			return fmt.Errorf("writing Secret %s: %w", name, err)
-		} else if foreign {
-			return r.fail(ctx, b, fmt.Sprintf("Secret %s already exists and is not this backup's: the operator never overwrites, adopts or deletes a Secret it did not create; rename it or create the backup under another name", name))
-		}
-		names = append(names, name)
-	}
-	checksum := dbbackup.Checksum(data)
+	checksum := "sha256:" + hex.EncodeToString(cw.hash.Sum(nil))
 	// Read back what was written: only a verified copy counts.
-	stored, err := Read(ctx, r.Client, b.Namespace, names)
-	if err != nil {
+	if got, err := checksumOf(ctx, r.Client, b.Namespace, cw.names); err != nil {
 		return err
-	}
-	if got := dbbackup.Checksum(stored); got != checksum {
+	} else if got != checksum {
 		return r.fail(ctx, b, fmt.Sprintf("the stored copy does not match: checksum %s, wrote %s", got, checksum))
 	}
 	if err := r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
-		st.Phase, st.Checksum, st.Size, st.Secrets = linstorv1.BackupCompleted, checksum, int64(len(data)), names
-		st.CRDs, st.Objects = int32(crds), int32(objects)
+		st.Phase, st.Checksum, st.Size, st.Secrets = linstorv1.BackupCompleted, checksum, cw.size, cw.names
+		st.CRDs, st.Objects = int32(counts.CRDs), int32(counts.Objects)
 		st.CompletedAt = ptrTime(metav1.Now())
-		st.Message = fmt.Sprintf("%d CRDs, %d objects, %d bytes in %d Secrets", crds, objects, len(data), len(names))
+		st.Message = fmt.Sprintf("%d CRDs, %d objects, %d bytes in %d Secrets", counts.CRDs, counts.Objects, cw.size, len(cw.names))
 	}); err != nil {
 		return err
 	}
-	r.Recorder.Eventf(b, corev1.EventTypeNormal, "BackupCompleted", "Backed up LINSTOR %s: %d CRDs, %d objects (%s)", b.Status.LinstorVersion, crds, objects, checksum)
+	r.Recorder.Eventf(b, corev1.EventTypeNormal, "BackupCompleted", "Backed up LINSTOR %s: %d CRDs, %d objects (%s)", b.Status.LinstorVersion, counts.CRDs, counts.Objects, checksum)
+	return nil
+}
+
+var errForeignSecret = errors.New("foreign Secret")
+
+// chunkWriter cuts the stream into chunk Secrets as it comes, hashing it.
+type chunkWriter struct {
+	ctx   context.Context
+	r     *Reconciler
+	b     *linstorv1.LinstorBackup
+	buf   []byte
+	names []string
+	size  int64
+	hash  hash.Hash
+}
+
+func (w *chunkWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	w.hash.Write(p)
+	w.size += int64(n)
+	for len(p) > 0 {
+		room := dbbackup.ChunkSize - len(w.buf)
+		take := min(room, len(p))
+		w.buf = append(w.buf, p[:take]...)
+		p = p[take:]
+		if len(w.buf) == dbbackup.ChunkSize {
+			if err := w.flush(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// flush writes the buffered chunk (the last one may be short; an empty stream is one
+// empty chunk).
+func (w *chunkWriter) flush() error {
+	if len(w.buf) == 0 && len(w.names) > 0 {
+		return nil
+	}
+	name := ChunkName(w.b, len(w.names))
+	foreign, err := w.r.writeChunk(w.ctx, w.b, name, w.buf)
+	if err != nil {
+		return fmt.Errorf("writing Secret %s: %w", name, err)
+	}
+	if foreign {
+		return fmt.Errorf("%w: Secret %s already exists and is not this backup's: the operator never overwrites, adopts or deletes a Secret it did not create; rename it or create the backup under another name", errForeignSecret, name)
+	}
+	w.names = append(w.names, name)
+	w.buf = w.buf[:0]
+	return nil
+}
+
+// chunkReader reads a backup's chunk Secrets one after the other.
+type chunkReader struct {
+	ctx       context.Context
+	c         client.Reader
+	namespace string
+	names     []string
+	cur       []byte
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	for len(r.cur) == 0 {
+		if len(r.names) == 0 {
+			return 0, io.EOF
+		}
+		s := &corev1.Secret{}
+		if err := r.c.Get(r.ctx, client.ObjectKey{Namespace: r.namespace, Name: r.names[0]}, s); err != nil {
+			return 0, fmt.Errorf("reading backup chunk %s: %w", r.names[0], err)
+		}
+		r.cur, r.names = s.Data[chunkKey], r.names[1:]
+	}
+	n := copy(p, r.cur)
+	r.cur = r.cur[n:]
+	return n, nil
+}
+
+// Open streams a backup's encoded data.
+func Open(ctx context.Context, c client.Reader, b *linstorv1.LinstorBackup) io.Reader {
+	return &chunkReader{ctx: ctx, c: c, namespace: b.Namespace, names: append([]string(nil), b.Status.Secrets...)}
+}
+
+func checksumOf(ctx context.Context, c client.Reader, namespace string, secrets []string) (string, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, &chunkReader{ctx: ctx, c: c, namespace: namespace, names: secrets}); err != nil {
+		return "", err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Verify checks a completed backup against its checksum, reading it as a stream.
+func Verify(ctx context.Context, c client.Reader, b *linstorv1.LinstorBackup) error {
+	if b.Status.Phase != linstorv1.BackupCompleted {
+		return fmt.Errorf("LinstorBackup %s is %s, not Completed", b.Name, b.Status.Phase)
+	}
+	got, err := checksumOf(ctx, c, b.Namespace, b.Status.Secrets)
+	if err != nil {
+		return err
+	}
+	if got != b.Status.Checksum {
+		return fmt.Errorf("LinstorBackup %s is damaged: checksum %s, expected %s", b.Name, got, b.Status.Checksum)
+	}
 	return nil
 }
 
@@ -180,33 +278,13 @@ func (r *Reconciler) writeChunk(ctx context.Context, b *linstorv1.LinstorBackup,
 	return false, r.Client.Update(ctx, existing)
 }
 
-// Read joins a backup's chunks.
-func Read(ctx context.Context, c client.Reader, namespace string, secrets []string) ([]byte, error) {
-	var data []byte
-	for _, name := range secrets {
-		s := &corev1.Secret{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
-			return nil, fmt.Errorf("reading backup chunk %s: %w", name, err)
-		}
-		data = append(data, s.Data[chunkKey]...)
+// Load reads a completed backup whole after checking its checksum (tests and small
+// databases; the operator restores with Verify and Open, as a stream).
+func Load(ctx context.Context, c client.Reader, b *linstorv1.LinstorBackup) (*dbbackup.Dump, error) {
+	if err := Verify(ctx, c, b); err != nil {
+		return nil, err
 	}
-	return data, nil
-}
-
-// Load reads a completed backup and checks it against its checksum.
-func Load(ctx context.Context, c client.Reader, b *linstorv1.LinstorBackup) (*dbbackup.Dump, []byte, error) {
-	if b.Status.Phase != linstorv1.BackupCompleted {
-		return nil, nil, fmt.Errorf("LinstorBackup %s is %s, not Completed", b.Name, b.Status.Phase)
-	}
-	data, err := Read(ctx, c, b.Namespace, b.Status.Secrets)
-	if err != nil {
-		return nil, nil, err
-	}
-	if got := dbbackup.Checksum(data); got != b.Status.Checksum {
-		return nil, nil, fmt.Errorf("LinstorBackup %s is damaged: checksum %s, expected %s", b.Name, got, b.Status.Checksum)
-	}
-	d, err := dbbackup.Decode(data)
-	return d, data, err
+	return dbbackup.ReadAll(Open(ctx, c, b))
 }
 
 // Unsupported says why the cluster's database cannot be backed up by the operator.

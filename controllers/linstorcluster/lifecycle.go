@@ -268,11 +268,16 @@ func (r *Reconciler) act(ctx context.Context, c *linstorv1.LinstorCluster, a lif
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: a.Backup}, b); err != nil {
 			return fmt.Errorf("reading LinstorBackup %s: %w", a.Backup, err)
 		}
-		dump, _, err := linstorbackup.Load(ctx, r.Direct, b)
+		// Verified as a whole before anything is deleted, then read again as it is
+		// restored: memory does not grow with the database.
+		if err := linstorbackup.Verify(ctx, r.Direct, b); err != nil {
+			return err
+		}
+		backup, err := dbbackup.NewReader(linstorbackup.Open(ctx, r.Direct, b))
 		if err != nil {
 			return err
 		}
-		return dbbackup.Restore(ctx, r.Direct, dump)
+		return dbbackup.RestoreFrom(ctx, r.Direct, backup)
 	}
 	return fmt.Errorf("unknown lifecycle action %q", a.Kind)
 }

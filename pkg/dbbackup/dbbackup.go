@@ -11,11 +11,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
-	"sort"
+	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -38,44 +38,28 @@ type Dump struct {
 	Objects []map[string]any                           `json:"objects"`
 }
 
-// Take reads the database. The LINSTOR controller must be stopped: it writes to it.
+// Take reads the whole database into memory (tests and small databases; backups
+// stream with Write). The LINSTOR controller must be stopped: it writes to it.
 func Take(ctx context.Context, c client.Client) (*Dump, error) {
-	var crds apiextensionsv1.CustomResourceDefinitionList
-	if err := c.List(ctx, &crds); err != nil {
-		return nil, fmt.Errorf("listing CRDs: %w", err)
+	crds, err := tables(ctx, c)
+	if err != nil {
+		return nil, err
 	}
 	d := &Dump{}
-	for _, crd := range crds.Items {
-		if crd.Spec.Group != Group {
-			continue
+	for i := range crds {
+		if err := eachObject(ctx, c, &crds[i], func(o map[string]any) error {
+			d.Objects = append(d.Objects, clean(o))
+			return nil
+		}); err != nil {
+			return nil, err
 		}
-		version := storageVersion(&crd)
-		list := &unstructured.UnstructuredList{}
-		list.SetAPIVersion(Group + "/" + version)
-		list.SetKind(crd.Spec.Names.ListKind)
-		if err := c.List(ctx, list); err != nil {
-			return nil, fmt.Errorf("listing %s: %w", crd.Name, err)
-		}
-		for _, o := range list.Items {
-			d.Objects = append(d.Objects, clean(o.Object))
-		}
-		d.CRDs = append(d.CRDs, cleanCRD(crd))
+		d.CRDs = append(d.CRDs, cleanCRD(crds[i]))
 	}
-	d.sort()
 	return d, nil
 }
 
 // Counts returns the numbers of CRDs and objects.
 func (d *Dump) Counts() (crds, objects int) { return len(d.CRDs), len(d.Objects) }
-
-func (d *Dump) sort() {
-	sort.Slice(d.CRDs, func(i, j int) bool { return d.CRDs[i].Name < d.CRDs[j].Name })
-	key := func(o map[string]any) string {
-		u := unstructured.Unstructured{Object: o}
-		return u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
-	}
-	sort.Slice(d.Objects, func(i, j int) bool { return key(d.Objects[i]) < key(d.Objects[j]) })
-}
 
 func storageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
 	for _, v := range crd.Spec.Versions {
@@ -104,16 +88,18 @@ func cleanCRD(crd apiextensionsv1.CustomResourceDefinition) apiextensionsv1.Cust
 	return out
 }
 
-// Encode serializes the dump deterministically and compresses it.
+// Encode serializes the dump as Write does (format 2): the same database gives the
+// same bytes either way.
 func (d *Dump) Encode() ([]byte, error) {
-	raw, err := json.Marshal(d) // map keys are sorted by encoding/json
-	if err != nil {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err := writeLine(zw, header{Format: 2, CRDs: d.CRDs}); err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression) // no name, zero mtime: deterministic
-	if _, err := zw.Write(raw); err != nil {
-		return nil, err
+	for _, o := range d.Objects {
+		if err := writeLine(zw, o); err != nil {
+			return nil, err
+		}
 	}
 	if err := zw.Close(); err != nil {
 		return nil, err
@@ -121,22 +107,8 @@ func (d *Dump) Encode() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Decode reverses Encode.
-func Decode(data []byte) (*Dump, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("backup data is not gzip: %w", err)
-	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, fmt.Errorf("backup data is corrupt: %w", err)
-	}
-	d := &Dump{}
-	if err := json.Unmarshal(raw, d); err != nil {
-		return nil, fmt.Errorf("backup data is corrupt: %w", err)
-	}
-	return d, nil
-}
+// Decode reads an encoded backup of either format whole.
+func Decode(data []byte) (*Dump, error) { return ReadAll(bytes.NewReader(data)) }
 
 // Checksum is the SHA-256 of encoded data, as "sha256:<hex>".
 func Checksum(data []byte) string {
@@ -160,6 +132,25 @@ func Split(data []byte, size int) [][]byte {
 // does not create CRDs (OLM's good practice): a CRD of the dump that no longer exists
 // is an error naming it.
 func Restore(ctx context.Context, c client.Client, d *Dump) error {
+	objs := d.Objects
+	return restore(ctx, c, d.CRDs, func() (map[string]any, error) {
+		if len(objs) == 0 {
+			return nil, io.EOF
+		}
+		o := objs[0]
+		objs = objs[1:]
+		return o, nil
+	})
+}
+
+// RestoreFrom is Restore reading the backup as it goes: memory does not grow with the
+// database.
+func RestoreFrom(ctx context.Context, c client.Client, r *Reader) error {
+	return restore(ctx, c, r.CRDs, r.Next)
+}
+
+func restore(ctx context.Context, c client.Client, dumpCRDs []apiextensionsv1.CustomResourceDefinition, next func() (map[string]any, error)) error {
+	d := &Dump{CRDs: dumpCRDs}
 	var crds apiextensionsv1.CustomResourceDefinitionList
 	if err := c.List(ctx, &crds); err != nil {
 		return fmt.Errorf("listing CRDs: %w", err)
@@ -204,21 +195,68 @@ func Restore(ctx context.Context, c client.Client, d *Dump) error {
 			return err
 		}
 	}
-	for _, o := range d.Objects {
-		u := &unstructured.Unstructured{Object: clean(o)}
-		// A changed definition may take a moment to reach discovery.
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			err := c.Create(ctx, u)
-			if meta.IsNoMatchError(err) {
-				return false, nil
+	return createAll(ctx, c, next)
+}
+
+// restoreWorkers create objects in parallel: a restore keeps LINSTOR stopped, so it
+// should be quick; memory stays bounded by the workers and the channel.
+const restoreWorkers = 8
+
+// createAll creates the objects next yields, restoreWorkers at a time, stopping at the
+// first error.
+func createAll(ctx context.Context, c client.Client, next func() (map[string]any, error)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan *unstructured.Unstructured, restoreWorkers)
+	errs := make(chan error, restoreWorkers+1)
+	var wg sync.WaitGroup
+	for w := 0; w < restoreWorkers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for u := range jobs {
+				// A changed definition may take a moment to reach discovery.
+				err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+					err := c.Create(ctx, u)
+					if meta.IsNoMatchError(err) {
+						return false, nil
+					}
+					return true, err
+				})
+				if err != nil {
+					errs <- fmt.Errorf("creating %s %s: %w", u.GetKind(), u.GetName(), err)
+					cancel()
+					return
+				}
 			}
-			return true, err
-		})
+		}()
+	}
+	var readErr error
+	for ctx.Err() == nil {
+		o, err := next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
 		if err != nil {
-			return fmt.Errorf("creating %s %s: %w", u.GetKind(), u.GetName(), err)
+			readErr = err
+			break
+		}
+		select {
+		case jobs <- &unstructured.Unstructured{Object: clean(o)}:
+		case <-ctx.Done():
 		}
 	}
-	return nil
+	close(jobs)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+	}
+	if readErr != nil {
+		return readErr
+	}
+	return ctx.Err()
 }
 
 // forgetStoredVersions prepares crd, whose objects are all deleted, to take the
@@ -268,19 +306,19 @@ func forgetStoredVersions(ctx context.Context, c client.Client, crd *apiextensio
 
 // deleteObjects deletes every object of a CRD and waits until they are gone.
 func deleteObjects(ctx context.Context, c client.Client, crd *apiextensionsv1.CustomResourceDefinition) error {
+	// One collection delete: the API server deletes them, the operator never holds the
+	// table's objects.
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion(Group + "/" + storageVersion(crd))
+	obj.SetKind(crd.Spec.Names.Kind)
+	if err := c.DeleteAllOf(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting the objects of %s: %w", crd.Name, err)
+	}
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion(Group + "/" + storageVersion(crd))
 	list.SetKind(crd.Spec.Names.ListKind)
-	if err := c.List(ctx, list); err != nil {
-		return fmt.Errorf("listing %s: %w", crd.Name, err)
-	}
-	for i := range list.Items {
-		if err := c.Delete(ctx, &list.Items[i]); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting %s %s: %w", crd.Spec.Names.Kind, list.Items[i].GetName(), err)
-		}
-	}
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := c.List(ctx, list); err != nil {
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := c.List(ctx, list, client.Limit(1)); err != nil {
 			return false, err
 		}
 		return len(list.Items) == 0, nil

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -81,9 +82,10 @@ func TestBackupStopsTheControllerAndVerifiesTheCopy(t *testing.T) {
 		g.Expect(b.Status.LinstorVersion).To(Equal(getCluster(g, cluster).Status.Version))
 	}, timeout, tick).Should(Succeed())
 	b := get(g, ns, "b1", &linstorv1.LinstorBackup{})
-	_, data, err := linstorbackup.Load(ctx, env.Client, b)
+	g.Expect(linstorbackup.Verify(ctx, env.Client, b)).To(Succeed())
+	data, err := io.ReadAll(linstorbackup.Open(ctx, env.Client, b))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(data).To(Equal(wantBytes))
+	g.Expect(data).To(Equal(wantBytes), "the streamed backup equals the database encoded whole")
 	// The controller runs again.
 	g.Eventually(func(g Gomega) {
 		var d appsv1.Deployment
@@ -97,7 +99,7 @@ func TestBackupStopsTheControllerAndVerifiesTheCopy(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: b.Status.Secrets[0]}, chunk)).To(Succeed())
 	chunk.Data["chunk"][10] ^= 0xff
 	g.Expect(env.Client.Update(ctx, chunk)).To(Succeed())
-	_, _, err = linstorbackup.Load(ctx, env.Client, b)
+	_, err = linstorbackup.Load(ctx, env.Client, b)
 	g.Expect(err).To(MatchError(ContainSubstring("LinstorBackup b1 is damaged")))
 
 	// keepBackups: 2 — a third completed backup retires the oldest, with its Secrets.

@@ -186,7 +186,7 @@ func TestUpgradeWithApprovalSurvivesOperatorRestarts(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: st.BackupName}, &b)).To(Succeed())
 	g.Expect(b.Status.LinstorVersion).To(Equal("1.33.2"))
 	g.Expect(b.Status.Checksum).NotTo(BeEmpty())
-	_, _, err = linstorbackup.Load(ctx, env.Client, &b)
+	_, err = linstorbackup.Load(ctx, env.Client, &b)
 	g.Expect(err).NotTo(HaveOccurred())
 	// The data survived the migration.
 	_, ok := env.Emulator.Node("node-0")

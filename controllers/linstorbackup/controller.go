@@ -9,9 +9,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"hash"
 	"io"
-	"fmt"
 	"sort"
 	"time"
 

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/linstor-operator/linstor-operator/pkg/images"
-	"github.com/linstor-operator/linstor-operator/pkg/manager"
+	"github.com/linstor-operator/linstor-operator/internal/manager"
 )
 
 var setupLog logr.Logger

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"io"
 	"sort"
 	"time"
 
@@ -29,12 +28,6 @@ import (
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
 	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
-
-// LabelBackup marks the Secrets holding a backup's chunks.
-const LabelBackup = "linstor.io/backup"
-
-// chunkKey is the data key of a chunk Secret.
-const chunkKey = "chunk"
 
 // Reconciler takes backups.
 type Reconciler struct {
@@ -72,7 +65,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		return ctrl.Result{}, err
 	}
-	if why := Unsupported(cluster); why != "" {
+	if why := dbbackup.Unsupported(cluster); why != "" {
 		return ctrl.Result{}, r.fail(ctx, b, why)
 	}
 	if deadline := b.CreationTimestamp.Add(timeout(b)); time.Now().After(deadline) {
@@ -85,7 +78,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			st.LinstorVersion = cluster.Status.Version
 		})
 	}
-	stopped, err := ControllerStopped(ctx, r.Database, cluster)
+	stopped, err := dbbackup.ControllerStopped(ctx, r.Database, cluster)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -129,7 +122,7 @@ func (r *Reconciler) take(ctx context.Context, b *linstorv1.LinstorBackup) error
 	}
 	checksum := "sha256:" + hex.EncodeToString(cw.hash.Sum(nil))
 	// Read back what was written: only a verified copy counts.
-	if got, err := checksumOf(ctx, r.Client, b.Namespace, cw.names); err != nil {
+	if got, err := dbbackup.ChecksumOf(ctx, r.Client, b.Namespace, cw.names); err != nil {
 		return err
 	} else if got != checksum {
 		return r.fail(ctx, b, fmt.Sprintf("the stored copy does not match: checksum %s, wrote %s", got, checksum))
@@ -144,6 +137,32 @@ func (r *Reconciler) take(ctx context.Context, b *linstorv1.LinstorBackup) error
 	}
 	r.Recorder.Eventf(b, corev1.EventTypeNormal, "BackupCompleted", "Backed up LINSTOR %s: %d CRDs, %d objects (%s)", b.Status.LinstorVersion, counts.CRDs, counts.Objects, checksum)
 	return nil
+}
+
+// writeChunk creates a chunk Secret, or updates one this backup created before (a
+// resumed copy). A Secret of that name that belongs to anything else is left alone
+// and reported (foreign): adopting it would hand it to the garbage collector when the
+// backup is pruned.
+func (r *Reconciler) writeChunk(ctx context.Context, b *linstorv1.LinstorBackup, name string, chunk []byte) (foreign bool, err error) {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.Namespace,
+		Labels: map[string]string{dbbackup.LabelBackup: b.Name, render.LabelManagedBy: render.ManagedBy}},
+		Data: map[string][]byte{dbbackup.ChunkKey: chunk}}
+	if err := controllerutil.SetControllerReference(b, secret, r.Client.Scheme()); err != nil {
+		return false, err
+	}
+	err = r.Client.Create(ctx, secret)
+	if !apierrors.IsAlreadyExists(err) {
+		return false, err
+	}
+	existing := &corev1.Secret{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: name}, existing); err != nil {
+		return false, err
+	}
+	if !metav1.IsControlledBy(existing, b) {
+		return true, nil
+	}
+	existing.Data = secret.Data
+	return false, r.Client.Update(ctx, existing)
 }
 
 var errForeignSecret = errors.New("foreign Secret")
@@ -183,7 +202,7 @@ func (w *chunkWriter) flush() error {
 	if len(w.buf) == 0 && len(w.names) > 0 {
 		return nil
 	}
-	name := ChunkName(w.b, len(w.names))
+	name := dbbackup.ChunkName(w.b, len(w.names))
 	foreign, err := w.r.writeChunk(w.ctx, w.b, name, w.buf)
 	if err != nil {
 		return fmt.Errorf("writing Secret %s: %w", name, err)
@@ -194,134 +213,6 @@ func (w *chunkWriter) flush() error {
 	w.names = append(w.names, name)
 	w.buf = w.buf[:0]
 	return nil
-}
-
-// chunkReader reads a backup's chunk Secrets one after the other.
-type chunkReader struct {
-	ctx       context.Context
-	c         client.Reader
-	namespace string
-	names     []string
-	cur       []byte
-}
-
-func (r *chunkReader) Read(p []byte) (int, error) {
-	for len(r.cur) == 0 {
-		if len(r.names) == 0 {
-			return 0, io.EOF
-		}
-		s := &corev1.Secret{}
-		if err := r.c.Get(r.ctx, client.ObjectKey{Namespace: r.namespace, Name: r.names[0]}, s); err != nil {
-			return 0, fmt.Errorf("reading backup chunk %s: %w", r.names[0], err)
-		}
-		r.cur, r.names = s.Data[chunkKey], r.names[1:]
-	}
-	n := copy(p, r.cur)
-	r.cur = r.cur[n:]
-	return n, nil
-}
-
-// Open streams a backup's encoded data.
-func Open(ctx context.Context, c client.Reader, b *linstorv1.LinstorBackup) io.Reader {
-	return &chunkReader{ctx: ctx, c: c, namespace: b.Namespace, names: append([]string(nil), b.Status.Secrets...)}
-}
-
-func checksumOf(ctx context.Context, c client.Reader, namespace string, secrets []string) (string, error) {
-	h := sha256.New()
-	if _, err := io.Copy(h, &chunkReader{ctx: ctx, c: c, namespace: namespace, names: secrets}); err != nil {
-		return "", err
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// Verify checks a completed backup against its checksum, reading it as a stream.
-func Verify(ctx context.Context, c client.Reader, b *linstorv1.LinstorBackup) error {
-	if b.Status.Phase != linstorv1.BackupCompleted {
-		return fmt.Errorf("LinstorBackup %s is %s, not Completed", b.Name, b.Status.Phase)
-	}
-	got, err := checksumOf(ctx, c, b.Namespace, b.Status.Secrets)
-	if err != nil {
-		return err
-	}
-	if got != b.Status.Checksum {
-		return fmt.Errorf("LinstorBackup %s is damaged: checksum %s, expected %s", b.Name, got, b.Status.Checksum)
-	}
-	return nil
-}
-
-// ChunkName is the name of a backup's i-th chunk Secret.
-func ChunkName(b *linstorv1.LinstorBackup, i int) string { return fmt.Sprintf("%s-%d", b.Name, i) }
-
-// writeChunk creates a chunk Secret, or updates one this backup created before (a
-// resumed copy). A Secret of that name that belongs to anything else is left alone
-// and reported (foreign): adopting it would hand it to the garbage collector when the
-// backup is pruned.
-func (r *Reconciler) writeChunk(ctx context.Context, b *linstorv1.LinstorBackup, name string, chunk []byte) (foreign bool, err error) {
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.Namespace,
-		Labels: map[string]string{LabelBackup: b.Name, render.LabelManagedBy: render.ManagedBy}},
-		Data: map[string][]byte{chunkKey: chunk}}
-	if err := controllerutil.SetControllerReference(b, secret, r.Client.Scheme()); err != nil {
-		return false, err
-	}
-	err = r.Client.Create(ctx, secret)
-	if !apierrors.IsAlreadyExists(err) {
-		return false, err
-	}
-	existing := &corev1.Secret{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: name}, existing); err != nil {
-		return false, err
-	}
-	if !metav1.IsControlledBy(existing, b) {
-		return true, nil
-	}
-	existing.Data = secret.Data
-	return false, r.Client.Update(ctx, existing)
-}
-
-// Load reads a completed backup whole after checking its checksum (tests and small
-// databases; the operator restores with Verify and Open, as a stream).
-func Load(ctx context.Context, c client.Reader, b *linstorv1.LinstorBackup) (*dbbackup.Dump, error) {
-	if err := Verify(ctx, c, b); err != nil {
-		return nil, err
-	}
-	return dbbackup.ReadAll(Open(ctx, c, b))
-}
-
-// Unsupported says why the cluster's database cannot be backed up by the operator.
-func Unsupported(c *linstorv1.LinstorCluster) string {
-	switch {
-	case c.Spec.ExternalController != nil:
-		return "the LINSTOR controller is external: back up its database where it runs"
-	case c.Spec.Database != nil && c.Spec.Database.Type == linstorv1.DatabaseExternal:
-		return "the LINSTOR database is external: back it up with the database's own tools"
-	}
-	return ""
-}
-
-// ControllerStopped reports that no LINSTOR controller pod of the cluster exists.
-func ControllerStopped(ctx context.Context, c client.Reader, cluster *linstorv1.LinstorCluster) (bool, error) {
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(cluster.Namespace),
-		client.MatchingLabels{render.LabelName: render.ControllerName, render.LabelInstance: cluster.Name}); err != nil {
-		return false, err
-	}
-	return len(pods.Items) == 0, nil
-}
-
-// Active reports whether a backup of the cluster needs the controller stopped.
-func Active(ctx context.Context, c client.Reader, cluster *linstorv1.LinstorCluster) (*linstorv1.LinstorBackup, error) {
-	var list linstorv1.LinstorBackupList
-	if err := c.List(ctx, &list, client.InNamespace(cluster.Namespace)); err != nil {
-		return nil, err
-	}
-	for i := range list.Items {
-		b := &list.Items[i]
-		if b.Spec.ClusterRef.Name == cluster.Name && b.DeletionTimestamp == nil && Unsupported(cluster) == "" &&
-			(b.Status.Phase == "" || b.Status.Phase == linstorv1.BackupPending || b.Status.Phase == linstorv1.BackupRunning) {
-			return b, nil
-		}
-	}
-	return nil, nil
 }
 
 // prune applies the cluster's keepBackups to its completed backups, oldest first.

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/controllers/linstorbackup"
 	"github.com/linstor-operator/linstor-operator/controllers/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
 	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
@@ -83,7 +82,7 @@ func (r *Reconciler) lifecycleSpec(c *linstorv1.LinstorCluster) lifecycle.Spec {
 	spec := lifecycle.Spec{
 		ClusterName: c.Name, ClusterUID: string(c.UID), Requested: c.Spec.Version, Reported: c.Status.Version,
 		ConfirmRestore: c.Annotations[lifecycle.AnnotationConfirmRestore], RetryUpgrade: c.Annotations[lifecycle.AnnotationRetryUpgrade],
-		ExternalController: c.Spec.ExternalController != nil, ExternalDatabase: linstorbackup.Unsupported(c),
+		ExternalController: c.Spec.ExternalController != nil, ExternalDatabase: dbbackup.Unsupported(c),
 		PhaseTimeout: r.UpgradePhaseTimeout,
 	}
 	if u := c.Spec.Upgrade; u != nil {
@@ -102,7 +101,7 @@ func (r *Reconciler) lifecycleSpec(c *linstorv1.LinstorCluster) lifecycle.Spec {
 // observation, not an error.
 func (r *Reconciler) observeLifecycle(ctx context.Context, c *linstorv1.LinstorCluster, need lifecycle.Need) (lifecycle.Observed, error) {
 	var obs lifecycle.Observed
-	active, err := linstorbackup.Active(ctx, r.Client, c)
+	active, err := dbbackup.Active(ctx, r.Client, c)
 	if err != nil {
 		return obs, err
 	}
@@ -133,7 +132,7 @@ func (r *Reconciler) observeLifecycle(ctx context.Context, c *linstorv1.LinstorC
 		obs.DatabaseEmpty = &empty
 	}
 	if need.ControllerStopped {
-		stopped, err := linstorbackup.ControllerStopped(ctx, r.Direct, c)
+		stopped, err := dbbackup.ControllerStopped(ctx, r.Direct, c)
 		if err != nil {
 			return obs, err
 		}
@@ -270,10 +269,10 @@ func (r *Reconciler) act(ctx context.Context, c *linstorv1.LinstorCluster, a lif
 		}
 		// Verified as a whole before anything is deleted, then read again as it is
 		// restored: memory does not grow with the database.
-		if err := linstorbackup.Verify(ctx, r.Direct, b); err != nil {
+		if err := dbbackup.Verify(ctx, r.Direct, b); err != nil {
 			return err
 		}
-		backup, err := dbbackup.NewReader(linstorbackup.Open(ctx, r.Direct, b))
+		backup, err := dbbackup.NewReader(dbbackup.Open(ctx, r.Direct, b))
 		if err != nil {
 			return err
 		}

@@ -34,7 +34,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/internal/kwokcluster"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/emulator"
-	"github.com/linstor-operator/linstor-operator/pkg/manager"
+	"github.com/linstor-operator/linstor-operator/internal/manager"
 	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 )
 

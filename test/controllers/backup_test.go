@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/controllers/linstorbackup"
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
 	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
@@ -82,8 +81,8 @@ func TestBackupStopsTheControllerAndVerifiesTheCopy(t *testing.T) {
 		g.Expect(b.Status.LinstorVersion).To(Equal(getCluster(g, cluster).Status.Version))
 	}, timeout, tick).Should(Succeed())
 	b := get(g, ns, "b1", &linstorv1.LinstorBackup{})
-	g.Expect(linstorbackup.Verify(ctx, env.Client, b)).To(Succeed())
-	data, err := io.ReadAll(linstorbackup.Open(ctx, env.Client, b))
+	g.Expect(dbbackup.Verify(ctx, env.Client, b)).To(Succeed())
+	data, err := io.ReadAll(dbbackup.Open(ctx, env.Client, b))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(data).To(Equal(wantBytes), "the streamed backup equals the database encoded whole")
 	// The controller runs again.
@@ -99,7 +98,7 @@ func TestBackupStopsTheControllerAndVerifiesTheCopy(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: b.Status.Secrets[0]}, chunk)).To(Succeed())
 	chunk.Data["chunk"][10] ^= 0xff
 	g.Expect(env.Client.Update(ctx, chunk)).To(Succeed())
-	_, err = linstorbackup.Load(ctx, env.Client, b)
+	_, err = dbbackup.Load(ctx, env.Client, b)
 	g.Expect(err).To(MatchError(ContainSubstring("LinstorBackup b1 is damaged")))
 
 	// keepBackups: 2 — a third completed backup retires the oldest, with its Secrets.

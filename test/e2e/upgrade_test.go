@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/controllers/linstorbackup"
 	"github.com/linstor-operator/linstor-operator/controllers/linstorcluster"
 	"github.com/linstor-operator/linstor-operator/internal/kwokcluster"
 	"github.com/linstor-operator/linstor-operator/internal/sim"
@@ -186,7 +185,7 @@ func TestUpgradeWithApprovalSurvivesOperatorRestarts(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: st.BackupName}, &b)).To(Succeed())
 	g.Expect(b.Status.LinstorVersion).To(Equal("1.33.2"))
 	g.Expect(b.Status.Checksum).NotTo(BeEmpty())
-	_, err = linstorbackup.Load(ctx, env.Client, &b)
+	_, err = dbbackup.Load(ctx, env.Client, &b)
 	g.Expect(err).NotTo(HaveOccurred())
 	// The data survived the migration.
 	_, ok := env.Emulator.Node("node-0")

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/linstor-operator/linstor-operator/pkg/images"
-	"github.com/linstor-operator/linstor-operator/pkg/manager"
+	"github.com/linstor-operator/linstor-operator/internal/manager"
 )
 
 // Env is a running test environment.

@@ -1,0 +1,127 @@
+package dbbackup
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/render"
+)
+
+// What the operator's controllers share about LinstorBackups: where their chunks are,
+// how to read and verify them, and when a backup is possible or under way.
+
+// LabelBackup marks the Secrets holding a backup's chunks.
+const LabelBackup = "linstor.io/backup"
+
+// ChunkKey is the data key of a chunk Secret.
+const ChunkKey = "chunk"
+
+// ChunkName is the name of a backup's i-th chunk Secret.
+func ChunkName(b *linstorv1.LinstorBackup, i int) string { return fmt.Sprintf("%s-%d", b.Name, i) }
+
+// chunkReader reads a backup's chunk Secrets one after the other.
+type chunkReader struct {
+	ctx       context.Context
+	c         client.Reader
+	namespace string
+	names     []string
+	cur       []byte
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	for len(r.cur) == 0 {
+		if len(r.names) == 0 {
+			return 0, io.EOF
+		}
+		s := &corev1.Secret{}
+		if err := r.c.Get(r.ctx, client.ObjectKey{Namespace: r.namespace, Name: r.names[0]}, s); err != nil {
+			return 0, fmt.Errorf("reading backup chunk %s: %w", r.names[0], err)
+		}
+		r.cur, r.names = s.Data[ChunkKey], r.names[1:]
+	}
+	n := copy(p, r.cur)
+	r.cur = r.cur[n:]
+	return n, nil
+}
+
+// Open streams a backup's encoded data.
+func Open(ctx context.Context, c client.Reader, b *linstorv1.LinstorBackup) io.Reader {
+	return &chunkReader{ctx: ctx, c: c, namespace: b.Namespace, names: append([]string(nil), b.Status.Secrets...)}
+}
+
+// ChecksumOf is the checksum of the data in a backup's chunk Secrets, read as a stream.
+func ChecksumOf(ctx context.Context, c client.Reader, namespace string, secrets []string) (string, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, &chunkReader{ctx: ctx, c: c, namespace: namespace, names: secrets}); err != nil {
+		return "", err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Verify checks a completed backup against its checksum, reading it as a stream.
+func Verify(ctx context.Context, c client.Reader, b *linstorv1.LinstorBackup) error {
+	if b.Status.Phase != linstorv1.BackupCompleted {
+		return fmt.Errorf("LinstorBackup %s is %s, not Completed", b.Name, b.Status.Phase)
+	}
+	got, err := ChecksumOf(ctx, c, b.Namespace, b.Status.Secrets)
+	if err != nil {
+		return err
+	}
+	if got != b.Status.Checksum {
+		return fmt.Errorf("LinstorBackup %s is damaged: checksum %s, expected %s", b.Name, got, b.Status.Checksum)
+	}
+	return nil
+}
+
+// Load reads a completed backup whole after checking its checksum (tests and small
+// databases; the operator restores with Verify and Open, as a stream).
+func Load(ctx context.Context, c client.Reader, b *linstorv1.LinstorBackup) (*Dump, error) {
+	if err := Verify(ctx, c, b); err != nil {
+		return nil, err
+	}
+	return ReadAll(Open(ctx, c, b))
+}
+
+// Unsupported says why the cluster's database cannot be backed up by the operator.
+func Unsupported(c *linstorv1.LinstorCluster) string {
+	switch {
+	case c.Spec.ExternalController != nil:
+		return "the LINSTOR controller is external: back up its database where it runs"
+	case c.Spec.Database != nil && c.Spec.Database.Type == linstorv1.DatabaseExternal:
+		return "the LINSTOR database is external: back it up with the database's own tools"
+	}
+	return ""
+}
+
+// ControllerStopped reports that no LINSTOR controller pod of the cluster exists.
+func ControllerStopped(ctx context.Context, c client.Reader, cluster *linstorv1.LinstorCluster) (bool, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(cluster.Namespace),
+		client.MatchingLabels{render.LabelName: render.ControllerName, render.LabelInstance: cluster.Name}); err != nil {
+		return false, err
+	}
+	return len(pods.Items) == 0, nil
+}
+
+// Active reports whether a backup of the cluster needs the controller stopped.
+func Active(ctx context.Context, c client.Reader, cluster *linstorv1.LinstorCluster) (*linstorv1.LinstorBackup, error) {
+	var list linstorv1.LinstorBackupList
+	if err := c.List(ctx, &list, client.InNamespace(cluster.Namespace)); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		b := &list.Items[i]
+		if b.Spec.ClusterRef.Name == cluster.Name && b.DeletionTimestamp == nil && Unsupported(cluster) == "" &&
+			(b.Status.Phase == "" || b.Status.Phase == linstorv1.BackupPending || b.Status.Phase == linstorv1.BackupRunning) {
+			return b, nil
+		}
+	}
+	return nil, nil
+}

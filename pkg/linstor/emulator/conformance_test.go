@@ -110,13 +110,7 @@ var serverCorrections = []struct {
 			return nil
 		},
 	},
-}
-
-func init() {
-	serverCorrections = append(serverCorrections, struct {
-		what, source string
-		apply        func(*openapi3.T) error
-	}{
+	{
 		what:   "POST /v1/encryption/passphrase answers 201 Created, not 200",
 		source: "controller/.../api/rest/v1/Encryption.createPassphrase (Response.Status.CREATED)",
 		apply: func(doc *openapi3.T) error {
@@ -127,14 +121,8 @@ func init() {
 			op.Post.Responses.Set("201", op.Post.Responses.Status(http.StatusOK))
 			return nil
 		},
-	})
-}
-
-func init() {
-	serverCorrections = append(serverCorrections, struct {
-		what, source string
-		apply        func(*openapi3.T) error
-	}{
+	},
+	{
 		what:   "POST /v1/resource-definitions/{resource}/volume-definitions answers 200, not 201",
 		source: "controller/.../api/rest/v1/VolumeDefinitions.createVolumeDefinition (mapToMonoResponse with the default status)",
 		apply: func(doc *openapi3.T) error {
@@ -145,7 +133,7 @@ func init() {
 			op.Post.Responses.Set("200", op.Post.Responses.Status(http.StatusCreated))
 			return nil
 		},
-	})
+	},
 }
 
 func property(doc *openapi3.T, schema, prop string) (*openapi3.Schema, error) {

@@ -175,9 +175,9 @@ func (r *Reconciler) reconcileNetInterfaces(ctx context.Context, s *scope, lnode
 // satelliteConnection is the port and encryption of controller-satellite traffic.
 func satelliteConnection(cluster *linstorv1.LinstorCluster) (int32, string) {
 	if render.InternalTLSEnabled(cluster) {
-		return 3367, "SSL"
+		return render.SatelliteSecurePort, "SSL"
 	}
-	return 3366, "PLAIN"
+	return render.SatellitePort, "PLAIN"
 }
 
 func setNodeProp(ctx context.Context, lc *lapi.Client, lnode lapi.Node, key, value string) error {

@@ -14,7 +14,8 @@ import (
 )
 
 const (
-	satelliteComponent = "linstor-satellite"
+	// SatelliteComponent names the satellite pods (label app.kubernetes.io/name) and container.
+	SatelliteComponent = "linstor-satellite"
 	// LabelSatellite tells the per-node DaemonSets apart (a hash: node names can be
 	// longer than a label value may be).
 	LabelSatellite = "linstor.io/satellite"
@@ -33,7 +34,7 @@ func SatelliteConfig(cluster *linstorv1.LinstorCluster) Objects {
 	}
 	return Objects{&corev1.ConfigMap{
 		TypeMeta:   typeMeta("v1", "ConfigMap"),
-		ObjectMeta: metav1.ObjectMeta{Name: SatelliteConfigName, Namespace: cluster.Namespace, Labels: labels(cluster, satelliteComponent)},
+		ObjectMeta: metav1.ObjectMeta{Name: SatelliteConfigName, Namespace: cluster.Namespace, Labels: labels(cluster, SatelliteComponent)},
 		Data:       map[string]string{"linstor_satellite.toml": satelliteTOML()},
 	}}
 }
@@ -44,11 +45,11 @@ func SatelliteDaemonSetName(node string) string { return "linstor-satellite." + 
 // Satellite renders the satellite of one node: a DaemonSet pinned to the node, on the
 // host network, with the DRBD module loader chosen from the node's osImage.
 func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellite, node *corev1.Node, imgs images.Set) (Objects, error) {
-	l := labels(cluster, satelliteComponent)
+	l := labels(cluster, SatelliteComponent)
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(node.Name))
 	l[LabelSatellite] = fmt.Sprintf("%08x", h.Sum32())
-	selector := map[string]string{LabelName: satelliteComponent, LabelInstance: cluster.Name, LabelSatellite: l[LabelSatellite]}
+	selector := map[string]string{LabelName: SatelliteComponent, LabelInstance: cluster.Name, LabelSatellite: l[LabelSatellite]}
 	defaults := cluster.Spec.Satellite
 	override := ""
 	if defaults != nil {
@@ -103,7 +104,7 @@ func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellit
 				},
 			}},
 			Containers: []corev1.Container{{
-				Name:  satelliteComponent,
+				Name:  SatelliteComponent,
 				Image: image(override, imgs.Image(images.LinstorSatellite)),
 				Args:  []string{"startSatellite"},
 				Env:   []corev1.EnvVar{{Name: "LB_FORCE_NODE_NAME", Value: node.Name}},
@@ -116,7 +117,7 @@ func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellit
 			Volumes: volumes,
 		},
 	}
-	applyComponent(&tmpl, defaults, satelliteComponent)
+	applyComponent(&tmpl, defaults, SatelliteComponent)
 	if defaults != nil {
 		if err := patchPodTemplate(&tmpl, defaults.PodTemplate); err != nil {
 			return nil, fmt.Errorf("spec.satellite.podTemplate: %w", err)
@@ -125,7 +126,7 @@ func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellit
 	if err := patchPodTemplate(&tmpl, sat.Spec.PodTemplate); err != nil {
 		return nil, fmt.Errorf("LinstorSatelliteConfiguration podTemplate: %w", err)
 	}
-	tmpl.Labels = withSelector(tmpl, selector, satelliteComponent).Labels
+	tmpl.Labels = withSelector(tmpl, selector, SatelliteComponent).Labels
 	return Objects{&appsv1.DaemonSet{
 		TypeMeta:   typeMeta("apps/v1", "DaemonSet"),
 		ObjectMeta: metav1.ObjectMeta{Name: SatelliteDaemonSetName(node.Name), Namespace: sat.Namespace, Labels: l},

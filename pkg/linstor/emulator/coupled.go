@@ -71,8 +71,8 @@ func (e *Emulator) SyncWithCluster(ctx context.Context, k Cluster) error {
 			continue
 		}
 		switch pod.Labels[render.LabelName] {
-		case "linstor-satellite":
-			satellites[pod.Spec.NodeName] = imageVersion(pod.Spec.Containers, "linstor-satellite")
+		case render.SatelliteComponent:
+			satellites[pod.Spec.NodeName] = imageVersion(pod.Spec.Containers, render.SatelliteComponent)
 		case render.ControllerName:
 			controllerPod, controllerVersion = string(pod.UID), imageVersion(pod.Spec.Containers, render.ControllerName)
 		}

@@ -51,6 +51,8 @@ type Reconciler struct {
 	// Poll is how often LINSTOR state is re-read; zero means pollInterval.
 	Poll    time.Duration
 	applier *apply.Applier
+
+	restores restoreJobs // database restores running in the background
 }
 
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorclusters,verbs=get;list;watch;update;patch

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	lapi "github.com/LINBIT/golinstor/client"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,12 +59,20 @@ func (r *Reconciler) reconcileLifecycle(ctx context.Context, s *scope) (_ ctrl.R
 	}
 	for _, a := range out.Actions {
 		log.V(1).Info("lifecycle action", "action", a.Kind, "backup", a.Backup, "annotation", a.Annotation)
-		err := r.act(ctx, c, a)
 		if a.Kind != lifecycle.RestoreDatabase {
-			if err != nil {
+			if err := r.act(ctx, c, a); err != nil {
 				return ctrl.Result{}, err
 			}
 			continue
+		}
+		// A restore runs on its own (minutes on a large database) and the passes only
+		// look at it, so a reconcile never blocks; an operator restart runs it again from
+		// the saved state (it is idempotent).
+		target := c.DeepCopy()
+		done, err := r.restores.poll(c.UID, a.Backup, func(jobCtx context.Context) error { return r.act(jobCtx, target, a) })
+		if !done {
+			r.useLifecycle(s, out)
+			return ctrl.Result{RequeueAfter: lifecycle.Poll}, nil
 		}
 		// The restore's outcome is a transition of its own, saved like any other.
 		before := out.State
@@ -309,4 +319,55 @@ func (r *Reconciler) release() upgrade.Release {
 		return *r.Release
 	}
 	return upgrade.Current
+}
+
+// restoreJobs runs database restores in the background, one per LinstorCluster.
+type restoreJobs struct {
+	mu   sync.Mutex
+	jobs map[types.UID]*restoreJob
+}
+
+type restoreJob struct {
+	backup string
+	done   chan struct{}
+	err    error
+}
+
+// restoreTimeout bounds one restore attempt; the next pass starts another.
+const restoreTimeout = time.Hour
+
+// poll starts the restore of backup for uid unless it runs, and reports whether it has
+// ended, with its error. An ended job is forgotten once reported.
+func (j *restoreJobs) poll(uid types.UID, backup string, run func(context.Context) error) (bool, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.jobs == nil {
+		j.jobs = map[types.UID]*restoreJob{}
+	}
+	job, ok := j.jobs[uid]
+	if !ok || job.backup != backup {
+		if ok {
+			select {
+			case <-job.done:
+			default:
+				return false, nil // another restore of this cluster still runs: wait for it
+			}
+		}
+		job = &restoreJob{backup: backup, done: make(chan struct{})}
+		j.jobs[uid] = job
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
+			defer cancel()
+			job.err = run(ctx)
+			close(job.done)
+		}()
+		return false, nil
+	}
+	select {
+	case <-job.done:
+		delete(j.jobs, uid)
+		return true, job.err
+	default:
+		return false, nil
+	}
 }

@@ -202,63 +202,6 @@ func restore(ctx context.Context, c client.Client, dumpCRDs []apiextensionsv1.Cu
 // should be quick; memory stays bounded by the workers and the channel.
 const restoreWorkers = 8
 
-// createAll creates the objects next yields, restoreWorkers at a time, stopping at the
-// first error.
-func createAll(ctx context.Context, c client.Client, next func() (map[string]any, error)) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	jobs := make(chan *unstructured.Unstructured, restoreWorkers)
-	errs := make(chan error, restoreWorkers+1)
-	var wg sync.WaitGroup
-	for w := 0; w < restoreWorkers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for u := range jobs {
-				// A changed definition may take a moment to reach discovery.
-				err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-					err := c.Create(ctx, u)
-					if meta.IsNoMatchError(err) {
-						return false, nil
-					}
-					return true, err
-				})
-				if err != nil {
-					errs <- fmt.Errorf("creating %s %s: %w", u.GetKind(), u.GetName(), err)
-					cancel()
-					return
-				}
-			}
-		}()
-	}
-	var readErr error
-	for ctx.Err() == nil {
-		o, err := next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			readErr = err
-			break
-		}
-		select {
-		case jobs <- &unstructured.Unstructured{Object: clean(o)}:
-		case <-ctx.Done():
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return err
-	default:
-	}
-	if readErr != nil {
-		return readErr
-	}
-	return ctx.Err()
-}
-
 // forgetStoredVersions prepares crd, whose objects are all deleted, to take the
 // definition want back: the apiserver keeps a version in spec while status.storedVersions
 // names it (a migration may have added one), and with no object left nothing is stored
@@ -306,23 +249,37 @@ func forgetStoredVersions(ctx context.Context, c client.Client, crd *apiextensio
 
 // deleteObjects deletes every object of a CRD and waits until they are gone.
 func deleteObjects(ctx context.Context, c client.Client, crd *apiextensionsv1.CustomResourceDefinition) error {
-	// One collection delete: the API server deletes them, the operator never holds the
-	// table's objects.
-	obj := &unstructured.Unstructured{}
-	obj.SetAPIVersion(Group + "/" + storageVersion(crd))
-	obj.SetKind(crd.Spec.Names.Kind)
-	if err := c.DeleteAllOf(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting the objects of %s: %w", crd.Name, err)
-	}
-	list := &unstructured.UnstructuredList{}
-	list.SetAPIVersion(Group + "/" + storageVersion(crd))
-	list.SetKind(crd.Spec.Names.ListKind)
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := c.List(ctx, list, client.Limit(1)); err != nil {
-			return false, err
+	// A page at a time, the page's objects deleted in parallel: the operator never holds
+	// the table, and no single request lasts as long as a large table takes (one
+	// collection delete of 100,000 objects outlives the API server's request timeout).
+	for {
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion(Group + "/" + storageVersion(crd))
+		list.SetKind(crd.Spec.Names.ListKind)
+		if err := c.List(ctx, list, client.Limit(PageSize)); err != nil {
+			return fmt.Errorf("listing %s: %w", crd.Name, err)
 		}
-		return len(list.Items) == 0, nil
-	})
+		if len(list.Items) == 0 {
+			return nil
+		}
+		items := list.Items
+		err := workers(ctx, func() (*unstructured.Unstructured, bool, error) {
+			if len(items) == 0 {
+				return nil, false, nil
+			}
+			u := &items[0]
+			items = items[1:]
+			return u, true, nil
+		}, func(ctx context.Context, u *unstructured.Unstructured) error {
+			if err := c.Delete(ctx, u); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting %s %s: %w", crd.Spec.Names.Kind, u.GetName(), err)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
 }
 
 func waitGone(ctx context.Context, c client.Client, name string) error {
@@ -370,4 +327,81 @@ func Empty(ctx context.Context, c client.Reader) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// createAll creates the objects next yields, restoreWorkers at a time.
+func createAll(ctx context.Context, c client.Client, next func() (map[string]any, error)) error {
+	return workers(ctx, func() (*unstructured.Unstructured, bool, error) {
+		o, err := next()
+		if errors.Is(err, io.EOF) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		return &unstructured.Unstructured{Object: clean(o)}, true, nil
+	}, func(ctx context.Context, u *unstructured.Unstructured) error {
+		// A changed definition may take a moment to reach discovery.
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			err := c.Create(ctx, u)
+			if meta.IsNoMatchError(err) {
+				return false, nil
+			}
+			return true, err
+		})
+		if err != nil {
+			return fmt.Errorf("creating %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+		return nil
+	})
+}
+
+// workers does every item produce yields, restoreWorkers at a time: a restore keeps
+// LINSTOR stopped, so it should be quick, and memory stays bounded by the workers. It
+// stops at the first error, of either.
+func workers[T any](ctx context.Context, produce func() (T, bool, error), do func(context.Context, T) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan T, restoreWorkers)
+	errs := make(chan error, restoreWorkers)
+	var wg sync.WaitGroup
+	for w := 0; w < restoreWorkers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for item := range jobs {
+				if err := do(ctx, item); err != nil {
+					errs <- err
+					cancel()
+					return
+				}
+			}
+		}()
+	}
+	var produceErr error
+	for ctx.Err() == nil {
+		item, ok, err := produce()
+		if err != nil {
+			produceErr = err
+			break
+		}
+		if !ok {
+			break
+		}
+		select {
+		case jobs <- item:
+		case <-ctx.Done():
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+	}
+	if produceErr != nil {
+		return produceErr
+	}
+	return ctx.Err()
 }

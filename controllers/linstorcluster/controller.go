@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
@@ -112,6 +113,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.applier = &apply.Applier{Client: r.Client, Scheme: mgr.GetScheme()}
+	// Background restores live as long as this operator leads: they stop, and are
+	// waited for, before another leader (or a restarted manager) can start its own.
+	if err := mgr.Add(manager.RunnableFunc(r.restores.run)); err != nil {
+		return err
+	}
 	allClusters := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []ctrl.Request {
 		var list linstorv1.LinstorClusterList
 		if err := r.Client.List(ctx, &list); err != nil {

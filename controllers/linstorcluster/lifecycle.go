@@ -321,10 +321,27 @@ func (r *Reconciler) release() upgrade.Release {
 	return upgrade.Current
 }
 
-// restoreJobs runs database restores in the background, one per LinstorCluster.
+// restoreJobs runs database restores in the background, one per LinstorCluster, for as
+// long as the manager runs (leads).
 type restoreJobs struct {
-	mu   sync.Mutex
-	jobs map[types.UID]*restoreJob
+	mu      sync.Mutex
+	jobs    map[types.UID]*restoreJob
+	ctx     context.Context // the manager's; nil until it runs
+	running sync.WaitGroup
+}
+
+// run is the manager runnable: it lends its context to the jobs and, when it ends,
+// waits for them to stop, so two restores never overlap.
+func (j *restoreJobs) run(ctx context.Context) error {
+	j.mu.Lock()
+	j.ctx = ctx
+	j.mu.Unlock()
+	<-ctx.Done()
+	j.mu.Lock()
+	j.ctx, j.jobs = nil, nil // no job starts from here on
+	j.mu.Unlock()
+	j.running.Wait()
+	return nil
 }
 
 type restoreJob struct {
@@ -353,14 +370,19 @@ func (j *restoreJobs) poll(uid types.UID, backup string, run func(context.Contex
 				return false, nil // another restore of this cluster still runs: wait for it
 			}
 		}
+		if j.ctx == nil || j.ctx.Err() != nil {
+			return false, nil // the manager is not running (yet): the next pass starts it
+		}
 		job = &restoreJob{backup: backup, done: make(chan struct{})}
 		j.jobs[uid] = job
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
+		j.running.Add(1)
+		go func(parent context.Context) {
+			defer j.running.Done()
+			ctx, cancel := context.WithTimeout(parent, restoreTimeout)
 			defer cancel()
 			job.err = run(ctx)
 			close(job.done)
-		}()
+		}(j.ctx)
 		return false, nil
 	}
 	select {

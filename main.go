@@ -21,8 +21,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/internal/manager"
+	"github.com/linstor-operator/linstor-operator/pkg/images"
 )
 
 var setupLog logr.Logger

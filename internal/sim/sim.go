@@ -32,9 +32,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/linstor-operator/linstor-operator/internal/kwokcluster"
+	"github.com/linstor-operator/linstor-operator/internal/manager"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/emulator"
-	"github.com/linstor-operator/linstor-operator/internal/manager"
 	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 )
 

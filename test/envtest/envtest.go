@@ -23,8 +23,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/internal/manager"
+	"github.com/linstor-operator/linstor-operator/pkg/images"
 )
 
 // Env is a running test environment.

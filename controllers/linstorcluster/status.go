@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
@@ -17,6 +18,14 @@ import (
 func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded bool) error {
 	c := s.cluster
 	before := c.DeepCopy()
+	if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
+		if reason, msg := s.problem(); reason != "" {
+			log.Info("cluster degraded", "reason", reason, "why", msg)
+		}
+		if s.stopController != "" || s.fenceCSI {
+			log.Info("workloads held", "controllerStopped", s.stopController, "csiFenced", s.fenceCSI)
+		}
+	}
 	setDegradedCondition(c, s)
 	if s.transient { // keep what was last observed until a failure lasts
 		phases.SetUnknownIfAbsent(&c.Status.Conditions, c.Generation, linstorv1.ConditionProgressing, linstorv1.ConditionAvailable)

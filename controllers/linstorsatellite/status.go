@@ -7,6 +7,7 @@ import (
 	lapi "github.com/LINBIT/golinstor/client"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
@@ -17,6 +18,17 @@ import (
 func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded bool) error {
 	sat := s.sat
 	before := sat.DeepCopy()
+	// The pass's decision, for whoever debugs why nothing moves (V(1), not noise).
+	if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
+		switch {
+		case problem(s) != "":
+			log.Info("satellite waits", "reason", s.deleteReason, "why", problem(s))
+		case s.poolPending != "" || s.poolWaiting != "":
+			log.Info("satellite pools wait", "why", s.poolPending+s.poolWaiting)
+		case s.transient:
+			log.Info("LINSTOR did not answer; retrying within the grace period")
+		}
+	}
 	if s.connection != "" {
 		sat.Status.ConnectionStatus = s.connection
 		if s.version != "" || s.connection != "ONLINE" { // a failed version read keeps the last one

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -86,7 +88,7 @@ func lastApplied(current map[string]string, tracker string) []string {
 func ValidProperties(obj props.Object, desired map[string]string) (map[string]string, []string) {
 	valid := make(map[string]string, len(desired))
 	var refused []string
-	for _, k := range sortedKeys(desired) {
+	for _, k := range slices.Sorted(maps.Keys(desired)) {
 		if err := props.Check(obj, k, desired[k]); err != nil {
 			refused = append(refused, err.Error())
 			continue
@@ -158,13 +160,4 @@ func ModifyProperties(mod lapi.GenericPropsModify, send func(lapi.GenericPropsMo
 		}
 	}
 	return err
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

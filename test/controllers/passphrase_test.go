@@ -51,13 +51,7 @@ func TestPassphraseCreatedProtectedAndReentered(t *testing.T) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(secret), cur)).To(Succeed())
 		g.Expect(cur.Data["MASTER_PASSPHRASE"]).To(Equal(secret.Data["MASTER_PASSPHRASE"]))
 	}, "2s", tick).Should(Succeed())
-	t.Cleanup(func() {
-		cur := &corev1.Secret{}
-		if env.Client.Get(ctx, client.ObjectKeyFromObject(secret), cur) == nil {
-			cur.Finalizers = nil
-			_ = env.Client.Update(ctx, cur)
-		}
-	})
+	releaseAfterTest(t, client.ObjectKeyFromObject(secret))
 
 	// A cluster naming a Secret that does not exist is Degraded and nothing is invented.
 	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) {
@@ -79,13 +73,7 @@ func TestPassphraseCreatedProtectedAndReentered(t *testing.T) {
 		c := getCluster(g, cluster)
 		g.Expect(condition(c.Status.Conditions, linstorv1.ConditionDegraded).Status).To(Equal(metav1.ConditionFalse))
 	}, timeout, tick).Should(Succeed())
-	t.Cleanup(func() {
-		cur := &corev1.Secret{}
-		if env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "my-passphrase"}, cur) == nil {
-			cur.Finalizers = nil
-			_ = env.Client.Update(ctx, cur)
-		}
-	})
+	releaseAfterTest(t, client.ObjectKey{Namespace: ns, Name: "my-passphrase"})
 }
 
 // A lost default passphrase Secret while LINSTOR has a passphrase: a new passphrase
@@ -112,14 +100,21 @@ func TestLostPassphraseSecretIsNeverReplaced(t *testing.T) {
 	// Restoring the Secret with the real passphrase heals the cluster.
 	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "linstor-passphrase", Namespace: ns},
 		Data: map[string][]byte{"MASTER_PASSPHRASE": []byte("the-real-one")}})).To(Succeed())
+	releaseAfterTest(t, client.ObjectKey{Namespace: ns, Name: "linstor-passphrase"})
+	g.Eventually(func(g Gomega) {
+		g.Expect(condition(getCluster(g, cluster).Status.Conditions, linstorv1.ConditionDegraded).Status).To(Equal(metav1.ConditionFalse))
+	}, timeout, tick).Should(Succeed())
+}
+
+// releaseAfterTest removes the passphrase's protecting finalizer after the test, as an
+// admin would, so the namespace can go.
+func releaseAfterTest(t *testing.T, key client.ObjectKey) {
 	t.Cleanup(func() {
+		ctx := context.Background()
 		cur := &corev1.Secret{}
-		if env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-passphrase"}, cur) == nil {
+		if env.Client.Get(ctx, key, cur) == nil {
 			cur.Finalizers = nil
 			_ = env.Client.Update(ctx, cur)
 		}
 	})
-	g.Eventually(func(g Gomega) {
-		g.Expect(condition(getCluster(g, cluster).Status.Conditions, linstorv1.ConditionDegraded).Status).To(Equal(metav1.ConditionFalse))
-	}, timeout, tick).Should(Succeed())
 }

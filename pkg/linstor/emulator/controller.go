@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	lapiconst "github.com/LINBIT/golinstor"
@@ -48,7 +50,7 @@ func (e *Emulator) modifyControllerProps(w http.ResponseWriter, r *http.Request)
 	defer e.mu.Unlock()
 	next := copyMap(e.controllerProps)
 	var answer []apiCallRc
-	for _, k := range sortedKeys(in.OverrideProps) {
+	for _, k := range slices.Sorted(maps.Keys(in.OverrideProps)) {
 		v := in.OverrideProps[k]
 		if err := props.Check(props.Controller, k, v); err != nil {
 			writeRC(w, http.StatusCreated, ctrlPropRefused(asPropsError(err), lapiconst.MaskCrt))
@@ -70,7 +72,7 @@ func (e *Emulator) modifyControllerProps(w http.ResponseWriter, r *http.Request)
 	// "succeeds" without removing anything and any other non-empty one is refused.
 	for _, ns := range in.DeleteNamespaces {
 		prefix := strings.TrimSuffix(ns, "/") + "/"
-		for _, k := range sortedKeys(next) {
+		for _, k := range slices.Sorted(maps.Keys(next)) {
 			if strings.HasPrefix(k, prefix) && !strings.HasPrefix(k, "Aux/") {
 				writeRC(w, http.StatusCreated, rc(lapiconst.FailInvldProp|ctrlCtx|lapiconst.MaskDel, "The key '%s/%s' is not whitelisted", strings.TrimSuffix(ns, "/"), k))
 				return

@@ -357,27 +357,25 @@ func (e *Emulator) PlaceResource(rd, nodeName, pool string, inUse bool) error {
 
 // SetInUse marks a replica as in use (mounted, Primary) or not, as its satellite reports.
 func (e *Emulator) SetInUse(rd, nodeName string, inUse bool) error {
+	return e.withReplica(rd, nodeName, func(r *replica) { r.inUse = inUse })
+}
+
+// withReplica changes one replica under the lock.
+func (e *Emulator) withReplica(rd, nodeName string, f func(*replica)) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	def, ok := e.rds[strings.ToLower(rd)]
 	if !ok || def.resources[nodeName] == nil {
 		return fmt.Errorf("resource %q not on node %q", rd, nodeName)
 	}
-	def.resources[nodeName].inUse = inUse
+	f(def.resources[nodeName])
 	return nil
 }
 
 // SetDiskState sets the DRBD disk state of a replica (UpToDate, Inconsistent, Outdated...).
 func (e *Emulator) SetDiskState(rd, nodeName, state string) error {
 	defer e.flush()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	def, ok := e.rds[strings.ToLower(rd)]
-	if !ok || def.resources[nodeName] == nil {
-		return fmt.Errorf("resource %q not on node %q", rd, nodeName)
-	}
-	def.resources[nodeName].diskState = state
-	return nil
+	return e.withReplica(rd, nodeName, func(r *replica) { r.diskState = state })
 }
 
 // SetSyncing marks a resource definition as resyncing (sync-status reports not synced).

@@ -1,7 +1,9 @@
 package emulator
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -142,7 +144,7 @@ func (e *Emulator) placeReplacement(rd *resourceDefinition, rep *replica, from s
 // source waits for the workload to go).
 func (e *Emulator) advance() {
 	for _, rd := range e.rds {
-		for _, nodeName := range sortedKeys(rd.resources) {
+		for _, nodeName := range slices.Sorted(maps.Keys(rd.resources)) {
 			rep := rd.resources[nodeName]
 			if hasFlag(rep.flags, lapiconst.FlagDelete) && e.online(nodeName) {
 				delete(rd.resources, nodeName) // the satellite confirmed the deletion

@@ -1,7 +1,9 @@
 package emulator
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -411,7 +413,7 @@ func (e *Emulator) modifyNode(w http.ResponseWriter, r *http.Request, n *node) {
 	}
 	n.Props, n.Type = next, newType
 	if e.connectionStatus(n) != "ONLINE" {
-		for _, k := range sortedKeys(in.OverrideProps) {
+		for _, k := range slices.Sorted(maps.Keys(in.OverrideProps)) {
 			if strings.HasPrefix(k, "Drbd") {
 				answer = append(answer, rc(lapiconst.WarnUneffectiveProp|modNode, "The property '%s' has no effect since the node '%s' does not support DRBD 9", k, n.Name))
 			}
@@ -460,7 +462,7 @@ func (e *Emulator) deleteNode(w http.ResponseWriter, r *http.Request, n *node) {
 	}
 	if len(involved) > 0 {
 		answer = append(answer, rc(lapiconst.Deleted|delNode, "Node '%s' marked for deletion.", n.Name).withDetails("Node '%s' UUID is: %s", n.Name, n.Uuid))
-		for _, peer := range sortedKeys(involved) {
+		for _, peer := range slices.Sorted(maps.Keys(involved)) {
 			if p := e.nodes[strings.ToLower(peer)]; p != nil && e.connectionStatus(p) != "ONLINE" {
 				answer = append(answer, rc(lapiconst.WarnNotConnected|delNode, "No active connection to satellite '%s'", p.Name).withRefs("Node", n.Name))
 			}

@@ -2,9 +2,11 @@ package emulator
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -419,7 +421,7 @@ func (e *Emulator) createDevicePool(w http.ResponseWriter, r *http.Request, n *n
 	}
 	if len(wanted) > 0 {
 		// pvcreate fails on a device that is missing or in use; the satellite copies the error.
-		writeRC(w, http.StatusCreated, rc(lapiconst.FailUnknownError, "(%s) Failed to create physical volume on %v", n.Name, sortedKeys(wanted)).
+		writeRC(w, http.StatusCreated, rc(lapiconst.FailUnknownError, "(%s) Failed to create physical volume on %v", n.Name, slices.Sorted(maps.Keys(wanted))).
 			withCause("The devices are not unused block devices of the node"))
 		return
 	}
@@ -525,7 +527,7 @@ func (e *Emulator) modifyNodeConnection(w http.ResponseWriter, r *http.Request) 
 		writeRC(w, http.StatusOK, rc(lapiconst.WarnNotFound|ctx, "Node connection between nodes '%s' and '%s' does not exist", an, bn).withRefs(refs...))
 		return
 	}
-	for _, k := range sortedKeys(in.OverrideProps) {
+	for _, k := range slices.Sorted(maps.Keys(in.OverrideProps)) {
 		if !strings.HasPrefix(k, "Paths/") {
 			continue
 		}

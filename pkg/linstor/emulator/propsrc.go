@@ -1,7 +1,8 @@
 package emulator
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	lapiconst "github.com/LINBIT/golinstor"
@@ -23,7 +24,7 @@ func propRefused(err props.Error, ctx uint64) apiCallRc {
 // setProps validates and stores overrides into m, which the caller owns; on a refusal
 // m may hold some of them, so callers pass a copy they drop on failure.
 func setProps(obj props.Object, m map[string]string, in map[string]string) ([]string, *props.Error) {
-	keys := sortedKeys(in)
+	keys := slices.Sorted(maps.Keys(in))
 	for _, k := range keys {
 		if err := props.Check(obj, k, in[k]); err != nil {
 			return nil, asPropsError(err)
@@ -75,7 +76,7 @@ func modifyProps(obj props.Object, current map[string]string, mod lapi.GenericPr
 	}
 	for _, ns := range mod.DeleteNamespaces {
 		prefix := strings.TrimSuffix(ns, "/") + "/"
-		for _, k := range sortedKeys(next) {
+		for _, k := range slices.Sorted(maps.Keys(next)) {
 			if !strings.HasPrefix(k, prefix) {
 				continue
 			}
@@ -87,13 +88,4 @@ func modifyProps(obj props.Object, current map[string]string, mod lapi.GenericPr
 		}
 	}
 	return answer, next, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -1,7 +1,9 @@
 package emulator
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -79,7 +81,7 @@ func (e *Emulator) deleteResourceDefinition(w http.ResponseWriter, r *http.Reque
 		writeRC(w, http.StatusOK, rc(lapiconst.WarnNotFound|delRscDfn, "Resource definition: %s not found.", name).withDetails("Resource definition: %s", name).withRefs("RscDfn", name))
 		return
 	}
-	for _, nodeName := range sortedKeys(rd.resources) {
+	for _, nodeName := range slices.Sorted(maps.Keys(rd.resources)) {
 		if rd.resources[nodeName].inUse && e.online(nodeName) {
 			writeRC(w, http.StatusOK, rc(lapiconst.FailInUse|delRscDfn, "Resource '%s' on node '%s' is still in use.", rd.Name, nodeName).withRefs("RscDfn", name))
 			return
@@ -273,7 +275,7 @@ func (e *Emulator) resourceViews(rd *resourceDefinition) []lapi.ResourceWithVolu
 	if len(rd.volumes) == 0 {
 		return nil
 	}
-	names := sortedKeys(rd.resources)
+	names := slices.Sorted(maps.Keys(rd.resources))
 	var out []lapi.ResourceWithVolumes
 	for i, nodeName := range names {
 		rep := rd.resources[nodeName]

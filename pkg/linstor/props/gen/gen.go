@@ -15,9 +15,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -132,7 +133,7 @@ func Build(src Source) (Whitelist, error) {
 	}
 
 	built := make(map[string]Rule, len(merged.Properties))
-	for _, name := range sortedKeys(merged.Properties) {
+	for _, name := range slices.Sorted(maps.Keys(merged.Properties)) {
 		p := merged.Properties[name]
 		if !truthy(p["internal"]) {
 			if _, ok := p["info"]; !ok {
@@ -147,7 +148,7 @@ func Build(src Source) (Whitelist, error) {
 	}
 
 	byObject := map[string]map[string]Rule{}
-	for _, obj := range sortedKeys(merged.Objects) {
+	for _, obj := range slices.Sorted(maps.Keys(merged.Objects)) {
 		rules := map[string]Rule{}
 		for _, name := range merged.Objects[obj] {
 			r, ok := built[name]
@@ -182,7 +183,7 @@ func Build(src Source) (Whitelist, error) {
 	wl := Whitelist{}
 	for obj, rules := range byObject {
 		list := make([]Rule, 0, len(rules))
-		for _, key := range sortedKeys(rules) {
+		for _, key := range slices.Sorted(maps.Keys(rules)) {
 			list = append(list, rules[key])
 		}
 		wl[obj] = list
@@ -231,13 +232,4 @@ func truthy(v any) bool {
 	default:
 		return true
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"go/format"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,7 +61,7 @@ func Render(wl Whitelist, commit, linstorVersion string) ([]byte, error) {
 	b.WriteString("}\n\n")
 	b.WriteString("// objectRules lists the indexes in ruleTable of each object's rules, sorted by key.\n")
 	b.WriteString("var objectRules = map[Object][]uint16{\n")
-	for _, obj := range sortedKeys(wl) {
+	for _, obj := range slices.Sorted(maps.Keys(wl)) {
 		rules := wl[obj]
 		if !sort.SliceIsSorted(rules, func(i, j int) bool { return rules[i].Key < rules[j].Key }) {
 			return nil, fmt.Errorf("rules of %s are not sorted by key", obj)

@@ -183,6 +183,10 @@ mv "$(GOBIN_DIR)/$(4)" "$(1)" ;\
 }
 endef
 
+.PHONY: bench-conversion
+bench-conversion: manifests envtest-assets ## Latency (p50/p99) of v1alpha1 GET and UPDATE through the conversion webhook on a real API server.
+	KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) go test ./test/api/ -run '^$$' -bench BenchmarkConversionWebhook -benchtime 300x -count=1 -timeout 30m
+
 .PHONY: bench-backup
 bench-backup: envtest-assets ## Peak memory of a backup and a restore of OBJECTS (default 100000) LINSTOR database objects on a real API server.
 	BENCH_BACKUP=1 BENCH_BACKUP_OBJECTS=$(or $(OBJECTS),100000) KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) \

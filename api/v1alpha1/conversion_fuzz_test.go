@@ -191,24 +191,32 @@ func TestFuzzEditThroughSpoke(t *testing.T) {
 }
 
 // FuzzConversionAnnotation feeds arbitrary conversion annotations (a user can edit
-// annotations) to the spoke->hub path: it must never panic, and a successful conversion
-// never stores the annotation in the hub.
+// annotations) to the spoke->hub path: it must never panic nor fail (a conversion error
+// is an internal error for every reader), and it leaves the annotation on the hub, for
+// admission to refuse, exactly when the annotation cannot be used.
 func FuzzConversionAnnotation(f *testing.F) {
 	f.Add(`{"spec":{"controller":{"image":"x"}}}`)
 	f.Add(`{"status":{"version":"1.33.3"}}`)
 	f.Add(`{"spec":null}`)
 	f.Add(`not json`)
 	f.Add(`{"spec":{"storagePools":[{"name":"p","filePool":{}}]}}`)
+	f.Add(`{"gzip":"H4sIAAAAAAAA/6pWKkhMTlWyUlAqS8wpTVWqBQQAAP//AQAA//8="}`)
+	f.Add(`{"omitted":"too large"}`)
 	f.Fuzz(func(t *testing.T, annotation string) {
 		in := &LinstorCluster{}
 		in.Annotations = map[string]string{lossless.DataAnnotation: annotation}
 		in.Spec.ControllerImage = "img"
 		out := &linstorv1.LinstorCluster{}
 		if err := in.ConvertTo(out); err != nil {
-			return
+			t.Fatalf("conversion failed: %v", err)
 		}
-		if _, ok := out.Annotations[lossless.DataAnnotation]; ok {
-			t.Fatal("annotation stored in the hub")
+		_, left := out.Annotations[lossless.DataAnnotation]
+		invalid := lossless.Validate[linstorv1.LinstorClusterSpec, linstorv1.LinstorClusterStatus](annotation) != nil
+		if left != invalid {
+			t.Fatalf("annotation left on the hub: %v, refused: %v", left, invalid)
+		}
+		if out.Spec.Controller == nil || out.Spec.Controller.Image == "" {
+			t.Fatal("the spoke's own fields were not converted")
 		}
 	})
 }

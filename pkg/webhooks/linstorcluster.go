@@ -5,20 +5,25 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	linstorv1alpha1 "github.com/linstor-operator/linstor-operator/api/v1alpha1"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/props"
 )
 
 // +kubebuilder:webhook:path=/validate-linstor-io-v1-linstorcluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=linstor.io,resources=linstorclusters,verbs=create;update,versions=v1,name=vlinstorcluster.linstor.io,admissionReviewVersions=v1
 
-// +kubebuilder:rbac:groups=linstor.io,resources=linstorclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=linstor.io,resources=linstorclusters;linstorbackups,verbs=get;list;watch
 
-// ClusterValidator refuses a second LinstorCluster and malformed pod-template patches.
+// ClusterValidator refuses a second LinstorCluster, and checks a cluster's spec whatever
+// version it is written in: v1's rules, values Kubernetes would refuse in the rendered
+// pods, LINSTOR's property whitelist, immutability and the backup a restore names.
 type ClusterValidator struct {
 	// Reader reads uncached, so two clusters created in quick succession are still seen.
 	Reader client.Reader
@@ -45,14 +50,16 @@ func (v *ClusterValidator) ValidateCreate(ctx context.Context, obj runtime.Objec
 				fmt.Sprintf("only one LinstorCluster may exist per Kubernetes cluster and %s/%s already does", other.Namespace, other.Name))})
 		}
 	}
-	return nil, invalid("LinstorCluster", cluster.Name, validateClusterSpec(&cluster.Spec))
+	return nil, invalid("LinstorCluster", cluster.Name, v.validate(ctx, cluster, nil))
 }
 
-// ValidateUpdate re-checks the patches.
-func (v *ClusterValidator) ValidateUpdate(_ context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
-	cluster := newObj.(*linstorv1.LinstorCluster)
-	errs := validateClusterSpec(&cluster.Spec)
-	errs = append(errs, immutableCluster(&oldObj.(*linstorv1.LinstorCluster).Spec, &cluster.Spec)...)
+// ValidateUpdate re-checks the spec and holds what cannot change.
+func (v *ClusterValidator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
+	cluster, old := newObj.(*linstorv1.LinstorCluster), oldObj.(*linstorv1.LinstorCluster)
+	errs := v.validate(ctx, cluster, old)
+	errs = append(errs, renameAll(ctx, immutableCluster(&old.Spec, &cluster.Spec), func(p string) (string, bool) {
+		return linstorv1alpha1.ClusterFieldPath(&cluster.Spec, p)
+	})...)
 	return nil, invalid("LinstorCluster", cluster.Name, errs)
 }
 
@@ -61,28 +68,112 @@ func (v *ClusterValidator) ValidateDelete(context.Context, runtime.Object) (admi
 	return nil, nil
 }
 
+// validate runs every check of a create (old nil) or an update.
+func (v *ClusterValidator) validate(ctx context.Context, cluster, old *linstorv1.LinstorCluster) field.ErrorList {
+	var oldObj runtime.Object
+	if old != nil {
+		oldObj = old
+	}
+	paths := func(p string) (string, bool) { return linstorv1alpha1.ClusterFieldPath(&cluster.Spec, p) }
+	errs := conversionData[linstorv1.LinstorClusterSpec, linstorv1.LinstorClusterStatus](ctx, cluster, oldObj)
+	errs = append(errs, hubRules(ctx, "LinstorCluster", cluster, oldObj, paths)...)
+	own := validateClusterSpec(&cluster.Spec)
+	if old == nil || restoreFromOf(&old.Spec) != restoreFromOf(&cluster.Spec) {
+		own = append(own, v.validateRestoreFrom(ctx, cluster)...)
+	}
+	return append(errs, renameAll(ctx, own, paths)...)
+}
+
 func validateClusterSpec(spec *linstorv1.LinstorClusterSpec) field.ErrorList {
 	p := field.NewPath("spec")
-	var errs field.ErrorList
+	errs := metav1validation.ValidateLabels(spec.NodeSelector, p.Child("nodeSelector"))
 	if spec.Controller != nil {
-		errs = append(errs, validatePodTemplatePatch(p.Child("controller", "podTemplate"), spec.Controller.PodTemplate)...)
+		errs = append(errs, validateComponent(p.Child("controller"), &spec.Controller.ComponentSpec)...)
 	}
-	if spec.Satellite != nil {
-		errs = append(errs, validatePodTemplatePatch(p.Child("satellite", "podTemplate"), spec.Satellite.PodTemplate)...)
-	}
+	errs = append(errs, validateComponent(p.Child("satellite"), spec.Satellite)...)
 	if spec.CSI != nil {
-		if spec.CSI.Controller != nil {
-			errs = append(errs, validatePodTemplatePatch(p.Child("csi", "controller", "podTemplate"), spec.CSI.Controller.PodTemplate)...)
-		}
-		if spec.CSI.Node != nil {
-			errs = append(errs, validatePodTemplatePatch(p.Child("csi", "node", "podTemplate"), spec.CSI.Node.PodTemplate)...)
-		}
+		errs = append(errs, validateComponent(p.Child("csi", "controller"), spec.CSI.Controller)...)
+		errs = append(errs, validateComponent(p.Child("csi", "node"), spec.CSI.Node)...)
 	}
-	if spec.HighAvailabilityController != nil {
-		errs = append(errs, validatePodTemplatePatch(p.Child("highAvailabilityController", "podTemplate"), spec.HighAvailabilityController.PodTemplate)...)
-	}
+	errs = append(errs, validateComponent(p.Child("highAvailabilityController"), spec.HighAvailabilityController)...)
 	errs = append(errs, validateProperties(p.Child("properties"), props.Controller, spec.Properties)...)
+	if db := spec.Database; db != nil {
+		at := p.Child("database")
+		if db.ConnectionURL != "" {
+			errs = append(errs, validateDatabaseURL(at.Child("connectionURL"), db.ConnectionURL)...)
+		}
+		if db.ClientCertificateSecretRef != nil {
+			errs = append(errs, validateSecretName(at.Child("clientCertificateSecretRef", "name"), db.ClientCertificateSecretRef.Name)...)
+		}
+		if db.RestoreFrom != "" {
+			errs = append(errs, validateSecretName(at.Child("restoreFrom"), db.RestoreFrom)...) // object names are DNS subdomains
+		}
+	}
+	if ext := spec.ExternalController; ext != nil {
+		errs = append(errs, validateHTTPURL(p.Child("externalController", "url"), ext.URL)...)
+		if ext.ClientCertificateSecretRef != nil {
+			errs = append(errs, validateSecretName(p.Child("externalController", "clientCertificateSecretRef", "name"), ext.ClientCertificateSecretRef.Name)...)
+		}
+	}
+	if spec.PassphraseSecretRef != nil {
+		errs = append(errs, validateSecretName(p.Child("passphraseSecretRef", "name"), spec.PassphraseSecretRef.Name)...)
+	}
+	if tls := spec.TLS; tls != nil {
+		for _, ch := range []struct {
+			name string
+			cfg  *linstorv1.TLSConfig
+		}{{"internal", tls.Internal}, {"api", tls.API}} {
+			if ch.cfg == nil {
+				continue
+			}
+			at := p.Child("tls", ch.name)
+			if ch.cfg.SecretName != "" {
+				errs = append(errs, validateSecretName(at.Child("secretName"), ch.cfg.SecretName)...)
+			}
+			if ch.cfg.ClientSecretName != "" {
+				errs = append(errs, validateSecretName(at.Child("clientSecretName"), ch.cfg.ClientSecretName)...)
+			}
+			if ch.cfg.IssuerRef != nil {
+				errs = append(errs, validateSecretName(at.Child("issuerRef", "name"), ch.cfg.IssuerRef.Name)...)
+			}
+		}
+	}
 	return errs
+}
+
+func restoreFromOf(spec *linstorv1.LinstorClusterSpec) string {
+	if spec.Database == nil {
+		return ""
+	}
+	return spec.Database.RestoreFrom
+}
+
+// validateRestoreFrom: a restore replaces LINSTOR's database, so it must name a copy
+// that exists, is verified (Completed) and was taken of this cluster. Checked when the
+// field is set or changed only: the backup may be deleted after the restore.
+func (v *ClusterValidator) validateRestoreFrom(ctx context.Context, cluster *linstorv1.LinstorCluster) field.ErrorList {
+	name := restoreFromOf(&cluster.Spec)
+	if name == "" || len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return nil // no restore, or a name validateClusterSpec already refuses
+	}
+	at := field.NewPath("spec", "database", "restoreFrom")
+	var backup linstorv1.LinstorBackup
+	if err := v.Reader.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: name}, &backup); apierrors.IsNotFound(err) {
+		return field.ErrorList{field.NotFound(at, name)}
+	} else if err != nil {
+		return field.ErrorList{field.InternalError(at, fmt.Errorf("reading LinstorBackup %s: %w", name, err))}
+	}
+	if backup.Spec.ClusterRef.Name != cluster.Name {
+		return field.ErrorList{field.Invalid(at, name, fmt.Sprintf("is a backup of LinstorCluster %q, not of %q", backup.Spec.ClusterRef.Name, cluster.Name))}
+	}
+	if backup.Status.Phase != linstorv1.BackupCompleted {
+		phase := string(backup.Status.Phase)
+		if phase == "" {
+			phase = string(linstorv1.BackupPending)
+		}
+		return field.ErrorList{field.Invalid(at, name, fmt.Sprintf("the backup is %s; only a Completed (verified) backup can be restored", phase))}
+	}
+	return nil
 }
 
 // invalid builds the 422 the API server shows the user; each cause names its field.

@@ -21,5 +21,6 @@ func Setup(mgr ctrl.Manager) error {
 		WithValidator(NodeConnectionValidator{}).Complete(); err != nil {
 		return err
 	}
-	return ctrl.NewWebhookManagedBy(mgr).For(&linstorv1.LinstorSatellite{}).Complete()
+	return ctrl.NewWebhookManagedBy(mgr).For(&linstorv1.LinstorSatellite{}).
+		WithValidator(SatelliteValidator{}).Complete()
 }

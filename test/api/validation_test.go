@@ -102,6 +102,26 @@ var invalidCases = []struct {
 	{"In without values", "v1", "LinstorNodeConnection", obj{"selector": list{obj{"matchLabels": list{obj{"key": "zone", "op": "In"}}}}}, "values must be set for In and NotIn, and only for them"},
 	{"Same with values", "v1", "LinstorNodeConnection", obj{"selector": list{obj{"matchLabels": list{obj{"key": "zone", "op": "Same", "values": list{"a"}}}}}}, "values must be set for In and NotIn, and only for them"},
 	{"path without interface", "v1", "LinstorNodeConnection", obj{"paths": list{obj{"name": "data"}}}, "spec.paths[0].interface: Required value"},
+	// Values Kubernetes refuses in the rendered pods, checked as Kubernetes checks them.
+	{"node selector label value", "v1", "LinstorCluster", obj{"nodeSelector": obj{"zone": "not a value"}}, `spec.nodeSelector: Invalid value: "not a value": a valid label must be an empty string or consist of alphanumeric characters`},
+	{"component node selector key", "v1", "LinstorCluster", obj{"satellite": obj{"nodeSelector": obj{"-bad": "x"}}}, `spec.satellite.nodeSelector: Invalid value: "-bad"`},
+	{"toleration operator", "v1", "LinstorCluster", obj{"controller": obj{"tolerations": list{obj{"key": "storage", "operator": "Sometimes"}}}}, `spec.controller.tolerations[0].operator: Unsupported value: "Sometimes": supported values: "Equal", "Exists"`},
+	{"toleration value with Exists", "v1", "LinstorCluster", obj{"csi": obj{"node": obj{"tolerations": list{obj{"key": "storage", "operator": "Exists", "value": "x"}}}}}, "spec.csi.node.tolerations[0].value: Invalid value: \"x\": value must be empty when operator is Exists"},
+	{"toleration seconds without NoExecute", "v1", "LinstorCluster", obj{"satellite": obj{"tolerations": list{obj{"key": "k", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5}}}}, "effect must be NoExecute when tolerationSeconds is set"},
+	{"requests above limits", "v1", "LinstorCluster", obj{"controller": obj{"resources": obj{"requests": obj{"memory": "2Gi"}, "limits": obj{"memory": "1Gi"}}}}, `spec.controller.resources.requests[memory]: Invalid value: "2Gi": must be less than or equal to memory limit of 1Gi`},
+	{"node affinity operator", "v1", "LinstorCluster", obj{"highAvailabilityController": obj{"affinity": obj{"nodeAffinity": obj{"requiredDuringSchedulingIgnoredDuringExecution": obj{"nodeSelectorTerms": list{obj{"matchExpressions": list{obj{"key": "zone", "operator": "In"}}}}}}}}}, "spec.highAvailabilityController.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].values: Required value"},
+	{"external controller URL without a host", "v1", "LinstorCluster", obj{"externalController": obj{"url": "https://:3371"}, "controller": obj{"enabled": false}}, `spec.externalController.url: Invalid value: "https://:3371": must name a host`},
+	{"etcd URL without a host", "v1", "LinstorCluster", obj{"database": obj{"type": "external", "connectionURL": "etcd:///linstor"}}, `spec.database.connectionURL: Invalid value: "etcd:///linstor": must name the database's host`},
+	{"restore from a backup that does not exist", "v1", "LinstorCluster", obj{"database": obj{"restoreFrom": "no-such-backup"}}, `spec.database.restoreFrom: Not found: "no-such-backup"`},
+	{"restore from a name that cannot exist", "v1", "LinstorCluster", obj{"database": obj{"restoreFrom": "Bad_Name"}}, `spec.database.restoreFrom: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain`},
+	{"connection selector key", "v1", "LinstorNodeConnection", obj{"selector": list{obj{"matchLabels": list{obj{"key": "bad key", "op": "Same"}}}}}, `spec.selector[0].matchLabels[0].key: Invalid value: "bad key"`},
+	{"connection selector value", "v1", "LinstorNodeConnection", obj{"selector": list{obj{"matchLabels": list{obj{"key": "zone", "op": "In", "values": list{"a b"}}}}}}, `spec.selector[0].matchLabels[0].values[0]: Invalid value: "a b"`},
+	// Strategic-merge directives where they are not valid.
+	{"unknown patch type", "v1", "LinstorCluster", obj{"controller": obj{"podTemplate": obj{"spec": obj{"containers": list{obj{"name": "linstor-controller", "$patch": "explode"}}}}}}, `spec.controller.podTemplate.spec.containers[0].$patch: Unsupported value: "explode": supported values: "merge", "replace", "delete"`},
+	{"unknown directive", "v1", "LinstorSatelliteConfiguration", obj{"podTemplate": obj{"spec": obj{"$bogus": "x"}}}, `spec.podTemplate.spec.$bogus: Invalid value: "$bogus": is not a strategic-merge directive`},
+	{"delete from a field that is not a list", "v1", "LinstorCluster", obj{"satellite": obj{"podTemplate": obj{"spec": obj{"containers": list{obj{"name": "linstor-satellite", "$deleteFromPrimitiveList/image": list{"x"}}}}}}}, "must be a pod template patch"},
+	{"element order of a map", "v1", "LinstorCluster", obj{"csi": obj{"controller": obj{"podTemplate": obj{"spec": obj{"$setElementOrder/nodeSelector": obj{"a": "b"}}}}}}, `spec.csi.controller.podTemplate.spec.$setElementOrder/nodeSelector: Invalid value`},
+	{"list item without its merge key", "v1", "LinstorCluster", obj{"controller": obj{"podTemplate": obj{"spec": obj{"containers": list{obj{"$patch": "delete"}}}}}}, "does not contain declared merge key: name"},
 	// v1alpha1: same rules for the deprecated shape.
 	{"v1alpha1 database URL", "v1alpha1", "LinstorCluster", obj{"dbConnectionURL": "mysql://db"}, "spec.dbConnectionURL in body should match"},
 	{"v1alpha1 replicas", "v1alpha1", "LinstorCluster", obj{"controllerReplicas": 0}, "spec.controllerReplicas in body should be greater than or equal to 1"},
@@ -175,6 +195,10 @@ var updateCases = []struct {
 		obj{"storagePools": list{pool("pool", obj{"lvmThinPool": obj{"volumeGroup": "vg1"}})}},
 		obj{"storagePools": list{pool("pool", obj{"lvmThinPool": obj{}})}},
 		`spec.storagePools[0]: Invalid value: "pool": what backs a pool is immutable: LvmVg would change from "vg1" to "linstor_pool"`},
+	{"database removed from a v1alpha1-written cluster", "LinstorCluster",
+		obj{"database": obj{"type": "external", "connectionURL": "etcd://etcd:2379"}},
+		obj{"database": nil},
+		"spec.database.type is immutable (it is external; removing the field means k8s)"},
 	{"pool type changed under a name in another case", "LinstorSatelliteConfiguration",
 		obj{"storagePools": list{pool("pool", obj{"lvmThinPool": obj{}})}},
 		obj{"storagePools": list{pool("POOL", obj{"lvmPool": obj{}})}},
@@ -197,7 +221,9 @@ func TestImmutableThroughV1alpha1(t *testing.T) {
 		want string
 	}{
 		{"pool type", obj{"lvmPools": list{obj{"name": "pool"}}}, "the pool type is immutable (LVM_THIN, now LVM)"},
-		{"volume group", obj{"lvmThinPools": list{obj{"name": "pool", "volumeGroup": "vg2"}}}, "LvmVg would change from \"vg1\" to \"vg2\""},
+		{"volume group", obj{"lvmThinPools": list{obj{"name": "pool", "volumeGroup": "vg2"}}}, "spec.lvmThinPools[0]: Invalid value: \"pool\": what backs a pool is immutable: LvmVg would change from \"vg1\" to \"vg2\""},
+		{"volume group removed", obj{"lvmThinPools": list{obj{"name": "pool"}}}, "LvmVg would change from \"vg1\" to \"linstor_pool\""},
+		{"volume group changed with a device added", obj{"lvmThinPools": list{obj{"name": "pool", "volumeGroup": "vg3", "devicePaths": list{"/dev/vdb"}}}}, "LvmVg would change from \"vg1\" to \"vg3\""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -274,6 +300,21 @@ func TestValidEdgeCasesAreAccepted(t *testing.T) {
 		{"LINSTOR's shortest names", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("abc", obj{"lvmPool": obj{}})},
 			"netInterfaces": list{obj{"name": "eth", "cidr": "10.0.0.0/24"}}}},
 		{"v1alpha1 cluster", "v1alpha1", "LinstorCluster", obj{"dbConnectionURL": "k8s", "controllerProperties": obj{"DrbdOptions/Net/protocol": "C"}}},
+		{"v1alpha1 external database", "v1alpha1", "LinstorCluster", obj{"dbConnectionURL": "jdbc:postgresql://db.example.com:5432/linstor", "dbCertSecret": "db-cert"}},
+		{"v1alpha1 satellite pools", "v1alpha1", "LinstorSatellite", obj{"clusterName": "linstor", "lvmThinPools": list{obj{"name": "thin", "volumeGroup": "vg", "devicePaths": list{"/dev/vdb", "/dev/vdc"}}}, "nodeProperties": obj{"Aux/rack": "r1"}}},
+		{"strategic-merge directives", "v1", "LinstorCluster", obj{"controller": obj{"podTemplate": obj{"spec": obj{
+			"$setElementOrder/containers": list{obj{"name": "linstor-controller"}},
+			"containers":                   list{obj{"name": "linstor-controller", "$deleteFromPrimitiveList/args": list{"--log-level=debug"}, "env": list{obj{"name": "JAVA_OPTS", "$patch": "delete"}}}},
+			"volumes":                      list{obj{"name": "extra", "$patch": "replace", "emptyDir": obj{}}},
+			"nodeSelector":                 obj{"$patch": "replace", "tier": "storage"},
+		}}}}},
+		{"retained keys", "v1", "LinstorSatelliteConfiguration", obj{"podTemplate": obj{"spec": obj{"volumes": list{obj{"name": "v", "$retainKeys": list{"name", "hostPath"}, "hostPath": obj{"path": "/x"}}}}}}},
+		{"Kubernetes-valid scheduling", "v1", "LinstorCluster", obj{"nodeSelector": obj{"node-role.kubernetes.io/storage": ""}, "controller": obj{
+			"resources":   obj{"requests": obj{"cpu": "500m", "memory": "1Gi"}, "limits": obj{"memory": "1Gi"}},
+			"tolerations": list{obj{"operator": "Exists"}, obj{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}},
+			"affinity": obj{"nodeAffinity": obj{"requiredDuringSchedulingIgnoredDuringExecution": obj{"nodeSelectorTerms": list{obj{"matchExpressions": list{
+				obj{"key": "zone", "operator": "In", "values": list{"a", "b"}}, obj{"key": "disks", "operator": "Gt", "values": list{"2"}}}}}}}},
+		}, "database": obj{"type": "external", "connectionURL": "etcd://etcd-0:2379,etcd-1:2379"}}},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,8 +3,8 @@ package webhooks
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 

@@ -3,7 +3,6 @@ package webhooks
 import (
 	"context"
 
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -46,12 +45,5 @@ func validateSatelliteConfiguration(ctx context.Context, cfg, old *linstorv1.Lin
 	paths := func(p string) (string, bool) { return linstorv1alpha1.SatelliteConfigurationFieldPath(&cfg.Spec, p) }
 	errs := conversionData[linstorv1.LinstorSatelliteConfigurationSpec, linstorv1.LinstorSatelliteConfigurationStatus](ctx, cfg, oldObj)
 	errs = append(errs, hubRules(ctx, "LinstorSatelliteConfiguration", cfg, oldObj, paths)...)
-	spec := field.NewPath("spec")
-	var own field.ErrorList
-	own = append(own, metav1validation.ValidateLabels(cfg.Spec.NodeSelector, spec.Child("nodeSelector"))...)
-	own = append(own, validatePodTemplatePatch(spec.Child("podTemplate"), cfg.Spec.PodTemplate)...)
-	own = append(own, validateNodeProperties(spec.Child("properties"), cfg.Spec.Properties)...)
-	own = append(own, validateStoragePools(spec.Child("storagePools"), cfg.Spec.StoragePools)...)
-	own = append(own, validateNetInterfaces(spec.Child("netInterfaces"), cfg.Spec.NetInterfaces)...)
-	return append(errs, renameAll(ctx, own, paths)...)
+	return append(errs, renameAll(ctx, SpecErrors(cfg), paths)...)
 }

@@ -304,9 +304,9 @@ func TestValidEdgeCasesAreAccepted(t *testing.T) {
 		{"v1alpha1 satellite pools", "v1alpha1", "LinstorSatellite", obj{"clusterName": "linstor", "lvmThinPools": list{obj{"name": "thin", "volumeGroup": "vg", "devicePaths": list{"/dev/vdb", "/dev/vdc"}}}, "nodeProperties": obj{"Aux/rack": "r1"}}},
 		{"strategic-merge directives", "v1", "LinstorCluster", obj{"controller": obj{"podTemplate": obj{"spec": obj{
 			"$setElementOrder/containers": list{obj{"name": "linstor-controller"}},
-			"containers":                   list{obj{"name": "linstor-controller", "$deleteFromPrimitiveList/args": list{"--log-level=debug"}, "env": list{obj{"name": "JAVA_OPTS", "$patch": "delete"}}}},
-			"volumes":                      list{obj{"name": "extra", "$patch": "replace", "emptyDir": obj{}}},
-			"nodeSelector":                 obj{"$patch": "replace", "tier": "storage"},
+			"containers":                  list{obj{"name": "linstor-controller", "$deleteFromPrimitiveList/args": list{"--log-level=debug"}, "env": list{obj{"name": "JAVA_OPTS", "$patch": "delete"}}}},
+			"volumes":                     list{obj{"name": "extra", "$patch": "replace", "emptyDir": obj{}}},
+			"nodeSelector":                obj{"$patch": "replace", "tier": "storage"},
 		}}}}},
 		{"retained keys", "v1", "LinstorSatelliteConfiguration", obj{"podTemplate": obj{"spec": obj{"volumes": list{obj{"name": "v", "$retainKeys": list{"name", "hostPath"}, "hostPath": obj{"path": "/x"}}}}}}},
 		{"Kubernetes-valid scheduling", "v1", "LinstorCluster", obj{"nodeSelector": obj{"node-role.kubernetes.io/storage": ""}, "controller": obj{

@@ -29,19 +29,19 @@ func TestDatabaseURLs(t *testing.T) {
 
 func TestPodTemplatePatchDirectives(t *testing.T) {
 	for patch, want := range map[string]string{
-		`{"spec":{"containers":[{"name":"c","$patch":"delete"}]}}`:                                       "",
+		`{"spec":{"containers":[{"name":"c","$patch":"delete"}]}}`:                                        "",
 		`{"spec":{"$setElementOrder/containers":[{"name":"c"}],"containers":[{"name":"c","image":"i"}]}}`: "",
-		`{"spec":{"containers":[{"name":"c","$deleteFromPrimitiveList/args":["--x"]}]}}`:                 "",
-		`{"spec":{"nodeSelector":{"$patch":"replace","a":"b"}}}`:                                         "",
-		`{"spec":{"$retainKeys":["containers"],"containers":[{"name":"c"}]}}`:                            "",
-		`{"$patch":"replace","spec":{"containers":[{"name":"c","image":"i"}]}}`:                          "",
-		`{"spec":{"containers":[{"name":"c","$patch":"explode"}]}}`:                                      `Unsupported value: "explode"`,
-		`{"spec":{"$retainKeys":"containers"}}`:                                                          "must be a list of the field names to keep",
-		`{"spec":{"$bogus":1}}`:                                                                          "is not a strategic-merge directive",
-		`{"spec":{"containers":[{"name":"c","$deleteFromPrimitiveList/image":["x"]}]}}`:                  "must be a pod template patch",
-		`{"spec":{"$setElementOrder/containers":[{"nam":"c"}]}}`:                                         `unknown field "spec.containers[0].nam"`,
-		`{"spec":{"containers":[{"$patch":"delete"}]}}`:                                                  "does not contain declared merge key: name",
-		`{"spec":{"containerz":[]}}`:                                                                     `unknown field "spec.containerz"`,
+		`{"spec":{"containers":[{"name":"c","$deleteFromPrimitiveList/args":["--x"]}]}}`:                  "",
+		`{"spec":{"nodeSelector":{"$patch":"replace","a":"b"}}}`:                                          "",
+		`{"spec":{"$retainKeys":["containers"],"containers":[{"name":"c"}]}}`:                             "",
+		`{"$patch":"replace","spec":{"containers":[{"name":"c","image":"i"}]}}`:                           "",
+		`{"spec":{"containers":[{"name":"c","$patch":"explode"}]}}`:                                       `Unsupported value: "explode"`,
+		`{"spec":{"$retainKeys":"containers"}}`:                                                           "must be a list of the field names to keep",
+		`{"spec":{"$bogus":1}}`:                                                                           "is not a strategic-merge directive",
+		`{"spec":{"containers":[{"name":"c","$deleteFromPrimitiveList/image":["x"]}]}}`:                   "must be a pod template patch",
+		`{"spec":{"$setElementOrder/containers":[{"nam":"c"}]}}`:                                          `unknown field "spec.containers[0].nam"`,
+		`{"spec":{"containers":[{"$patch":"delete"}]}}`:                                                   "does not contain declared merge key: name",
+		`{"spec":{"containerz":[]}}`:                                                                      `unknown field "spec.containerz"`,
 	} {
 		errs := validatePodTemplatePatch(field.NewPath("spec", "podTemplate"), &runtime.RawExtension{Raw: []byte(patch)})
 		if got := errs.ToAggregate(); (want == "") != (got == nil) || (got != nil && !strings.Contains(got.Error(), want)) {

@@ -70,43 +70,43 @@ func ClusterFieldPath(hub *linstorv1.LinstorClusterSpec, path string) (string, b
 
 // SatelliteConfigurationFieldPath maps a path of a converted LinstorSatelliteConfiguration.
 func SatelliteConfigurationFieldPath(hub *linstorv1.LinstorSatelliteConfigurationSpec, path string) (string, bool) {
-	t := tokens(path)
-	if len(t) < 2 || t[0] != "spec" {
-		return "", false
-	}
-	switch t[1] {
-	case "nodeSelector":
+	if strings.HasPrefix(path, "spec.nodeSelector") {
 		return path, true
-	case "storagePools":
-		return poolFieldPath(hub.StoragePools, t[2:])
-	case "properties":
-		if len(t) == 2 {
-			return "spec.nodeProperties", true
-		}
-		if p, ok := at(hub.Properties, t[2]); ok && p.ValueFrom == nil {
-			return mapKey("spec.nodeProperties", p.Name), true
-		}
 	}
-	return "", false
+	// Properties taken from the node (valueFrom) are v1 only.
+	return nodeFieldPath(path, hub.StoragePools, func(token string) (string, bool) {
+		p, ok := at(hub.Properties, token)
+		return p.Name, ok && p.ValueFrom == nil
+	})
 }
 
 // SatelliteFieldPath maps a path of a converted LinstorSatellite.
 func SatelliteFieldPath(hub *linstorv1.LinstorSatelliteSpec, path string) (string, bool) {
+	if strings.HasPrefix(path, "spec.clusterRef") {
+		return "spec.clusterName", true
+	}
+	return nodeFieldPath(path, hub.StoragePools, func(token string) (string, bool) {
+		p, ok := at(hub.Properties, token)
+		return p.Name, ok
+	})
+}
+
+// nodeFieldPath maps what both satellite kinds share: pools and node properties.
+// property names the property at an index token, when v1alpha1 has it.
+func nodeFieldPath(path string, pools []linstorv1.StoragePool, property func(token string) (string, bool)) (string, bool) {
 	t := tokens(path)
 	if len(t) < 2 || t[0] != "spec" {
 		return "", false
 	}
 	switch t[1] {
-	case "clusterRef":
-		return "spec.clusterName", true
 	case "storagePools":
-		return poolFieldPath(hub.StoragePools, t[2:])
+		return poolFieldPath(pools, t[2:])
 	case "properties":
 		if len(t) == 2 {
 			return "spec.nodeProperties", true
 		}
-		if p, ok := at(hub.Properties, t[2]); ok {
-			return mapKey("spec.nodeProperties", p.Name), true
+		if name, ok := property(t[2]); ok {
+			return mapKey("spec.nodeProperties", name), true
 		}
 	}
 	return "", false

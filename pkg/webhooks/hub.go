@@ -107,6 +107,14 @@ func renamed(e *field.Error, version string, paths spokePath) *field.Error {
 	return &out
 }
 
+// versionRules is what every write of a kind with a v1alpha1 spoke gets: the
+// conversion data check, and v1's rules for a write made through v1alpha1. old is nil
+// on create.
+func versionRules[HS, HT any](ctx context.Context, kind string, obj, old runtime.Object, paths spokePath) field.ErrorList {
+	errs := conversionData[HS, HT](ctx, obj, old)
+	return append(errs, hubRules(ctx, kind, obj, old, paths)...)
+}
+
 // renameAll renames the webhook's own errors (on v1 paths) for a write made through
 // another version.
 func renameAll(ctx context.Context, errs field.ErrorList, paths spokePath) field.ErrorList {

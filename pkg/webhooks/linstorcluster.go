@@ -55,12 +55,8 @@ func (v *ClusterValidator) ValidateCreate(ctx context.Context, obj runtime.Objec
 
 // ValidateUpdate re-checks the spec and holds what cannot change.
 func (v *ClusterValidator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
-	cluster, old := newObj.(*linstorv1.LinstorCluster), oldObj.(*linstorv1.LinstorCluster)
-	errs := v.validate(ctx, cluster, old)
-	errs = append(errs, renameAll(ctx, immutableCluster(&old.Spec, &cluster.Spec), func(p string) (string, bool) {
-		return linstorv1alpha1.ClusterFieldPath(&cluster.Spec, p)
-	})...)
-	return nil, invalid("LinstorCluster", cluster.Name, errs)
+	cluster := newObj.(*linstorv1.LinstorCluster)
+	return nil, invalid("LinstorCluster", cluster.Name, v.validate(ctx, cluster, oldObj))
 }
 
 // ValidateDelete allows every delete; data-destroying steps are guarded in the controllers.
@@ -69,17 +65,17 @@ func (v *ClusterValidator) ValidateDelete(context.Context, runtime.Object) (admi
 }
 
 // validate runs every check of a create (old nil) or an update.
-func (v *ClusterValidator) validate(ctx context.Context, cluster, old *linstorv1.LinstorCluster) field.ErrorList {
-	var oldObj runtime.Object
-	if old != nil {
-		oldObj = old
-	}
+func (v *ClusterValidator) validate(ctx context.Context, cluster *linstorv1.LinstorCluster, old runtime.Object) field.ErrorList {
 	paths := func(p string) (string, bool) { return linstorv1alpha1.ClusterFieldPath(&cluster.Spec, p) }
-	errs := conversionData[linstorv1.LinstorClusterSpec, linstorv1.LinstorClusterStatus](ctx, cluster, oldObj)
-	errs = append(errs, hubRules(ctx, "LinstorCluster", cluster, oldObj, paths)...)
+	errs := versionRules[linstorv1.LinstorClusterSpec, linstorv1.LinstorClusterStatus](ctx, "LinstorCluster", cluster, old, paths)
 	own := validateClusterSpec(&cluster.Spec)
-	if old == nil || restoreFromOf(&old.Spec) != restoreFromOf(&cluster.Spec) {
+	if old == nil {
 		own = append(own, v.validateRestoreFrom(ctx, cluster)...)
+	} else {
+		own = append(own, UpdateErrors(old, cluster)...)
+		if restoreFromOf(&old.(*linstorv1.LinstorCluster).Spec) != restoreFromOf(&cluster.Spec) {
+			own = append(own, v.validateRestoreFrom(ctx, cluster)...)
+		}
 	}
 	return append(errs, renameAll(ctx, own, paths)...)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
@@ -21,29 +20,22 @@ type SatelliteValidator struct{}
 var _ admission.CustomValidator = SatelliteValidator{}
 
 func (SatelliteValidator) ValidateCreate(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
-	sat := obj.(*linstorv1.LinstorSatellite)
-	return nil, invalid("LinstorSatellite", sat.Name, validateSatellite(ctx, sat, nil))
+	return nil, validateSatellite(ctx, obj.(*linstorv1.LinstorSatellite), nil)
 }
 
 func (SatelliteValidator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
-	sat, old := newObj.(*linstorv1.LinstorSatellite), oldObj.(*linstorv1.LinstorSatellite)
-	errs := validateSatellite(ctx, sat, old)
-	errs = append(errs, renameAll(ctx, immutablePools(field.NewPath("spec", "storagePools"), old.Spec.StoragePools, sat.Spec.StoragePools), func(p string) (string, bool) {
-		return linstorv1alpha1.SatelliteFieldPath(&sat.Spec, p)
-	})...)
-	return nil, invalid("LinstorSatellite", sat.Name, errs)
+	return nil, validateSatellite(ctx, newObj.(*linstorv1.LinstorSatellite), oldObj)
 }
 
 func (SatelliteValidator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
 	return nil, nil
 }
 
-func validateSatellite(ctx context.Context, sat, old *linstorv1.LinstorSatellite) field.ErrorList {
-	var oldObj runtime.Object
-	if old != nil {
-		oldObj = old
-	}
+func validateSatellite(ctx context.Context, sat *linstorv1.LinstorSatellite, old runtime.Object) error {
 	paths := func(p string) (string, bool) { return linstorv1alpha1.SatelliteFieldPath(&sat.Spec, p) }
-	errs := conversionData[linstorv1.LinstorSatelliteSpec, linstorv1.LinstorSatelliteStatus](ctx, sat, oldObj)
-	return append(errs, hubRules(ctx, "LinstorSatellite", sat, oldObj, paths)...)
+	errs := versionRules[linstorv1.LinstorSatelliteSpec, linstorv1.LinstorSatelliteStatus](ctx, "LinstorSatellite", sat, old, paths)
+	if old != nil {
+		errs = append(errs, renameAll(ctx, UpdateErrors(old, sat), paths)...)
+	}
+	return invalid("LinstorSatellite", sat.Name, errs)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
@@ -20,30 +19,23 @@ type SatelliteConfigurationValidator struct{}
 var _ admission.CustomValidator = SatelliteConfigurationValidator{}
 
 func (SatelliteConfigurationValidator) ValidateCreate(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
-	cfg := obj.(*linstorv1.LinstorSatelliteConfiguration)
-	return nil, invalid("LinstorSatelliteConfiguration", cfg.Name, validateSatelliteConfiguration(ctx, cfg, nil))
+	return nil, validateSatelliteConfiguration(ctx, obj.(*linstorv1.LinstorSatelliteConfiguration), nil)
 }
 
 func (SatelliteConfigurationValidator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
-	cfg, old := newObj.(*linstorv1.LinstorSatelliteConfiguration), oldObj.(*linstorv1.LinstorSatelliteConfiguration)
-	errs := validateSatelliteConfiguration(ctx, cfg, old)
-	errs = append(errs, renameAll(ctx, immutablePools(field.NewPath("spec", "storagePools"), old.Spec.StoragePools, cfg.Spec.StoragePools), func(p string) (string, bool) {
-		return linstorv1alpha1.SatelliteConfigurationFieldPath(&cfg.Spec, p)
-	})...)
-	return nil, invalid("LinstorSatelliteConfiguration", cfg.Name, errs)
+	return nil, validateSatelliteConfiguration(ctx, newObj.(*linstorv1.LinstorSatelliteConfiguration), oldObj)
 }
 
 func (SatelliteConfigurationValidator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
 	return nil, nil
 }
 
-func validateSatelliteConfiguration(ctx context.Context, cfg, old *linstorv1.LinstorSatelliteConfiguration) field.ErrorList {
-	var oldObj runtime.Object
-	if old != nil {
-		oldObj = old
-	}
+func validateSatelliteConfiguration(ctx context.Context, cfg *linstorv1.LinstorSatelliteConfiguration, old runtime.Object) error {
 	paths := func(p string) (string, bool) { return linstorv1alpha1.SatelliteConfigurationFieldPath(&cfg.Spec, p) }
-	errs := conversionData[linstorv1.LinstorSatelliteConfigurationSpec, linstorv1.LinstorSatelliteConfigurationStatus](ctx, cfg, oldObj)
-	errs = append(errs, hubRules(ctx, "LinstorSatelliteConfiguration", cfg, oldObj, paths)...)
-	return append(errs, renameAll(ctx, SpecErrors(cfg), paths)...)
+	errs := versionRules[linstorv1.LinstorSatelliteConfigurationSpec, linstorv1.LinstorSatelliteConfigurationStatus](ctx, "LinstorSatelliteConfiguration", cfg, old, paths)
+	own := SpecErrors(cfg)
+	if old != nil {
+		own = append(own, UpdateErrors(old, cfg)...)
+	}
+	return invalid("LinstorSatelliteConfiguration", cfg.Name, append(errs, renameAll(ctx, own, paths)...))
 }

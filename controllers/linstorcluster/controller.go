@@ -12,24 +12,25 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/apply"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
 	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 )
 
 // Finalizer removes the cluster-scoped objects (RBAC) that owner references cannot.
 const Finalizer = "linstor.io/cluster-cleanup"
-
-// pollInterval: LINSTOR cannot be watched, so its state is re-read this often.
-const pollInterval = 30 * time.Second
 
 // Reconciler reconciles LinstorClusters.
 type Reconciler struct {
@@ -49,8 +50,12 @@ type Reconciler struct {
 	UpgradePhaseTimeout time.Duration
 	// Release overrides the versions this release runs (tests); nil means upgrade.Current.
 	Release *upgrade.Release
-	// Poll is how often LINSTOR state is re-read; zero means pollInterval.
-	Poll    time.Duration
+	// Observer reads LINSTOR's state once per cycle for every reconciler.
+	Observer *observer.Observer
+	// Events carries the observer's changes of the controller's state.
+	Events <-chan event.GenericEvent
+	// Backoff spaces the retries of failed LINSTOR writes.
+	Backoff phases.Backoff
 	applier *apply.Applier
 
 	restores restoreJobs // database restores running in the background
@@ -98,7 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}()
 
-	return phases.Run(ctx, s, r.poll(), func() bool { return s.stop },
+	return phases.Run(ctx, s, phases.Resync, func() bool { return s.stop },
 		r.reconcileDuplicate,
 		r.reconcileLifecycle,
 		r.reconcileTLS,
@@ -129,8 +134,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return reqs
 	})
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&linstorv1.LinstorCluster{}).
+	b := ctrl.NewControllerManagedBy(mgr).
+		// Its own status writes do not wake it; a saved lifecycle step requeues itself.
+		For(&linstorv1.LinstorCluster{}, builder.WithPredicates(phases.NotStatusOnly())).
 		Owns(&appsv1.Deployment{}).
 		Owns(&appsv1.DaemonSet{}).
 		Owns(&corev1.Service{}).
@@ -142,7 +148,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&linstorv1.LinstorBackup{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 			return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.(*linstorv1.LinstorBackup).Spec.ClusterRef.Name}}}
 		})).
-		Complete(r)
+		WithOptions(controller.Options{RateLimiter: phases.RateLimiter()})
+	if r.Events != nil {
+		b = b.WatchesRawSource(source.Channel(r.Events, &handler.EnqueueRequestForObject{}))
+	}
+	return b.Complete(r)
 }
-
-func (r *Reconciler) poll() time.Duration { return phases.Poll(r.Poll, pollInterval) }

@@ -54,6 +54,9 @@ func (r *Reconciler) reconcileLifecycle(ctx context.Context, s *scope) (_ ctrl.R
 	}
 	in := lifecycle.Input{Spec: spec, State: state, Observed: obs, Release: r.release(), Now: time.Now()}
 	out := lifecycle.Step(in)
+	// The status write does not wake this controller: a step that moved asks for the
+	// next pass itself.
+	moved := !equalState(state, out.State) || out.VersionStale
 	if err := r.saveLifecycle(ctx, c, state, out); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -84,6 +87,9 @@ func (r *Reconciler) reconcileLifecycle(ctx context.Context, s *scope) (_ ctrl.R
 	r.useLifecycle(s, out)
 	if out.Upgrading || out.StopController != "" {
 		log.V(1).Info("lifecycle", "stopController", out.StopController, "fenceCSI", out.FenceCSI, "requeue", out.Requeue)
+	}
+	if moved && (out.Requeue == 0 || out.Requeue > time.Second) {
+		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	return ctrl.Result{RequeueAfter: out.Requeue}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
 	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
@@ -92,16 +93,25 @@ func (r *Reconciler) reconcilePassphrase(ctx context.Context, s *scope) (ctrl.Re
 	if s.lc == nil {
 		return ctrl.Result{}, nil // LINSTOR not reachable: reconcileLinstor reports it
 	}
-	status, err := linstor.GetPassphraseStatus(ctx, s.lc, s.httpClient)
-	if err != nil {
-		s.passphraseErr = err
+	// The status as the observer last read it, unless it predates our own last write.
+	key := client.ObjectKeyFromObject(s.cluster)
+	snap := r.Observer.Fresh(key, observer.Controller)
+	if snap == nil {
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
+	}
+	if snap.PassphraseErr != nil {
+		s.passphraseErr = snap.PassphraseErr
+		r.Observer.RefreshWithin(key, shortPoll)
 		return ctrl.Result{RequeueAfter: shortPoll}, nil
 	}
+	status := snap.Passphrase
 	switch status {
 	case linstor.PassphraseUnset:
 		err = s.lc.Encryption.Create(ctx, lapi.Passphrase{NewPassphrase: pass})
+		r.Observer.Wrote(key, observer.Controller)
 	case linstor.PassphraseLocked:
 		err = s.lc.Encryption.Enter(ctx, pass)
+		r.Observer.Wrote(key, observer.Controller)
 	}
 	if err != nil {
 		s.passphraseErr = fmt.Errorf("LINSTOR refused the master passphrase from Secret %s: %w", name, err)

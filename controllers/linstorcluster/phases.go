@@ -21,6 +21,7 @@ import (
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/props"
 	"github.com/linstor-operator/linstor-operator/pkg/render"
 	"github.com/linstor-operator/linstor-operator/pkg/satellite"
@@ -240,40 +241,36 @@ func (r *Reconciler) updateConfigurationStatus(ctx context.Context, cfg *linstor
 	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, cfg, client.MergeFrom(before)))
 }
 
-// reconcileLinstor reads the controller version and applies controller properties.
+// reconcileLinstor takes the controller's version from the observer's last cycle and
+// applies controller properties.
 func (r *Reconciler) reconcileLinstor(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if s.stopController != "" {
 		return ctrl.Result{RequeueAfter: shortPoll}, nil // stopped on purpose: nothing to ask
 	}
+	key := client.ObjectKeyFromObject(s.cluster)
+	r.Observer.Observe(s.cluster)
 	conn, err := r.Linstor.Connect(ctx, s.cluster)
 	if err != nil {
 		s.linstorErr = err
 		return ctrl.Result{RequeueAfter: shortPoll}, nil
 	}
 	s.linstorURL, s.httpClient = conn.URL, conn.HTTP
-	lc := conn.Client
-	v, err := lc.Controller.GetVersion(ctx)
-	if err != nil {
-		err = fmt.Errorf("%w at %s: %v", linstor.ErrUnreachable, s.linstorURL, err)
+	s.snap = r.Observer.Snapshot(key)
+	if err := observer.Err(s.snap); err != nil {
 		// A blip is retried before conditions change (the cached object's conditions may
 		// lag behind our own last write, so they are not consulted).
-		if r.Grace != nil && !r.Grace.Failed(s.cluster.UID, time.Now()) {
+		if s.snap == nil || r.Grace == nil || time.Since(s.snap.FailingSince) < r.Grace.Period {
 			s.transient = true
 			return ctrl.Result{RequeueAfter: shortPoll}, nil
 		}
 		s.linstorErr = err
 		return ctrl.Result{RequeueAfter: shortPoll}, nil
 	}
-	if r.Grace != nil {
-		r.Grace.Succeeded(s.cluster.UID)
-	}
-	s.linstorVersion = v.Version
-	s.lc = lc
-
-	current, err := lc.Controller.GetProps(ctx)
-	if err != nil {
-		s.propertiesErr = err
-		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	s.linstorVersion = s.snap.Version
+	s.lc = conn.Client
+	fresh := r.Observer.Fresh(key, observer.Controller)
+	if fresh == nil {
+		return ctrl.Result{RequeueAfter: staleRetry}, nil // the cycle showing our last write comes first
 	}
 	desired := map[string]string{}
 	for _, p := range s.cluster.Spec.Properties {
@@ -284,18 +281,23 @@ func (r *Reconciler) reconcileLinstor(ctx context.Context, s *scope) (ctrl.Resul
 		// Admission refuses these; they get here only when the webhook was bypassed.
 		s.propertiesErr = fmt.Errorf("LINSTOR does not accept controller properties: %s", strings.Join(refused, "; "))
 	}
-	mod := linstor.WithoutUndeletable(props.Controller, linstor.PropertyDiff(current, valid))
+	mod := linstor.WithoutUndeletable(props.Controller, linstor.PropertyDiff(fresh.ControllerProps, valid))
 	if linstor.IsEmpty(mod) {
 		return ctrl.Result{}, nil
 	}
-	if err := linstor.ModifyProperties(mod, func(m lapi.GenericPropsModify) error { return lc.Controller.Modify(ctx, m) }); err != nil {
+	err = linstor.ModifyProperties(mod, func(m lapi.GenericPropsModify) error { return conn.Controller.Modify(ctx, m) })
+	r.Observer.Wrote(key, observer.Controller)
+	if err != nil {
 		s.propertiesErr = err
 		r.Recorder.Eventf(s.cluster, corev1.EventTypeWarning, "PropertiesFailed", "Setting controller properties: %v", err)
-		return ctrl.Result{RequeueAfter: shortPoll}, nil
+		return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.cluster.UID)}, nil
 	}
 	r.Recorder.Eventf(s.cluster, corev1.EventTypeNormal, "PropertiesApplied", "Set %d and removed %d controller properties", len(mod.OverrideProps), len(mod.DeleteProps))
 	return ctrl.Result{}, nil
 }
+
+// staleRetry: after a write, the observer's next cycle (asked for at once) shows it.
+const staleRetry = 2 * time.Second
 
 // shortPoll is used while LINSTOR is not answering yet.
 const shortPoll = 5 * time.Second

@@ -7,6 +7,7 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
 )
 
 // scope carries one pass: the object, and what the phases observed. Phases record
@@ -39,6 +40,7 @@ type scope struct {
 	certificates    []linstorv1.CertificateStatus
 
 	lc            *lapi.Client
+	snap          *observer.Snapshot
 	passphraseErr error
 	linstorURL    string
 	httpClient    *http.Client

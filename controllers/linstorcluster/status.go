@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -55,6 +56,9 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 	}
 	if passSucceeded && s.degradedReason() == "" && !s.transient {
 		c.Status.ObservedGeneration = c.Generation
+	}
+	if equality.Semantic.DeepEqual(before.Status, c.Status) {
+		return nil // a write that changes nothing still costs the API server
 	}
 	return r.Client.Status().Patch(ctx, c, client.MergeFrom(before))
 }

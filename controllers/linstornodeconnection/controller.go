@@ -9,6 +9,7 @@ import (
 
 	lapi "github.com/LINBIT/golinstor/client"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -23,6 +24,7 @@ import (
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/props"
 	"github.com/linstor-operator/linstor-operator/pkg/nodeconnection"
 )
@@ -31,8 +33,14 @@ import (
 const Finalizer = "linstor.io/node-connection-cleanup"
 
 const (
-	pollInterval = 30 * time.Second
-	shortPoll    = 5 * time.Second
+	shortPoll = 5 * time.Second
+	// maxWritesPerPass bounds the LINSTOR requests of one pass: a selector matching
+	// many pairs is configured in batches, and the status says how far it got.
+	maxWritesPerPass = 100
+	// MaxPairs is the most pairs one object may select (1,000 nodes with an empty
+	// selector are 499,500 pairs, as many LINSTOR requests). Options for every
+	// connection belong in the controller's properties.
+	MaxPairs = 10000
 )
 
 var errNoCluster = errors.New("no LinstorCluster")
@@ -41,9 +49,12 @@ var errNoCluster = errors.New("no LinstorCluster")
 type Reconciler struct {
 	Client   client.Client
 	Recorder record.EventRecorder
-	// Linstor opens connections to a cluster's LINSTOR.
+	// Linstor opens connections to a cluster's LINSTOR, for writes.
 	Linstor *linstor.Connector
-	Poll    time.Duration
+	// Observer lists LINSTOR's nodes once per cycle for every reconciler.
+	Observer *observer.Observer
+	// Backoff spaces retries while LINSTOR fails.
+	Backoff phases.Backoff
 }
 
 // +kubebuilder:rbac:groups=linstor.io,resources=linstornodeconnections,verbs=get;list;watch;update;patch
@@ -67,9 +78,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
-	lc, err := r.client(ctx, lnc.Namespace)
+	var progress string
+	lc, snap, err := r.client(ctx, lnc.Namespace)
 	if err == nil {
-		err = r.sync(ctx, lc, lnc, deleting)
+		progress, err = r.sync(ctx, lc, snap, lnc, deleting)
 	}
 	if deleting {
 		// Without a LinstorCluster there is no LINSTOR to clean up (the namespace is
@@ -83,30 +95,48 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	before := lnc.DeepCopy()
 	cond := metav1.Condition{Type: linstorv1.ConditionConfigured, Status: metav1.ConditionTrue, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: lnc.Generation}
-	if err != nil {
+	var tooMany *tooManyPairsError
+	switch {
+	case errors.As(err, &tooMany):
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonInvalidSpec, err.Error()
+	case err != nil:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonLinstorError, err.Error()
-	} else {
+	case progress != "":
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonReconciling, progress
+	default:
 		lnc.Status.ObservedGeneration = lnc.Generation
 	}
 	phases.SetCondition(&lnc.Status.Conditions, cond)
-	if perr := r.Client.Status().Patch(ctx, lnc, client.MergeFrom(before)); perr != nil && !apierrors.IsNotFound(perr) {
-		return ctrl.Result{}, perr
+	if !equality.Semantic.DeepEqual(before.Status, lnc.Status) {
+		if perr := r.Client.Status().Patch(ctx, lnc, client.MergeFrom(before)); perr != nil && !apierrors.IsNotFound(perr) {
+			return ctrl.Result{}, perr
+		}
 	}
-	if err != nil {
-		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	switch {
+	case tooMany != nil:
+		return ctrl.Result{}, nil // the spec has to change
+	case err != nil:
+		return ctrl.Result{RequeueAfter: r.Backoff.Failed(lnc.UID)}, nil
+	case progress != "":
+		return ctrl.Result{RequeueAfter: time.Second}, nil // the next batch
 	}
-	return ctrl.Result{RequeueAfter: r.poll()}, nil
+	r.Backoff.Succeeded(lnc.UID)
+	return ctrl.Result{RequeueAfter: phases.Resync}, nil
 }
 
-// sync diffs every LINSTOR node connection against what this object wants.
-func (r *Reconciler) sync(ctx context.Context, lc *lapi.Client, lnc *linstorv1.LinstorNodeConnection, deleting bool) error {
+// tooManyPairsError: the selector selects more pairs than MaxPairs.
+type tooManyPairsError struct{ pairs int }
+
+func (e *tooManyPairsError) Error() string {
+	return fmt.Sprintf("spec.selector selects %d node pairs, more than the %d allowed (each pair is a LINSTOR request): narrow the selector; options for every connection belong in the LinstorCluster's spec.properties", e.pairs, MaxPairs)
+}
+
+// sync diffs every LINSTOR node connection against what this object wants. It writes
+// at most maxWritesPerPass pairs and then returns how far it got.
+func (r *Reconciler) sync(ctx context.Context, lc *lapi.Client, snap *observer.Snapshot, lnc *linstorv1.LinstorNodeConnection, deleting bool) (string, error) {
 	tracker := "Aux/linstor-operator/lnc/" + lnc.Namespace + "." + lnc.Name
-	lnodes, err := lc.Nodes.GetAll(ctx)
-	if err != nil {
-		return fmt.Errorf("listing LINSTOR nodes: %w", err)
-	}
 	var nodes []corev1.Node
-	for _, ln := range lnodes {
+	for _, ln := range snap.Nodes() {
 		n := corev1.Node{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: ln.Name}, &n); err == nil {
 			nodes = append(nodes, n)
@@ -114,13 +144,17 @@ func (r *Reconciler) sync(ctx context.Context, lc *lapi.Client, lnc *linstorv1.L
 	}
 	desired := map[nodeconnection.Pair]map[string]string{}
 	if !deleting {
-		for _, p := range nodeconnection.Pairs(lnc.Spec.Selector, nodes) {
+		pairs := nodeconnection.Pairs(lnc.Spec.Selector, nodes)
+		if len(pairs) > MaxPairs {
+			return "", &tooManyPairsError{pairs: len(pairs)}
+		}
+		for _, p := range pairs {
 			desired[p] = nodeconnection.Desired(&lnc.Spec, p)
 		}
 	}
 	existing, err := lc.Connections.GetNodeConnections(ctx, "", "")
 	if err != nil {
-		return fmt.Errorf("listing node connections: %w", err)
+		return "", fmt.Errorf("listing node connections: %w", err)
 	}
 	current := map[nodeconnection.Pair]map[string]string{}
 	for _, c := range existing {
@@ -131,11 +165,17 @@ func (r *Reconciler) sync(ctx context.Context, lc *lapi.Client, lnc *linstorv1.L
 		current[nodeconnection.Pair{A: a, B: b}] = c.Props
 	}
 	var errs []string
+	writes, pending := 0, 0
 	apply := func(p nodeconnection.Pair, want map[string]string) {
 		mod := linstor.WithoutUndeletable(props.NodeConnection, linstor.TrackedPropertyDiff(current[p], want, tracker))
 		if linstor.IsEmpty(mod) {
 			return
 		}
+		if writes >= maxWritesPerPass {
+			pending++
+			return
+		}
+		writes++
 		err := linstor.ModifyProperties(mod, func(m lapi.GenericPropsModify) error { return lc.Connections.SetNodeConnection(ctx, p.A, p.B, m) })
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s/%s: %v", p.A, p.B, err))
@@ -158,28 +198,36 @@ func (r *Reconciler) sync(ctx context.Context, lc *lapi.Client, lnc *linstorv1.L
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("setting node connections: %s", strings.Join(errs, "; "))
+		return "", fmt.Errorf("setting node connections: %s", strings.Join(errs, "; "))
 	}
-	return nil
+	if pending > 0 {
+		return fmt.Sprintf("%d node pairs still to configure (at most %d LINSTOR requests per pass)", pending, maxWritesPerPass), nil
+	}
+	return "", nil
 }
 
-// client finds LINSTOR through the LinstorCluster of the namespace.
-func (r *Reconciler) client(ctx context.Context, namespace string) (*lapi.Client, error) {
+// client finds LINSTOR through the LinstorCluster of the namespace, and its nodes as
+// the observer last listed them.
+func (r *Reconciler) client(ctx context.Context, namespace string) (*lapi.Client, *observer.Snapshot, error) {
 	var clusters linstorv1.LinstorClusterList
 	if err := r.Client.List(ctx, &clusters, client.InNamespace(namespace)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(clusters.Items) == 0 {
-		return nil, fmt.Errorf("%w in namespace %s", errNoCluster, namespace)
+		return nil, nil, fmt.Errorf("%w in namespace %s", errNoCluster, namespace)
 	}
-	conn, err := r.Linstor.Connect(ctx, &clusters.Items[0])
+	cluster := &clusters.Items[0]
+	r.Observer.Observe(cluster)
+	snap := r.Observer.Snapshot(client.ObjectKeyFromObject(cluster))
+	if err := observer.Err(snap); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", linstor.ErrUnreachable, err)
+	}
+	conn, err := r.Linstor.Connect(ctx, cluster)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return conn.Client, nil
+	return conn.Client, snap, nil
 }
-
-func (r *Reconciler) poll() time.Duration { return phases.Poll(r.Poll, pollInterval) }
 
 // SetupWithManager registers the controller; node label changes and satellites coming
 // and going change the selected pairs.
@@ -196,7 +244,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return reqs
 	})
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&linstorv1.LinstorNodeConnection{}).
+		For(&linstorv1.LinstorNodeConnection{}, builder.WithPredicates(phases.NotStatusOnly())).
 		Watches(&corev1.Node{}, all, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&linstorv1.LinstorSatellite{}, all, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 			return e.ObjectOld.(*linstorv1.LinstorSatellite).Status.ConnectionStatus != e.ObjectNew.(*linstorv1.LinstorSatellite).Status.ConnectionStatus

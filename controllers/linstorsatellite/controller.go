@@ -16,17 +16,20 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/apply"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
 	"github.com/linstor-operator/linstor-operator/pkg/netif"
 )
 
@@ -34,10 +37,17 @@ import (
 const Finalizer = "linstor.io/satellite-deletion-policy"
 
 const (
-	// pollInterval: LINSTOR node state cannot be watched, so it is re-read this often.
+	// pollInterval paces what only time changes (a stuck evacuation asked again).
+	// LINSTOR's state reaches the reconciler through the observer, not by polling.
 	pollInterval = 30 * time.Second
 	// shortPoll is used while waiting for LINSTOR (unreachable, evacuating, offline).
 	shortPoll = 5 * time.Second
+	// settling is how long after a satellite's pod runs LINSTOR is expected to report it
+	// ONLINE; meanwhile the observer is asked to look sooner than its interval.
+	settling = 5 * time.Minute
+	// MaxConcurrentReconciles: LINSTOR writes (bounded by the client timeout) of one
+	// satellite never hold up the others, nor their finalizers.
+	MaxConcurrentReconciles = 8
 )
 
 // Reconciler reconciles LinstorSatellites.
@@ -45,12 +55,18 @@ type Reconciler struct {
 	Client   client.Client
 	Images   images.Set
 	Recorder record.EventRecorder
-	// Linstor opens connections to a cluster's LINSTOR.
+	// Linstor opens connections to a cluster's LINSTOR, for writes.
 	Linstor *linstor.Connector
-	// Poll is how often LINSTOR state is re-read; zero means pollInterval.
+	// Observer reads LINSTOR's state once per cycle for every satellite.
+	Observer *observer.Observer
+	// Events carries the observer's changes to this controller.
+	Events <-chan event.GenericEvent
+	// Poll paces retries that only time resolves; zero means pollInterval.
 	Poll time.Duration
 	// Grace is how long LINSTOR may stay unreachable before conditions say so.
-	Grace   *phases.Grace
+	Grace *phases.Grace
+	// Backoff spaces the retries of failed LINSTOR writes per satellite.
+	Backoff phases.Backoff
 	applier *apply.Applier
 
 	evacMu         sync.Mutex
@@ -91,7 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{RequeueAfter: shortPoll}, nil
 	}
 
-	return phases.Run(ctx, s, r.poll(), func() bool { return s.stop },
+	return phases.Run(ctx, s, phases.Resync, func() bool { return s.stop },
 		r.reconcileWorkload,
 		r.reconcileNode,
 		r.reconcileNodeProperties,
@@ -111,6 +127,8 @@ func (r *Reconciler) loadCluster(ctx context.Context, s *scope) error {
 		return err
 	}
 	s.cluster = cluster
+	s.key = client.ObjectKeyFromObject(cluster)
+	r.Observer.Observe(cluster)
 	conn, err := r.Linstor.Connect(ctx, cluster)
 	if err != nil {
 		s.linstorErr = err
@@ -123,9 +141,11 @@ func (r *Reconciler) loadCluster(ctx context.Context, s *scope) error {
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.applier = &apply.Applier{Client: r.Client, Scheme: mgr.GetScheme()}
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&linstorv1.LinstorSatellite{}).
-		Owns(&appsv1.DaemonSet{}).
+	b := ctrl.NewControllerManagedBy(mgr).
+		// Its own status writes do not wake it: the spec, metadata and LINSTOR do.
+		For(&linstorv1.LinstorSatellite{}, builder.WithPredicates(phases.NotStatusOnly())).
+		// The pod's readiness says when LINSTOR should see the satellite.
+		Owns(&appsv1.DaemonSet{}, builder.WithPredicates(predicate.Or(phases.NotStatusOnly(), daemonSetReadinessChanged()))).
 		// A LinstorSatellite is named after its node: address and NIC changes reach it at once.
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.satellitesOfNode), builder.WithPredicates(predicate.Funcs{
 			CreateFunc: func(event.CreateEvent) bool { return false },
@@ -134,7 +154,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 				return nodeAddressesChanged(e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node))
 			},
 		})).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles, RateLimiter: phases.RateLimiter()})
+	if r.Events != nil {
+		b = b.WatchesRawSource(source.Channel(r.Events, &handler.EnqueueRequestForObject{}))
+	}
+	return b.Complete(r)
 }
 
 // satellitesOfNode finds the LinstorSatellite named after a node (one per cluster, and
@@ -153,6 +177,14 @@ func (r *Reconciler) satellitesOfNode(ctx context.Context, o client.Object) []re
 	return out
 }
 
+// daemonSetReadinessChanged: the satellite pod became ready or stopped being ready.
+func daemonSetReadinessChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		a, b := e.ObjectOld.(*appsv1.DaemonSet).Status, e.ObjectNew.(*appsv1.DaemonSet).Status
+		return a.NumberReady != b.NumberReady || a.NumberAvailable != b.NumberAvailable || a.DesiredNumberScheduled != b.DesiredNumberScheduled
+	}}
+}
+
 func nodeAddressesChanged(old, new *corev1.Node) bool {
 	return old.Annotations[netif.HostInterfacesAnnotation] != new.Annotations[netif.HostInterfacesAnnotation] ||
 		!equality.Semantic.DeepEqual(old.Status.Addresses, new.Status.Addresses)
@@ -162,6 +194,12 @@ func nodeAddressesChanged(old, new *corev1.Node) bool {
 type scope struct {
 	sat     *linstorv1.LinstorSatellite
 	cluster *linstorv1.LinstorCluster
+	key     types.NamespacedName // the cluster's
+	snap    *observer.Snapshot   // LINSTOR's state as last observed
+	fresh   bool                 // snap postdates this satellite's last write to LINSTOR
+	wrote   bool                 // this pass wrote to LINSTOR
+	dsReady bool                 // the satellite pod runs and is ready
+	lnode   *lapi.Node           // the LINSTOR node, when registered and fresh
 	lc      *lapi.Client
 	conn    *linstor.Connection
 	stop    bool
@@ -176,7 +214,8 @@ type scope struct {
 	netifInvalid bool // netifErr is a configuration the node cannot satisfy
 	poolErr      error
 	poolWaiting  string
-	poolPending  string // pools not created yet, and why (not a fault)
+	poolPending  string   // pools not created yet, and why (not a fault)
+	poolCreating []string // pools asked of LINSTOR in this pass
 	deleteWait   string
 	deleteReason string // why deletion waits, when it is not a plain evacuation
 

@@ -71,6 +71,7 @@ func (r *Reconciler) deleteNode(ctx context.Context, s *scope) bool {
 		return false
 	}
 	err = s.lc.Nodes.Delete(ctx, s.sat.Name)
+	r.wrote(s)
 	switch {
 	case err == nil:
 		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "NodeDeleted", "Deleted LINSTOR node %s", s.sat.Name)
@@ -216,6 +217,7 @@ func (r *Reconciler) guardedRemoval(ctx context.Context, s *scope) bool {
 func (r *Reconciler) evacuate(ctx context.Context, s *scope) bool {
 	r.markEvacuation(s.sat.UID)
 	warnings, err := linstor.Evacuate(ctx, s.conn, s.sat.Name)
+	r.wrote(s)
 	if err != nil {
 		s.deleteWait = fmt.Sprintf("evacuating node %s: %v", s.sat.Name, err)
 		return false

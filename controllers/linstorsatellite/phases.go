@@ -9,13 +9,17 @@ import (
 	"time"
 
 	lapi "github.com/LINBIT/golinstor/client"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/props"
 	"github.com/linstor-operator/linstor-operator/pkg/netif"
 	"github.com/linstor-operator/linstor-operator/pkg/render"
@@ -62,59 +66,84 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, s *scope) (ctrl.Resu
 		s.workloadErr = err
 		return ctrl.Result{}, err
 	}
+	for _, o := range objs {
+		if ds, ok := o.(*appsv1.DaemonSet); ok {
+			live := &appsv1.DaemonSet{}
+			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(ds), live); err == nil {
+				s.dsReady = live.Status.NumberReady > 0
+			}
+		}
+	}
 	return ctrl.Result{}, nil
 }
 
 // reconcileNode registers the LINSTOR node with its planned net interfaces (the
 // InternalIP, plus the configured NICs) and keeps them in sync; an evicted node that is
-// back gets restored.
+// back gets restored. It reads LINSTOR's state from the observer's last cycle and acts
+// only on a cycle that postdates its own last write.
 func (r *Reconciler) reconcileNode(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if s.linstorErr != nil {
 		s.stop = true
-		return ctrl.Result{RequeueAfter: shortPoll}, nil
+		return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, nil
 	}
+	s.snap = r.Observer.Snapshot(s.key)
+	if err := observer.Err(s.snap); err != nil {
+		s.stop = true
+		return ctrl.Result{RequeueAfter: r.unreachable(s, err)}, nil
+	}
+	s.fresh = r.Observer.Fresh(s.key, s.sat.Name) != nil
 	node := s.node
 	addr := netif.InternalIP(node)
 	if addr == nil {
 		s.nodeErr = fmt.Errorf("kubernetes node %s reports no InternalIP address", node.Name)
 		s.stop = true
-		return ctrl.Result{RequeueAfter: shortPoll}, nil
+		return ctrl.Result{}, nil // the Node watch brings the address
+	}
+	if !s.fresh {
+		// The cycle showing our last write comes first; meanwhile nothing is decided and
+		// the status stays as it is (errors of the last decision included).
+		s.stop = true
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
 	}
 	port, encryption := satelliteConnection(s.cluster)
-
-	lnode, err := s.lc.Nodes.Get(ctx, node.Name)
-	switch {
-	case linstor.IsNotFound(err):
+	lnode, ok := s.snap.Node(node.Name)
+	if !ok {
 		// Register at the InternalIP alone; the configured NICs follow on the next pass,
 		// so a NIC that cannot be resolved never keeps a node out of LINSTOR.
-		err = s.lc.Nodes.Create(ctx, lapi.Node{Name: node.Name, Type: "Satellite",
+		err := s.lc.Nodes.Create(ctx, lapi.Node{Name: node.Name, Type: "Satellite",
 			Props:         map[string]string{ManagedInterfacesKey: netif.Default},
 			NetInterfaces: []lapi.NetInterface{{Name: netif.Default, Address: addr, SatellitePort: port, SatelliteEncryptionType: encryption, IsActive: true}}})
+		r.wrote(s)
 		if err != nil {
 			s.nodeErr = fmt.Errorf("registering LINSTOR node: %w", err)
-			return ctrl.Result{RequeueAfter: shortPoll}, nil
+			return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, nil
 		}
 		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "NodeRegistered", "Registered LINSTOR node %s at %s", node.Name, addr)
-		if lnode, err = s.lc.Nodes.Get(ctx, node.Name); err != nil {
-			r.unreachable(s, err)
-			s.stop = true
-			return ctrl.Result{RequeueAfter: shortPoll}, nil
-		}
-	case err != nil:
-		r.unreachable(s, err)
-		s.stop = true
-		return ctrl.Result{RequeueAfter: shortPoll}, nil
+		return ctrl.Result{}, nil
 	}
-
 	if linstor.HasFlag(lnode.Flags, "EVICTED") {
 		// The node came back after LINSTOR evicted it: restore it so it serves again.
-		if err := s.lc.Nodes.Restore(ctx, node.Name, lapi.NodeRestore{}); err != nil {
+		err := s.lc.Nodes.Restore(ctx, node.Name, lapi.NodeRestore{})
+		r.wrote(s)
+		if err != nil {
 			s.nodeErr = fmt.Errorf("restoring evicted node: %w", err)
-			return ctrl.Result{RequeueAfter: shortPoll}, nil
+			return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, nil
 		}
 		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "NodeRestored", "LINSTOR node %s was evicted and is back: restored", node.Name)
+		return ctrl.Result{}, nil
 	}
+	s.lnode = &lnode
 	return r.reconcileNetInterfaces(ctx, s, lnode, port, encryption)
+}
+
+// staleRetry: after a write, the observer's next cycle (asked for at once) shows it.
+const staleRetry = 2 * time.Second
+
+// wrote tells the observer this pass wrote to the node: its state is re-read soon, and
+// no decision is taken on a cycle older than the write.
+func (r *Reconciler) wrote(s *scope) {
+	s.wrote = true
+	r.Observer.Wrote(s.key, s.sat.Name)
 }
 
 // reconcileNetInterfaces brings the node's interfaces to the plan. An interface that
@@ -136,14 +165,15 @@ func (r *Reconciler) reconcileNetInterfaces(ctx context.Context, s *scope, lnode
 		names = append(names, d.Name)
 	}
 	names = append(names, changes.Delete...)
+	r.wrote(s)
 	if err := setNodeProp(ctx, s.lc, lnode, ManagedInterfacesKey, joinList(names)); err != nil {
 		s.netifErr = err
-		return ctrl.Result{RequeueAfter: shortPoll}, nil
+		return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, nil
 	}
 	fail := func(what string, err error) (ctrl.Result, error) {
 		s.netifErr = fmt.Errorf("%s: %w", what, err)
 		r.Recorder.Eventf(s.sat, corev1.EventTypeWarning, "NetInterfaceFailed", "%s: %v", what, err)
-		return ctrl.Result{RequeueAfter: shortPoll}, nil
+		return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, nil
 	}
 	for _, nif := range changes.Create {
 		if err := s.lc.Nodes.CreateNetInterface(ctx, lnode.Name, nif); err != nil {
@@ -166,7 +196,7 @@ func (r *Reconciler) reconcileNetInterfaces(ctx context.Context, s *scope, lnode
 	if len(changes.Delete) > 0 {
 		if err := setNodeProp(ctx, s.lc, lnode, ManagedInterfacesKey, joinList(names[:len(names)-len(changes.Delete)])); err != nil {
 			s.netifErr = err
-			return ctrl.Result{RequeueAfter: shortPoll}, nil
+			return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, nil
 		}
 	}
 	return ctrl.Result{}, nil
@@ -202,10 +232,9 @@ func joinList(names []string) string { return strings.Join(names, ",") }
 
 // reconcileNodeProperties applies the node properties with last-applied tracking.
 func (r *Reconciler) reconcileNodeProperties(ctx context.Context, s *scope) (ctrl.Result, error) {
-	lnode, err := s.lc.Nodes.Get(ctx, s.sat.Name)
-	if err != nil {
-		s.propsErr = err
-		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	lnode := s.lnode
+	if lnode == nil {
+		return ctrl.Result{}, nil // not registered yet, or its state predates our write
 	}
 	desired := map[string]string{}
 	for _, p := range s.sat.Spec.Properties {
@@ -217,9 +246,10 @@ func (r *Reconciler) reconcileNodeProperties(ctx context.Context, s *scope) (ctr
 		err := linstor.ModifyProperties(mod, func(m lapi.GenericPropsModify) error {
 			return s.lc.Nodes.Modify(ctx, s.sat.Name, lapi.NodeModify{GenericPropsModify: m})
 		})
+		r.wrote(s)
 		if err != nil {
 			s.propsErr = fmt.Errorf("setting node properties: %w", err)
-			return ctrl.Result{RequeueAfter: shortPoll}, nil
+			return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, nil
 		}
 	}
 	if len(refused) > 0 {
@@ -233,16 +263,10 @@ func (r *Reconciler) reconcileNodeProperties(ctx context.Context, s *scope) (ctr
 // reconcileStoragePools creates missing pools, updates their properties and deletes
 // pools the operator created that are no longer wanted, never while they hold volumes.
 func (r *Reconciler) reconcileStoragePools(ctx context.Context, s *scope) (ctrl.Result, error) {
-	lnode, err := s.lc.Nodes.Get(ctx, s.sat.Name)
-	if err != nil {
-		s.poolErr = err
-		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	if s.lnode == nil {
+		return ctrl.Result{}, nil // not registered yet, or its state predates our write
 	}
-	existing, err := s.lc.Nodes.GetStoragePools(ctx, s.sat.Name)
-	if err != nil {
-		s.poolErr = err
-		return ctrl.Result{RequeueAfter: shortPoll}, nil
-	}
+	lnode, existing := *s.lnode, s.snap.Pools(s.sat.Name)
 	byName := map[string]lapi.StoragePool{} // LINSTOR's pool names ignore case
 	for _, p := range existing {
 		byName[strings.ToLower(p.StoragePoolName)] = p
@@ -270,6 +294,8 @@ func (r *Reconciler) reconcileStoragePools(ctx context.Context, s *scope) (ctrl.
 			continue
 		}
 		if !ok {
+			s.poolCreating = append(s.poolCreating, want.Name)
+			r.wrote(s)
 			if err := createPool(ctx, s.lc, s.sat.Name, &want, kind, driverProps, userProps); err != nil {
 				problems = append(problems, fmt.Sprintf("creating pool %s: %v", want.Name, err))
 				continue
@@ -284,6 +310,7 @@ func (r *Reconciler) reconcileStoragePools(ctx context.Context, s *scope) (ctrl.
 			continue
 		}
 		if mod := linstor.WithoutUndeletable(props.StoragePool, linstor.PropertyDiff(cur.Props, userProps)); !linstor.IsEmpty(mod) {
+			r.wrote(s)
 			err := linstor.ModifyProperties(mod, func(m lapi.GenericPropsModify) error {
 				return s.lc.Nodes.ModifyStoragePool(ctx, s.sat.Name, want.Name, m)
 			})
@@ -297,6 +324,7 @@ func (r *Reconciler) reconcileStoragePools(ctx context.Context, s *scope) (ctrl.
 			managed.Delete(name)
 			continue
 		}
+		r.wrote(s)
 		if err := s.lc.Nodes.DeleteStoragePool(ctx, s.sat.Name, name); err != nil {
 			// LINSTOR refuses to delete a pool that holds volumes: wait, and say so.
 			s.poolWaiting = fmt.Sprintf("pool %s is no longer wanted but cannot be deleted yet: %v", name, err)
@@ -305,15 +333,17 @@ func (r *Reconciler) reconcileStoragePools(ctx context.Context, s *scope) (ctrl.
 		managed.Delete(name)
 		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "PoolDeleted", "Deleted storage pool %s", name)
 	}
-	if err := writeManagedPools(ctx, s.lc, s.sat.Name, lnode.Props, sets.List(managed)); err != nil {
+	if wrote, err := writeManagedPools(ctx, s.lc, s.sat.Name, lnode.Props, sets.List(managed)); err != nil {
 		problems = append(problems, err.Error())
+	} else if wrote {
+		r.wrote(s)
 	}
 	if len(problems) > 0 {
 		s.poolErr = fmt.Errorf("%s", strings.Join(problems, "; "))
-		return ctrl.Result{RequeueAfter: shortPoll}, nil
+		return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, nil
 	}
-	if s.poolWaiting != "" || s.poolPending != "" {
-		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	if s.poolWaiting != "" {
+		return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, nil // asked again, less and less often
 	}
 	return ctrl.Result{}, nil
 }
@@ -351,54 +381,67 @@ func managedPools(props map[string]string) []string {
 	return names
 }
 
-func writeManagedPools(ctx context.Context, lc *lapi.Client, node string, props map[string]string, names []string) error {
+// writeManagedPools records names when they differ from what the node holds, and
+// reports whether it wrote.
+func writeManagedPools(ctx context.Context, lc *lapi.Client, node string, props map[string]string, names []string) (bool, error) {
 	sort.Strings(names)
 	raw, _ := json.Marshal(names)
 	if props[ManagedPoolsKey] == string(raw) || (len(names) == 0 && props[ManagedPoolsKey] == "") {
-		return nil
+		return false, nil
 	}
 	mod := lapi.GenericPropsModify{OverrideProps: lapi.OverrideProps{ManagedPoolsKey: string(raw)}}
 	if err := lc.Nodes.Modify(ctx, node, lapi.NodeModify{GenericPropsModify: mod}); err != nil {
-		return fmt.Errorf("recording managed pools: %w", err)
+		return true, fmt.Errorf("recording managed pools: %w", err)
 	}
-	return nil
+	return true, nil
 }
 
-// observeLinstor reads the node's state and pools for the status.
-func (r *Reconciler) observeLinstor(ctx context.Context, s *scope) (ctrl.Result, error) {
-	lnode, err := s.lc.Nodes.Get(ctx, s.sat.Name)
-	if err != nil {
-		r.unreachable(s, err)
-		return ctrl.Result{RequeueAfter: shortPoll}, nil
+// observeLinstor takes the node's state and pools for the status from the observer's
+// last cycle. While the satellite's pod runs but LINSTOR does not report it ONLINE yet,
+// the observer is asked to look again soon (for a while: a node that stays OFFLINE is
+// then seen at the observer's own pace).
+func (r *Reconciler) observeLinstor(_ context.Context, s *scope) (ctrl.Result, error) {
+	if s.snap == nil {
+		return ctrl.Result{}, nil
 	}
-	if r.Grace != nil {
-		r.Grace.Succeeded(s.sat.UID)
+	if !s.wrote && s.fresh && problem(s) == "" && s.poolWaiting == "" {
+		r.Backoff.Succeeded(s.sat.UID)
+	}
+	lnode, ok := s.snap.Node(s.sat.Name)
+	if !ok {
+		return ctrl.Result{}, nil
 	}
 	s.connection = lnode.ConnectionStatus
 	if s.connection == "ONLINE" {
 		// LINSTOR accepts a satellite only at the controller's exact version.
-		if v, err := s.lc.Controller.GetVersion(ctx); err == nil {
-			s.version = v.Version
-		}
+		s.version = s.snap.Version
 	}
-	pools, err := s.lc.Nodes.GetStoragePools(ctx, s.sat.Name)
-	if err != nil {
-		r.unreachable(s, err)
-		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	s.pools = s.snap.Pools(s.sat.Name)
+	if s.pools == nil {
+		s.pools = []lapi.StoragePool{}
 	}
-	s.pools = pools
-	if s.connection != "ONLINE" {
+	if s.connection != "ONLINE" && s.dsReady && r.settling(s.sat) {
+		r.Observer.RefreshWithin(s.key, shortPoll)
 		return ctrl.Result{RequeueAfter: shortPoll}, nil
 	}
 	return ctrl.Result{}, nil
 }
 
-// unreachable records a failed LINSTOR request: a blip is retried quietly; a lasting
-// failure is reported.
-func (r *Reconciler) unreachable(s *scope, err error) {
-	if r.Grace != nil && !r.Grace.Failed(s.sat.UID, time.Now()) {
+// settling reports whether the satellite became unavailable recently enough that
+// LINSTOR is expected to report it ONLINE soon.
+func (r *Reconciler) settling(sat *linstorv1.LinstorSatellite) bool {
+	c := meta.FindStatusCondition(sat.Status.Conditions, linstorv1.ConditionAvailable)
+	return c == nil || c.Status != metav1.ConditionTrue && time.Since(c.LastTransitionTime.Time) < settling
+}
+
+// unreachable handles a cycle that failed: within the grace period the last
+// observation stands and nothing is reported; after it, the status says so. It returns
+// when to look again.
+func (r *Reconciler) unreachable(s *scope, err error) time.Duration {
+	if s.snap == nil || r.Grace == nil || time.Since(s.snap.FailingSince) < r.Grace.Period {
 		s.transient = true
-		return
+		return shortPoll
 	}
 	s.linstorErr = fmt.Errorf("%w: %v", linstor.ErrUnreachable, err)
+	return r.Backoff.Failed(s.sat.UID)
 }

@@ -3,8 +3,10 @@ package linstorsatellite
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	lapi "github.com/LINBIT/golinstor/client"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,6 +19,9 @@ import (
 // updateStatus turns the pass's observations into status with one merge patch.
 func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded bool) error {
 	sat := s.sat
+	if s.snap != nil && !s.fresh && s.snap.Err == nil {
+		return nil // nothing was decided on a cycle older than our last write
+	}
 	before := sat.DeepCopy()
 	// The pass's decision, for whoever debugs why nothing moves (V(1), not noise).
 	if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
@@ -62,6 +67,9 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 	}
 	if passSucceeded && problem(s) == "" && !s.transient {
 		sat.Status.ObservedGeneration = sat.Generation
+	}
+	if equality.Semantic.DeepEqual(before.Status, sat.Status) {
+		return nil // a write that changes nothing still costs the API server
 	}
 	return r.Client.Status().Patch(ctx, sat, client.MergeFrom(before))
 }
@@ -112,6 +120,8 @@ func setProgressingCondition(sat *linstorv1.LinstorSatellite, s *scope) {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonControllerNotReady, "Waiting for the LINSTOR controller: "+s.linstorErr.Error()
 	case s.poolPending != "":
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonNodeOffline, s.poolPending
+	case len(s.poolCreating) > 0:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonReconciling, "Creating storage pools: "+strings.Join(s.poolCreating, ", ")
 	}
 	phases.SetCondition(&sat.Status.Conditions, cond)
 }

@@ -11,6 +11,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
+// Resync is when a reconciler looks again although nothing told it to: LINSTOR's
+// changes arrive through the observer and Kubernetes' through watches, so this is only
+// a safety net (and the pace of slow clocks, such as certificate renewal).
+const Resync = 10 * time.Minute
+
 // Phase acts on the pass's scope and records what it saw there.
 type Phase[S any] func(context.Context, S) (ctrl.Result, error)
 

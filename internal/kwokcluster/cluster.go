@@ -161,10 +161,20 @@ func Node(name string, i int) *corev1.Node {
 	n.Status.NodeInfo = corev1.NodeSystemInfo{OSImage: osImages[i%len(osImages)], KernelVersion: "6.8.0-48-generic", Architecture: "amd64", OperatingSystem: "linux"}
 	n.Status.Addresses = []corev1.NodeAddress{
 		// Inside the samples' data network 10.0.0.0/16.
-		{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.0.%d.%d", i/250, i%250+10)},
+		{Type: corev1.NodeInternalIP, Address: NodeIP(i)},
 		{Type: corev1.NodeHostName, Address: name},
 	}
 	return n
+}
+
+// nodeIPsPerSubnet: node i gets host .10 to .249 of the i/nodeIPsPerSubnet-th /24,
+// leaving the low and high ends of each /24 (gateways, broadcast) alone.
+const nodeIPsPerSubnet = 240
+
+// NodeIP is the InternalIP of the i-th simulated node, unique for i from 0 to
+// 256*nodeIPsPerSubnet-1 (61,439), all inside 10.0.0.0/16.
+func NodeIP(i int) string {
+	return fmt.Sprintf("10.0.%d.%d", i/nodeIPsPerSubnet, i%nodeIPsPerSubnet+10)
 }
 
 // AddNodes creates the simulated nodes name-<from> … name-<to-1>.

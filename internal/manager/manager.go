@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -10,12 +11,14 @@ import (
 	"github.com/operator-framework/operator-lib/proxy"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	linstorv1alpha1 "github.com/linstor-operator/linstor-operator/api/v1alpha1"
@@ -27,6 +30,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/controllers/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
 	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 	"github.com/linstor-operator/linstor-operator/pkg/webhooks"
 )
@@ -54,8 +58,8 @@ type Options struct {
 	LinstorURL string
 	// Transport carries LINSTOR requests; nil means the default, instrumented.
 	Transport http.RoundTripper
-	// LinstorPoll is how often LINSTOR state is re-read (it cannot be watched); zero
-	// keeps the controllers' default.
+	// LinstorPoll is how often the observer re-reads LINSTOR when nothing asks sooner
+	// (connection states cannot be watched); zero means observer.DefaultInterval.
 	LinstorPoll time.Duration
 	// LinstorGrace is how long LINSTOR may be unreachable before conditions report it;
 	// zero means DefaultLinstorGrace.
@@ -98,9 +102,28 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}
 	connector := &linstor.Connector{Reader: mgr.GetClient(), URL: opts.LinstorURL, Transport: opts.Transport}
 	grace := phases.Poll(opts.LinstorGrace, DefaultLinstorGrace)
+	// One observer reads LINSTOR for every reconciler and tells them what changed.
+	clusterEvents, satelliteEvents := make(chan event.GenericEvent), make(chan event.GenericEvent)
+	obs := observer.New(observer.ConnectorSource{Connector: connector}, opts.LinstorPoll, func(ctx context.Context, c observer.Change) {
+		send := func(ch chan<- event.GenericEvent, o client.Object) {
+			select {
+			case ch <- event.GenericEvent{Object: o}:
+			case <-ctx.Done():
+			}
+		}
+		if c.Controller {
+			send(clusterEvents, &linstorv1.LinstorCluster{ObjectMeta: metav1.ObjectMeta{Namespace: c.Cluster.Namespace, Name: c.Cluster.Name}})
+		}
+		for _, node := range c.Nodes {
+			send(satelliteEvents, &linstorv1.LinstorSatellite{ObjectMeta: metav1.ObjectMeta{Namespace: c.Cluster.Namespace, Name: node}})
+		}
+	})
+	if err := mgr.Add(obs); err != nil {
+		return nil, err
+	}
 	if err := (&linstorcluster.Reconciler{
 		Client: mgr.GetClient(), Images: opts.Images, Recorder: mgr.GetEventRecorderFor("linstor-operator"),
-		Linstor: connector, Poll: opts.LinstorPoll,
+		Linstor: connector, Observer: obs, Events: clusterEvents,
 		ProxyEnv: proxy.ReadProxyVarsFromEnv(), Grace: &phases.Grace{Period: grace}, Direct: direct,
 		UpgradePhaseTimeout: opts.UpgradePhaseTimeout, Release: opts.Release,
 	}).SetupWithManager(mgr); err != nil {
@@ -108,13 +131,14 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}
 	if err := (&linstorsatellite.Reconciler{
 		Client: mgr.GetClient(), Images: opts.Images, Recorder: mgr.GetEventRecorderFor("linstor-operator"),
-		Linstor: connector, Poll: opts.LinstorPoll, Grace: &phases.Grace{Period: grace},
+		Linstor: connector, Observer: obs, Events: satelliteEvents, Poll: opts.LinstorPoll, Grace: &phases.Grace{Period: grace},
+		Backoff: phases.Backoff{Max: 2 * time.Minute},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorSatellite controller: %w", err)
 	}
 	if err := (&linstornodeconnection.Reconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("linstor-operator"),
-		Linstor: connector, Poll: opts.LinstorPoll,
+		Linstor: connector, Observer: obs,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorNodeConnection controller: %w", err)
 	}

@@ -2,9 +2,13 @@ package apply
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,8 +26,17 @@ type Applier struct {
 	Scheme *runtime.Scheme
 }
 
+// HashAnnotation records the hash of the desired state last applied to an object.
+const HashAnnotation = "linstor.io/applied-hash"
+
 // Apply server-side applies objs, setting owner as controller of namespaced ones.
 // It returns the keys applied, for Prune.
+//
+// An object is sent only when it would change something: its live copy (read from the
+// cache) carries the hash of this desired state and holds every field of it with the
+// same value. The hash catches a field the operator stopped setting (server-side apply
+// removes it; a comparison would not see it); the comparison catches someone else
+// changing a field the operator owns.
 func (a *Applier) Apply(ctx context.Context, owner client.Object, objs []client.Object) (Applied, error) {
 	applied := Applied{}
 	for _, obj := range objs {
@@ -36,12 +49,130 @@ func (a *Applier) Apply(ctx context.Context, owner client.Object, objs []client.
 		if err != nil {
 			return applied, err
 		}
+		key := keyOf(u.GroupVersionKind(), u.GetNamespace(), u.GetName())
+		if err := setHash(u); err != nil {
+			return applied, err
+		}
+		if a.upToDate(ctx, u) {
+			applied[key] = true
+			continue
+		}
 		if err := a.Client.Patch(ctx, u, client.Apply, FieldOwner, client.ForceOwnership); err != nil {
 			return applied, fmt.Errorf("applying %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
 		}
-		applied[keyOf(u.GroupVersionKind(), u.GetNamespace(), u.GetName())] = true
+		applied[key] = true
 	}
 	return applied, nil
+}
+
+// setHash annotates u with the hash of its content (without that annotation).
+func setHash(u *unstructured.Unstructured) error {
+	raw, err := json.Marshal(u.Object) // map keys are sorted: the same object, the same bytes
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(raw)
+	ann := u.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[HashAnnotation] = hex.EncodeToString(sum[:16])
+	u.SetAnnotations(ann)
+	return nil
+}
+
+// upToDate reports whether the cached live object already is what applying desired
+// would make it. Any doubt (not cached, not in the scheme) means no.
+func (a *Applier) upToDate(ctx context.Context, desired *unstructured.Unstructured) bool {
+	live, err := a.typed(desired.GroupVersionKind())
+	if err != nil {
+		return false
+	}
+	if err := a.Client.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+		return false
+	}
+	if live.GetAnnotations()[HashAnnotation] != desired.GetAnnotations()[HashAnnotation] || live.GetDeletionTimestamp() != nil {
+		return false
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
+	if err != nil {
+		return false
+	}
+	return Contains(m, desired.Object)
+}
+
+// typed returns an empty typed object of gvk: typed reads are served by the cache,
+// unstructured ones would go to the API server.
+func (a *Applier) typed(gvk schema.GroupVersionKind) (client.Object, error) {
+	o, err := a.Scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	obj, ok := o.(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("%s is not an object", gvk)
+	}
+	return obj, nil
+}
+
+// Contains reports whether every field of want is in have with an equal value; lists
+// must have the same length and contain each other element by element. Fields the API
+// server defaulted (present in have only) do not count.
+func Contains(have, want any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		h, ok := have.(map[string]any)
+		if !ok {
+			return len(w) == 0 && have == nil
+		}
+		for k, v := range w {
+			if !Contains(h[k], v) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		h, ok := have.([]any)
+		if !ok || len(h) != len(w) {
+			return len(w) == 0 && have == nil
+		}
+		for i := range w {
+			if !Contains(h[i], w[i]) {
+				return false
+			}
+		}
+		return true
+	case nil:
+		return have == nil
+	default:
+		return equalScalar(have, want)
+	}
+}
+
+// equalScalar compares JSON scalars; numbers may be int64 on one side and float64 on
+// the other after conversion.
+func equalScalar(a, b any) bool {
+	if fa, ok := number(a); ok {
+		fb, ok := number(b)
+		return ok && fa == fb
+	}
+	return a == b
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case float64:
+		return n, true
+	case float32:
+		return float64(n), true
+	}
+	return 0, false
 }
 
 // Applied records the objects of one pass.
@@ -58,8 +189,15 @@ func keyOf(gvk schema.GroupVersionKind, ns, name string) string {
 func (a *Applier) Prune(ctx context.Context, owner client.Object, applied Applied, namespace string, selector client.MatchingLabels, kinds ...schema.GroupVersionKind) (int, error) {
 	deleted := 0
 	for _, gvk := range kinds {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		// A typed list is served by the cache; an unstructured one would cost a request.
+		o, err := a.Scheme.New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err != nil {
+			return deleted, err
+		}
+		list, ok := o.(client.ObjectList)
+		if !ok {
+			return deleted, fmt.Errorf("%s is not a list", gvk.Kind)
+		}
 		opts := []client.ListOption{selector}
 		if namespace != "" {
 			opts = append(opts, client.InNamespace(namespace))
@@ -67,8 +205,15 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, applied Applie
 		if err := a.Client.List(ctx, list, opts...); err != nil {
 			return deleted, fmt.Errorf("listing %s to prune: %w", gvk.Kind, err)
 		}
-		for i := range list.Items {
-			item := &list.Items[i]
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return deleted, err
+		}
+		for _, it := range items {
+			item, ok := it.(client.Object)
+			if !ok {
+				continue
+			}
 			if applied[keyOf(gvk, item.GetNamespace(), item.GetName())] || item.GetDeletionTimestamp() != nil {
 				continue
 			}

@@ -180,6 +180,18 @@ func (c *conformance) wrap(h http.Handler, route func(*http.Request) string) htt
 			specRoute, params, findErr = c.router.FindRoute(full)
 		}
 
+		if findErr == nil && streams[r.Method+" "+specRoute.Path] {
+			// An event stream cannot be recorded first: it is checked as it passes.
+			key := r.Method + " " + specRoute.Path
+			c.mu.Lock()
+			c.validated[key]++
+			c.mu.Unlock()
+			sv := &streamValidator{ResponseWriter: w, c: c, op: key, status: http.StatusOK}
+			h.ServeHTTP(sv, r)
+			sv.finish()
+			return
+		}
+
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, r)
 		for k, v := range rec.Header() {
@@ -264,4 +276,81 @@ func keys(m map[string]int) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// streams are the spec's text/event-stream operations.
+var streams = map[string]bool{"GET /v1/events/nodes": true}
+
+// eventSchemas names the spec's schema of each event's data on GET /v1/events/nodes.
+var eventSchemas = map[string]string{
+	"node-create": "EventNode", "node-delete": "EventNode", "node-evacuate": "EventNode",
+	"node-evicted": "EventNode", "node-restored": "EventNode", "node-modified": "EventNodeModified",
+}
+
+// streamValidator passes an event stream through and checks it as it goes: status,
+// content type, the event framing, each event's name and its data against the schema.
+type streamValidator struct {
+	http.ResponseWriter
+	c       *conformance
+	op      string
+	status  int
+	started bool
+	pending []byte
+	events  int
+}
+
+func (v *streamValidator) Unwrap() http.ResponseWriter { return v.ResponseWriter }
+
+func (v *streamValidator) WriteHeader(code int) {
+	v.status, v.started = code, true
+	v.ResponseWriter.WriteHeader(code)
+}
+
+func (v *streamValidator) Write(p []byte) (int, error) {
+	if !v.started {
+		v.WriteHeader(http.StatusOK)
+	}
+	v.pending = append(v.pending, p...)
+	if v.status == http.StatusOK {
+		for {
+			i := bytes.Index(v.pending, []byte("\n\n"))
+			if i < 0 {
+				break
+			}
+			v.check(string(v.pending[:i]))
+			v.pending = v.pending[i+2:]
+		}
+	}
+	return v.ResponseWriter.Write(p)
+}
+
+// check validates one event as the server writes it: "event: <name>" and one
+// "data: <json>" line, nothing else.
+func (v *streamValidator) check(event string) {
+	v.events++
+	name, data, ok := strings.Cut(event, "\n")
+	if !ok || !strings.HasPrefix(name, "event: ") || !strings.HasPrefix(data, "data: ") || strings.Contains(data, "\n") {
+		v.c.fail("%s: event %q is not one event line and one data line", v.op, event)
+		return
+	}
+	name, data = strings.TrimPrefix(name, "event: "), strings.TrimPrefix(data, "data: ")
+	schema, ok := eventSchemas[name]
+	if !ok {
+		v.c.fail("%s: event %q is not in the spec", v.op, name)
+		return
+	}
+	v.c.checkSchema(v.op+" "+name, schema, []byte(data))
+}
+
+func (v *streamValidator) finish() {
+	switch {
+	case v.status >= 400:
+		v.c.checkSchema(fmt.Sprintf("%s (%d)", v.op, v.status), "ApiCallRcList", v.pending)
+	case v.status != http.StatusOK:
+		v.c.fail("%s: status %d", v.op, v.status)
+	case v.Header().Get("Content-Type") != "text/event-stream":
+		v.c.fail("%s: Content-Type %q, want text/event-stream", v.op, v.Header().Get("Content-Type"))
+	case len(v.pending) > 0:
+		v.c.fail("%s: stream ended inside an event: %q", v.op, v.pending)
+	}
 }

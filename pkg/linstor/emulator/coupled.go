@@ -33,7 +33,8 @@ type Cluster struct {
 //   - the controller answers only while a controller pod is Running (when the operator
 //     deploys one), reports the version of that pod's image, and forgets the master
 //     passphrase when its pod is replaced;
-//   - new nodes start OFFLINE until their satellite pod runs.
+//   - new nodes start OFFLINE until their satellite pod runs;
+//   - event streams end when the controller pod goes away or is replaced.
 func (e *Emulator) Couple(ctx context.Context, k Cluster) {
 	e.mu.Lock()
 	e.coupled, e.db = true, k.Database
@@ -90,6 +91,9 @@ func (e *Emulator) SyncWithCluster(ctx context.Context, k Cluster) error {
 	}
 	if controllerPod == "" {
 		e.controllerPod = ""
+	}
+	if started || !external && controllerPod == "" {
+		e.endStreams() // the process that served the event streams is gone
 	}
 	if controllerVersion != "" {
 		e.version = controllerVersion

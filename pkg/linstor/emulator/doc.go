@@ -21,7 +21,11 @@
 //     key refuses the whole request.
 //  6. Background work takes time (Timing): satellites connect, replicas resync,
 //     evacuations move replicas and wait for them to be unused.
+//  7. GET /v1/events/nodes streams node events (server-sent events) where the server
+//     sends them: create, modify, delete, evacuate, evict, restore; never for
+//     connection changes. A controller restart ends every stream.
 //
 // Test hooks (methods on *Emulator) inject latency and 5xx per route, take nodes
-// offline, force version mismatches, place resources, and record every request.
+// offline, force version mismatches, place resources, log requests and count them
+// by route (RequestCounts).
 package emulator

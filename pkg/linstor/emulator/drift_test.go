@@ -21,13 +21,21 @@ func TestConformanceDetectsDrift(t *testing.T) {
 		{"ApiCallRc without ret_code", "POST", "/v1/nodes", `[{"message":"created"}]`, 201, "ret_code"},
 		{"undeclared success status", "GET", "/v1/controller/version", `{"version":"1.33.3"}`, 202, "status"},
 		{"path outside the spec", "GET", "/v1/not-a-thing", `{}`, 200, "not in the spec"},
+		{"event data outside the spec", "GET", "/v1/events/nodes", "event: node-create\ndata: {\"node\":{\"name\":\"n1\",\"connection_status\":\"BOGUS\"}}\n\n", 200, "connection_status"},
+		{"modified event with a string node", "GET", "/v1/events/nodes", "event: node-modified\ndata: {\"old_node\":\"n1\"}\n\n", 200, "old_node"},
+		{"event name outside the spec", "GET", "/v1/events/nodes", "event: node-online\ndata: {}\n\n", 200, "not in the spec"},
+		{"event data on two lines", "GET", "/v1/events/nodes", "event: node-create\ndata: {}\ndata: {}\n\n", 200, "one data line"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewUnstartedServer(nil)
 			conf := newConformance(t, doc, "http://"+srv.Listener.Addr().String())
 			srv.Config.Handler = conf.wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-				w.Header().Set("Content-Type", "application/json")
+				if strings.HasPrefix(tc.path, "/v1/events/") {
+					w.Header().Set("Content-Type", "text/event-stream")
+				} else {
+					w.Header().Set("Content-Type", "application/json")
+				}
 				w.WriteHeader(tc.status)
 				_, _ = w.Write([]byte(tc.body))
 			}), func(r *http.Request) string { return r.Method + " " + r.URL.Path })

@@ -49,10 +49,15 @@ type Emulator struct {
 	timing Timing
 	clock  func() time.Time
 
-	faults   map[string]*Fault
+	faults map[string]*Fault
+	// requests is the request log, bounded by maxLoggedRequests; counts counts every
+	// request by "METHOD route" and does not depend on the log.
 	requests []Request
 	counts   map[string]int
 	mux      *http.ServeMux
+
+	// subscribers of GET /v1/events/nodes (events.go).
+	subscribers map[*subscriber]struct{}
 }
 
 type node struct {
@@ -160,6 +165,7 @@ func New() *Emulator {
 		timing:          DefaultTiming,
 		counts:          map[string]int{},
 		mux:             http.NewServeMux(),
+		subscribers:     map[*subscriber]struct{}{},
 	}
 	e.routes(e.mux)
 	return e
@@ -175,11 +181,12 @@ func (e *Emulator) Route(r *http.Request) string {
 func (e *Emulator) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		route := e.Route(r)
+		e.count(r, route)
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		defer func() { e.record(r, route, rec.status) }()
 		if e.isControllerDown() {
 			// No controller pod runs: nothing answers, as a refused connection would.
-			writeRC(rec, http.StatusServiceUnavailable, rc(lapiconst.MaskError|lapiconst.FailUnknownError, "LINSTOR controller is not running%s", e.failureSuffix()))
+			writeStatus(rec, http.StatusServiceUnavailable, rc(lapiconst.MaskError|lapiconst.FailUnknownError, "LINSTOR controller is not running%s", e.failureSuffix()))
 			return
 		}
 		if f := e.takeFault(route); f != nil {
@@ -187,7 +194,7 @@ func (e *Emulator) Handler() http.Handler {
 				time.Sleep(f.Latency)
 			}
 			if f.Status != 0 {
-				writeRC(rec, f.Status, rc(lapiconst.MaskError|lapiconst.FailUnknownError, "injected fault on %s", route))
+				writeStatus(rec, f.Status, rc(lapiconst.MaskError|lapiconst.FailUnknownError, "injected fault on %s", route))
 				return
 			}
 		}
@@ -196,6 +203,12 @@ func (e *Emulator) Handler() http.Handler {
 			e.flush() // LINSTOR commits every change to its database before answering
 		}
 	})
+}
+
+// writeStatus answers an ApiCallRc list with exactly this status (writeRC would make
+// an error entry a 500): the emulator's own 503 and injected faults.
+func writeStatus(w http.ResponseWriter, status int, rcs ...apiCallRc) {
+	writeJSON(w, status, rcs)
 }
 
 type statusRecorder struct {
@@ -208,11 +221,41 @@ func (s *statusRecorder) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets http.ResponseController reach the connection (flushes and write
+// deadlines of the event stream).
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// maxLoggedRequests bounds the request log: beyond it the older half is dropped, so a
+// long run (a benchmark) does not grow without end. RequestCounts keeps counting.
+const maxLoggedRequests = 100_000
+
+// count counts a request as it arrives, so a stream that is still open is counted.
+func (e *Emulator) count(r *http.Request, route string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.counts[countKey(r.Method, route)]++
+}
+
+// countKey is "METHOD route" with the route's path part: "GET /v1/nodes/{node}". A
+// request no route serves is counted under "METHOD (no route)".
+func countKey(method, route string) string {
+	if route == "" {
+		return method + " (no route)"
+	}
+	if _, path, ok := strings.Cut(route, " "); ok {
+		route = path
+	}
+	return method + " " + route
+}
+
+// record logs a request once it is answered (a stream when it ends).
 func (e *Emulator) record(r *http.Request, route string, status int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if len(e.requests) >= maxLoggedRequests {
+		e.requests = append([]Request(nil), e.requests[len(e.requests)/2:]...)
+	}
 	e.requests = append(e.requests, Request{Method: r.Method, Path: r.URL.Path, Route: route, Status: status})
-	e.counts[route]++
 }
 
 // InjectFault makes requests served by route (for example "PUT /v1/nodes/{node}")
@@ -244,27 +287,43 @@ func (e *Emulator) takeFault(route string) *Fault {
 	return &out
 }
 
-// Requests returns a copy of the request log.
+// Requests returns a copy of the request log: answered requests, the most recent
+// maxLoggedRequests at most.
 func (e *Emulator) Requests() []Request {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return append([]Request(nil), e.requests...)
 }
 
-// MutatingRequests counts logged requests other than GET.
+// RequestCounts counts the requests received since New or ResetRequests, keyed
+// "METHOD route" (e.g. "GET /v1/nodes/{node}", "GET /v1/events/nodes"). A request is
+// counted when it arrives, so open event streams are included; unlike Requests, the
+// counts never drop anything.
+func (e *Emulator) RequestCounts() map[string]int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make(map[string]int, len(e.counts))
+	for k, v := range e.counts {
+		out[k] = v
+	}
+	return out
+}
+
+// MutatingRequests counts the requests other than GET received since New or
+// ResetRequests.
 func (e *Emulator) MutatingRequests() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	n := 0
-	for _, r := range e.requests {
-		if r.Method != http.MethodGet {
-			n++
+	for k, v := range e.counts {
+		if method, _, _ := strings.Cut(k, " "); method != http.MethodGet {
+			n += v
 		}
 	}
 	return n
 }
 
-// ResetRequests clears the request log.
+// ResetRequests clears the request log and the counts.
 func (e *Emulator) ResetRequests() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -287,11 +346,13 @@ func (e *Emulator) Version() string {
 	return e.version
 }
 
-// RestartController simulates a controller restart: the passphrase must be entered again.
+// RestartController simulates a controller restart: the passphrase must be entered
+// again, and every event stream ends (the process that served them is gone).
 func (e *Emulator) RestartController() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.passphraseOpen = false
+	e.endStreams()
 }
 
 // ResetPassphrase forgets the master passphrase, as a freshly installed controller.
@@ -610,6 +671,7 @@ func (e *Emulator) Reset() {
 	e.passphrase, e.passphraseOpen, e.persisted = "", false, nil
 	e.controllerPod, e.controllerFailure, e.controllerStarting = "", "", false
 	e.failMigration, e.failStartAfterMigration = false, false
+	e.endStreams()
 }
 
 // ResourcePlaced reports whether a resource has a replica on a node.

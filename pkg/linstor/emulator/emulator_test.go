@@ -177,6 +177,10 @@ func TestConformance(t *testing.T) {
 		t.Errorf("after enter status = %v, want unlocked", status)
 	}
 
+	// The node event stream, validated event by event against EventNode and
+	// EventNodeModified as the rest of the run sends events.
+	events := h.subscribe(t)
+
 	// Nodes: CONNECTED while the satellite authenticates, then ONLINE.
 	for i, n := range []string{"n1", "n2", "n3"} {
 		must(t, c.Nodes.Create(ctx, satellite(n, "10.0.0."+string(rune('1'+i)))))
@@ -398,6 +402,19 @@ func TestConformance(t *testing.T) {
 	if time.Since(start) < 50*time.Millisecond {
 		t.Error("latency fault not applied")
 	}
+
+	// Every kind of node event went through the validator; a restart ends the stream.
+	emu.RestartController()
+	seen := map[string]bool{}
+	for ev := range events.events {
+		seen[ev.name] = true
+	}
+	for _, name := range []string{"node-create", "node-modified", "node-evacuate", "node-evicted", "node-restored", "node-delete"} {
+		if !seen[name] {
+			t.Errorf("no %s event in the run", name)
+		}
+	}
+	must(t, c.Encryption.Enter(ctx, "n3w"))
 
 	// Health and metrics.
 	if code := h.raw(t, "GET", "/health", nil, nil); code != http.StatusOK {

@@ -64,6 +64,10 @@ func (e *Emulator) evacuateNode(w http.ResponseWriter, r *http.Request, n *node)
 		rep.migrateTo = target
 		answer = append(answer, rc(lapiconst.Created|crtRsc, "New resource '%s' on node '%s' registered.", rd.Name, target).withRefs("Node", target, "RscDfn", rd.Name))
 	}
+	// node-evacuate goes out after the commit that flags the node, before the replicas
+	// are deleted or moved; a refused replica delete does not stop it
+	// (CtrlNodeApiCallHandler.java:1899-1900, the deletes run in the flux after it).
+	e.emitNode(evNodeEvacuate, e.nodeView(n))
 	writeRC(w, http.StatusOK, answer...)
 }
 

@@ -51,6 +51,8 @@ func (e *Emulator) routes(mux *http.ServeMux) {
 	mux.HandleFunc("PUT /v1/encryption/passphrase", e.modifyPassphrase)
 	mux.HandleFunc("PATCH /v1/encryption/passphrase", e.enterPassphrase)
 
+	mux.HandleFunc("GET /v1/events/nodes", e.nodeEvents)
+
 	mux.HandleFunc("GET /v1/nodes", e.listNodes)
 	mux.HandleFunc("POST /v1/nodes", e.createNode)
 	mux.HandleFunc("GET /v1/nodes/{node}", e.onNode(queryMissing, e.getNode))
@@ -239,17 +241,25 @@ func (e *Emulator) createNode(w http.ResponseWriter, r *http.Request) {
 	}
 	n := &node{Node: lapi.Node{
 		Name: in.Name, Type: typ, Props: nodeProps, Uuid: uuid.NewString(), NetInterfaces: nifs,
-	}, pools: map[string]*lapi.StoragePool{}, disks: append([]lapi.PhysicalStorageNode(nil), e.newNodeDisks...), online: !e.coupled}
+	}, pools: map[string]*lapi.StoragePool{}, disks: append([]lapi.PhysicalStorageNode(nil), e.newNodeDisks...)}
 	n.Props[curStltConnKey] = active
 	if holdsPools(typ) {
 		n.StorageProviders = []lapi.ProviderKind{lapi.DISKLESS, lapi.LVM, lapi.LVM_THIN, lapi.ZFS, lapi.ZFS_THIN, lapi.FILE, lapi.FILE_THIN}
 		n.pools[disklessPool] = &lapi.StoragePool{StoragePoolName: disklessPool, NodeName: n.Name, ProviderKind: lapi.DISKLESS, Uuid: uuid.NewString(),
 			StaticTraits: map[string]string{"SupportsSnapshots": "false"}, Props: map[string]string{}}
 	}
-	if n.online {
-		n.onlineSince = e.now()
-	}
 	e.nodes[strings.ToLower(in.Name)] = n
+	// node-create goes out after the commit and before the controller first connects
+	// (CtrlNodeCrtApiCallHandler.java:198, connectNow after it): the node still has the
+	// offline peer it was created with (NodeControllerFactory.java:95,
+	// PeerOffline.getConnectionStatus), so it is OFFLINE and lists no storage providers
+	// or layers (those come from the satellite's tools).
+	created := e.nodeView(n)
+	created.StorageProviders, created.ResourceLayers = nil, nil
+	e.emitNode(evNodeCreate, created)
+	if !e.coupled {
+		e.setOnline(n, true)
+	}
 	answer = append(answer, rc(lapiconst.Created|crtNode, "New node '%s' registered.", n.Name).
 		withDetails("Node '%s' UUID is: %s", n.Name, n.Uuid).withRefs("Node", in.Name, "UUID", n.Uuid))
 	// The controller waits up to a second for the connection (connectNow,
@@ -412,6 +422,7 @@ func (e *Emulator) modifyNode(w http.ResponseWriter, r *http.Request, n *node) {
 		return
 	}
 	n.Props, n.Type = next, newType
+	e.emitNodeModified(n) // also when nothing changed: every modify that passes sends one
 	if e.connectionStatus(n) != "ONLINE" {
 		for _, k := range slices.Sorted(maps.Keys(in.OverrideProps)) {
 			if strings.HasPrefix(k, "Drbd") {
@@ -468,7 +479,13 @@ func (e *Emulator) deleteNode(w http.ResponseWriter, r *http.Request, n *node) {
 			}
 		}
 	}
+	// node-delete carries the node as it was just before it went: marked DELETE
+	// (CtrlNodeDeleteApiCallHandler.java:256), still with its connection
+	// (deleteNodeIfEmpty takes the view at :476, sends at :481; the peer is closed later).
+	gone := e.nodeView(n)
+	gone.Flags = appendFlag(gone.Flags, lapiconst.FlagDelete)
 	e.removeNode(n)
+	e.emitNode(evNodeDelete, gone)
 	answer = append(answer, rc(lapiconst.Deleted|delNode, "Node '%s' deleted.", n.Name).withDetails("Node '%s' UUID was: %s", n.Name, n.Uuid).withRefs("Node", n.Name, "UUID", n.Uuid))
 	writeRC(w, http.StatusOK, answer...)
 }
@@ -503,7 +520,8 @@ func (e *Emulator) refuseReplicaDelete(rd *resourceDefinition, nodeName string, 
 }
 
 // lostNode follows CtrlNodeLostApiCallHandler: refused while the satellite is ONLINE;
-// otherwise every resource on it goes, with no in-use or last-replica check.
+// otherwise every resource on it goes, with no in-use or last-replica check. It sends
+// no node-delete event (lostNodeInTransaction never calls the event bridge).
 func (e *Emulator) lostNode(w http.ResponseWriter, r *http.Request, n *node) {
 	if e.connectionStatus(n) == "ONLINE" {
 		writeRC(w, http.StatusOK, rc(lapiconst.FailExistsNodeConn|delNode, "Node '%s' still connected, please use the 'DelNode' api.", n.Name).withRefs("Node", n.Name))
@@ -566,6 +584,9 @@ func (e *Emulator) evictNode(w http.ResponseWriter, r *http.Request, n *node) {
 			}
 		}
 	}
+	// Every evict that is not refused sends node-evicted, again for an evicted node
+	// (declareEvicted, CtrlNodeApiCallHandler.java:1563).
+	e.emitNode(evNodeEvicted, e.nodeView(n))
 	writeRC(w, http.StatusOK, answer...)
 }
 
@@ -598,6 +619,7 @@ func (e *Emulator) restoreNode(w http.ResponseWriter, r *http.Request, n *node) 
 		}
 		rep.flags = withoutFlag(withoutFlag(withoutFlag(rep.flags, lapiconst.FlagEvicted), "INACTIVE"), lapiconst.FlagEvacuate)
 	}
+	e.emitNode(evNodeRestored, e.nodeView(n)) // after the commit (CtrlNodeApiCallHandler.java:1422)
 	answer = append(answer, rc(lapiconst.MaskSuccess|lapiconst.MaskNode, "Successfully restored node %s", n.Name))
 	writeRC(w, http.StatusOK, answer...)
 }

@@ -1,0 +1,448 @@
+// Package observer reads a LINSTOR cluster's state with a few list calls per cycle and
+// shares it with every reconciler, so the LINSTOR load does not grow with the number of
+// nodes: one cycle is GET /v1/controller/version, /v1/controller/properties,
+// /v1/encryption/passphrase, /v1/nodes and /v1/view/storage-pools, whatever the size.
+//
+// A cycle runs every Interval, sooner when a reconciler asks (coalesced: at most one
+// every MinInterval), and when LINSTOR's node event stream reports a change. After each
+// cycle the observer tells the reconcilers which nodes look different, so nothing polls
+// per node. A reconciler that wrote to LINSTOR marks the node (or the controller) as
+// written; until a cycle that started after that write has been read, the node's
+// observation is stale, so a decision is never taken twice on data that predates it.
+package observer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	lapi "github.com/LINBIT/golinstor/client"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+)
+
+// Controller is the key Wrote and Fresh use for the controller's own state (version,
+// properties, passphrase), as opposed to a node's.
+const Controller = ""
+
+const (
+	// DefaultInterval: LINSTOR has no watch for connection states, so they are re-read
+	// this often; a change reported by the event stream or a reconciler comes sooner.
+	DefaultInterval = 30 * time.Second
+	// DefaultMinInterval coalesces requested cycles: N reconcilers asking at once cost one.
+	DefaultMinInterval = time.Second
+	// maxBackoff bounds the wait between failed cycles (LINSTOR down).
+	maxBackoff = 30 * time.Second
+)
+
+// Snapshot is LINSTOR's state as one cycle saw it. It is never modified after it is
+// published: readers share it without copying.
+type Snapshot struct {
+	// Seq counts the cycles of this cluster.
+	Seq uint64
+	// Started is when the cycle sent its first request: a write acknowledged before it
+	// is in the snapshot.
+	Started time.Time
+	// Err is set when the cycle failed; the rest is then the last successful cycle's
+	// (zero before the first), so a blip does not erase what was known.
+	Err error
+	// FailingSince is when the current run of failures began (zero when Err is nil).
+	FailingSince time.Time
+
+	Version         string
+	ControllerProps map[string]string
+	Passphrase      linstor.PassphraseStatus
+	// PassphraseErr: the passphrase status could not be read (the rest may still be fine).
+	PassphraseErr error
+
+	nodes map[string]lapi.Node          // by lower-case name: LINSTOR ignores case
+	pools map[string][]lapi.StoragePool // by lower-case node name
+	ok    bool                          // at least one cycle succeeded
+}
+
+// Observed reports whether any cycle has succeeded yet.
+func (s *Snapshot) Observed() bool { return s != nil && s.ok }
+
+// Node returns the LINSTOR node named name, if LINSTOR has it.
+func (s *Snapshot) Node(name string) (lapi.Node, bool) {
+	n, ok := s.nodes[strings.ToLower(name)]
+	return n, ok
+}
+
+// Pools returns the storage pools of node name (diskless ones included).
+func (s *Snapshot) Pools(name string) []lapi.StoragePool { return s.pools[strings.ToLower(name)] }
+
+// Nodes returns every node, sorted by name.
+func (s *Snapshot) Nodes() []lapi.Node {
+	out := make([]lapi.Node, 0, len(s.nodes))
+	for _, n := range s.nodes {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Change is what a cycle found different from the one before.
+type Change struct {
+	Cluster types.NamespacedName
+	// Nodes whose node or pools differ, or that appeared or disappeared (LINSTOR names).
+	Nodes []string
+	// Controller: version, properties, passphrase or the cycle's success changed.
+	Controller bool
+}
+
+// Source of the cycle's data; the default reads LINSTOR through a Connector.
+type Source interface {
+	Read(ctx context.Context, cluster *linstorv1.LinstorCluster) (*Snapshot, error)
+	// Follow blocks following LINSTOR's node event stream, calling changed for each
+	// event, until ctx ends or the stream breaks.
+	Follow(ctx context.Context, cluster *linstorv1.LinstorCluster, changed func(node string)) error
+}
+
+// Observer runs one cycle loop per observed LinstorCluster. It is a manager Runnable:
+// only the leader reads LINSTOR.
+type Observer struct {
+	Source      Source
+	Interval    time.Duration
+	MinInterval time.Duration
+	// Notify receives the changes each cycle finds; it may block (the loop waits) until
+	// ctx ends.
+	Notify func(context.Context, Change)
+
+	mu       sync.Mutex
+	ctx      context.Context // set by Start; loops started before it wait for it
+	started  chan struct{}
+	clusters map[types.NamespacedName]*tracked
+}
+
+type tracked struct {
+	cluster *linstorv1.LinstorCluster
+	snap    *Snapshot
+	wake    chan struct{} // buffered 1: a requested cycle
+	due     time.Time     // earliest time a requested cycle is due (zero: none)
+	written map[string]time.Time
+	cancel  context.CancelFunc
+}
+
+// New returns an observer reading through source.
+func New(source Source, interval time.Duration, notify func(context.Context, Change)) *Observer {
+	if interval <= 0 {
+		interval = DefaultInterval
+	}
+	return &Observer{Source: source, Interval: interval, MinInterval: DefaultMinInterval, Notify: notify,
+		started: make(chan struct{}), clusters: map[types.NamespacedName]*tracked{}}
+}
+
+// Start runs until ctx ends; loops of clusters observed before it begin now.
+func (o *Observer) Start(ctx context.Context) error {
+	o.mu.Lock()
+	o.ctx = ctx
+	for key, t := range o.clusters {
+		o.startLocked(key, t)
+	}
+	close(o.started)
+	o.mu.Unlock()
+	<-ctx.Done()
+	o.mu.Lock()
+	for _, t := range o.clusters {
+		if t.cancel != nil {
+			t.cancel()
+		}
+	}
+	o.mu.Unlock()
+	return nil
+}
+
+// Observe starts observing cluster, or updates the copy the loop connects with.
+func (o *Observer) Observe(cluster *linstorv1.LinstorCluster) {
+	key := types.NamespacedName{Namespace: cluster.Namespace, Name: cluster.Name}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t, ok := o.clusters[key]
+	if ok {
+		if t.cluster.UID == cluster.UID && equality.Semantic.DeepEqual(t.cluster.Spec, cluster.Spec) {
+			return
+		}
+		// Another LINSTOR URL, TLS or a re-created cluster: start over.
+		if t.cancel != nil {
+			t.cancel()
+		}
+	}
+	t = &tracked{cluster: cluster.DeepCopy(), wake: make(chan struct{}, 1), written: map[string]time.Time{}}
+	o.clusters[key] = t
+	if o.ctx != nil {
+		o.startLocked(key, t)
+	}
+}
+
+// Forget stops observing the cluster.
+func (o *Observer) Forget(key types.NamespacedName) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if t, ok := o.clusters[key]; ok {
+		if t.cancel != nil {
+			t.cancel()
+		}
+		delete(o.clusters, key)
+	}
+}
+
+// Snapshot returns the cluster's latest snapshot, nil before its first cycle.
+func (o *Observer) Snapshot(key types.NamespacedName) *Snapshot {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if t, ok := o.clusters[key]; ok {
+		return t.snap
+	}
+	return nil
+}
+
+// Fresh returns the snapshot when it postdates every write to what (a node name, or
+// Controller), and nil while a cycle that would show the write is still to come.
+func (o *Observer) Fresh(key types.NamespacedName, what string) *Snapshot {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t, ok := o.clusters[key]
+	if !ok || t.snap == nil {
+		return nil
+	}
+	if w, ok := t.written[strings.ToLower(what)]; ok && !t.snap.Started.After(w) {
+		return nil
+	}
+	return t.snap
+}
+
+// Wrote records a write to what (a node name, or Controller) and asks for a cycle: its
+// observation is stale until a cycle that started after now has been read.
+func (o *Observer) Wrote(key types.NamespacedName, what string) {
+	o.mu.Lock()
+	if t, ok := o.clusters[key]; ok {
+		t.written[strings.ToLower(what)] = time.Now()
+	}
+	o.mu.Unlock()
+	o.RefreshWithin(key, 0)
+}
+
+// RefreshWithin asks for a cycle no later than d from now (and not sooner than
+// MinInterval after the last one). Requests coalesce: the earliest wins.
+func (o *Observer) RefreshWithin(key types.NamespacedName, d time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t, ok := o.clusters[key]
+	if !ok {
+		return
+	}
+	due := time.Now().Add(d)
+	if t.due.IsZero() || due.Before(t.due) {
+		t.due = due
+		select {
+		case t.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (o *Observer) startLocked(key types.NamespacedName, t *tracked) {
+	ctx, cancel := context.WithCancel(o.ctx)
+	t.cancel = cancel
+	go o.loop(ctx, key, t)
+	go o.follow(ctx, key, t)
+}
+
+// loop runs the cluster's cycles until ctx ends.
+func (o *Observer) loop(ctx context.Context, key types.NamespacedName, t *tracked) {
+	log := ctrl.Log.WithName("linstor-observer").WithValues("cluster", key.String())
+	var seq uint64
+	var failures int
+	for {
+		seq++
+		started := time.Now()
+		readCtx, cancel := context.WithTimeout(ctx, o.Interval)
+		next, err := o.Source.Read(readCtx, t.cluster)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		o.mu.Lock()
+		prev := t.snap
+		if err != nil {
+			failures++
+			next = failed(prev, err, started)
+			log.V(1).Info("LINSTOR cycle failed", "error", err.Error(), "failures", failures)
+		} else {
+			failures = 0
+			next.ok = true
+		}
+		next.Seq, next.Started = seq, started
+		t.snap = next
+		// A request that arrived during the cycle may have been for data it already
+		// holds, but not for a write after started: keep only requests made after it.
+		if !t.due.IsZero() && !t.due.After(started) {
+			t.due = time.Time{}
+		}
+		due := t.due
+		o.mu.Unlock()
+
+		if change := diff(key, prev, next); o.Notify != nil && (change.Controller || len(change.Nodes) > 0) {
+			o.Notify(ctx, change)
+		}
+
+		wait := o.Interval
+		if failures > 0 {
+			wait = min(maxBackoff, time.Second<<min(failures-1, 5))
+			wait += time.Duration(rand.Int64N(int64(wait / 5))) // jitter: two operators do not align
+		}
+		if !due.IsZero() {
+			wait = min(wait, time.Until(due))
+		}
+		wait = max(wait, o.MinInterval-time.Since(started))
+		if !o.sleep(ctx, t, wait, started) {
+			return
+		}
+	}
+}
+
+// sleep waits until the next cycle is due: after wait, or sooner when a refresh due
+// before then is asked for. It returns false when ctx ended.
+func (o *Observer) sleep(ctx context.Context, t *tracked, wait time.Duration, started time.Time) bool {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+			return true
+		case <-t.wake:
+			o.mu.Lock()
+			due := t.due
+			o.mu.Unlock()
+			if due.IsZero() {
+				continue
+			}
+			d := max(time.Until(due), o.MinInterval-time.Since(started))
+			if !timer.Stop() {
+				return true
+			}
+			timer.Reset(max(d, 0))
+		}
+	}
+}
+
+// follow keeps the node event stream open; each event asks for a cycle. A broken
+// stream is reopened with a backoff; polling covers the gap.
+func (o *Observer) follow(ctx context.Context, key types.NamespacedName, t *tracked) {
+	backoff := time.Second
+	for ctx.Err() == nil {
+		opened := time.Now()
+		err := o.Source.Follow(ctx, t.cluster, func(string) { o.RefreshWithin(key, 0) })
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(opened) > maxBackoff {
+			backoff = time.Second // it ran a while: the controller restarted, reconnect soon
+		}
+		ctrl.Log.WithName("linstor-observer").V(1).Info("node event stream ended", "cluster", key.String(), "error", fmt.Sprint(err))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// failed is the snapshot of a failed cycle: the last known state with the error.
+func failed(prev *Snapshot, err error, started time.Time) *Snapshot {
+	s := &Snapshot{Err: err, FailingSince: started}
+	if prev != nil {
+		cp := *prev
+		s = &cp
+		s.Err = err
+		if prev.Err == nil {
+			s.FailingSince = started
+		}
+	}
+	return s
+}
+
+// diff lists what differs between two cycles.
+func diff(key types.NamespacedName, prev, next *Snapshot) Change {
+	c := Change{Cluster: key}
+	if prev == nil {
+		prev = &Snapshot{}
+	}
+	if (prev.Err == nil) != (next.Err == nil) || prev.ok != next.ok || prev.Version != next.Version ||
+		prev.Passphrase != next.Passphrase || !equalMaps(prev.ControllerProps, next.ControllerProps) {
+		c.Controller = true
+	}
+	name := func(key string) string {
+		if n, ok := next.nodes[key]; ok {
+			return n.Name
+		}
+		return prev.nodes[key].Name
+	}
+	everyone := (prev.Err == nil) != (next.Err == nil) || prev.ok != next.ok
+	for _, key := range nodeKeys(prev, next) {
+		a, aok := prev.nodes[key]
+		b, bok := next.nodes[key]
+		// Every reconciler decides differently when LINSTOR stops or starts answering.
+		if everyone || aok != bok || !equality.Semantic.DeepEqual(a, b) || !equality.Semantic.DeepEqual(prev.pools[key], next.pools[key]) {
+			c.Nodes = append(c.Nodes, name(key))
+		}
+	}
+	return c
+}
+
+// nodeKeys lists the lower-case names of both snapshots' nodes, sorted.
+func nodeKeys(a, b *Snapshot) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range []*Snapshot{a, b} {
+		for key := range s.nodes {
+			if !seen[key] {
+				seen[key] = true
+				out = append(out, key)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// errNotObserved: no cycle has succeeded yet.
+var errNotObserved = errors.New("LINSTOR not observed yet")
+
+// Err is the error a reconciler reports for snap: nil when it can be used.
+func Err(snap *Snapshot) error {
+	switch {
+	case snap == nil:
+		return errNotObserved
+	case snap.Err != nil:
+		return snap.Err
+	case !snap.ok:
+		return errNotObserved
+	}
+	return nil
+}

@@ -1,0 +1,231 @@
+package observer_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	lapi "github.com/LINBIT/golinstor/client"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor/emulator"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
+)
+
+var key = types.NamespacedName{Namespace: "linstor", Name: "linstor"}
+
+type world struct {
+	emu     *emulator.Emulator
+	conn    *linstor.Connection
+	obs     *observer.Observer
+	changes chan observer.Change
+}
+
+// start serves an emulator with nodes and runs an observer on it with interval.
+func start(t *testing.T, nodes int, interval time.Duration) *world {
+	t.Helper()
+	emu := emulator.New()
+	emu.SetTiming(emulator.Timing{})
+	srv := httptest.NewServer(emu.Handler())
+	t.Cleanup(srv.Close)
+	connector := &linstor.Connector{URL: srv.URL}
+	conn, err := connector.Connect(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range nodes {
+		addNode(t, conn, fmt.Sprintf("n%03d", i))
+	}
+	w := &world{emu: emu, conn: conn, changes: make(chan observer.Change, 100)}
+	w.obs = observer.New(observer.ConnectorSource{Connector: connector}, interval, func(ctx context.Context, c observer.Change) {
+		select {
+		case w.changes <- c:
+		case <-ctx.Done():
+		}
+	})
+	w.obs.MinInterval = 50 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = w.obs.Start(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	w.obs.Observe(&linstorv1.LinstorCluster{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: "u1"}})
+	return w
+}
+
+func addNode(t *testing.T, conn *linstor.Connection, name string) {
+	t.Helper()
+	ctx := context.Background()
+	err := conn.Nodes.Create(ctx, lapi.Node{Name: name, Type: "SATELLITE", NetInterfaces: []lapi.NetInterface{{Name: "default", Address: net.ParseIP("10.0.0.1"), SatellitePort: 3366, SatelliteEncryptionType: "PLAIN"}}})
+	if err == nil {
+		err = conn.Nodes.CreateStoragePool(ctx, name, lapi.StoragePool{StoragePoolName: "thin", ProviderKind: lapi.LVM_THIN, Props: map[string]string{"StorDriver/LvmVg": "vg", "StorDriver/ThinPool": "thin"}})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// next waits for the next change notification.
+func (w *world) next(t *testing.T) observer.Change {
+	t.Helper()
+	select {
+	case c := <-w.changes:
+		return c
+	case <-time.After(10 * time.Second):
+		t.Fatal("no change notified")
+		return observer.Change{}
+	}
+}
+
+// reads counts the GET requests of a cycle (the event stream aside).
+func reads(emu *emulator.Emulator) map[string]int {
+	out := map[string]int{}
+	for _, r := range emu.Requests() {
+		if r.Method == "GET" && r.Route != "GET /v1/events/nodes" {
+			out[r.Route]++
+		}
+	}
+	return out
+}
+
+// A cycle costs the same few list requests whatever the number of nodes, and the first
+// one reports every node.
+func TestCycleCostDoesNotGrowWithNodes(t *testing.T) {
+	for _, n := range []int{3, 150} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			w := start(t, n, time.Hour)
+			w.emu.ResetRequests()
+			first := w.next(t)
+			if !first.Controller || len(first.Nodes) != n {
+				t.Fatalf("first change = controller %t, %d nodes; want true, %d", first.Controller, len(first.Nodes), n)
+			}
+			snap := w.obs.Snapshot(key)
+			if len(snap.Nodes()) != n || len(snap.Pools("n001")) == 0 || snap.Version == "" {
+				t.Fatalf("snapshot: %d nodes, pools of n001 %v, version %q", len(snap.Nodes()), snap.Pools("n001"), snap.Version)
+			}
+			got := reads(w.emu)
+			want := map[string]int{"GET /v1/controller/version": 1, "GET /v1/controller/properties": 1, "GET /v1/encryption/passphrase": 1, "GET /v1/nodes": 1, "GET /v1/view/storage-pools": 1}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("requests of one cycle = %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// A write is followed by a cycle that shows it; until then the node's observation is
+// not fresh, and only the node that changed is reported.
+func TestWriteIsSeenByTheNextCycleOnly(t *testing.T) {
+	w := start(t, 5, time.Hour)
+	w.next(t)
+	if w.obs.Fresh(key, "n002") == nil {
+		t.Fatal("no fresh snapshot after the first cycle")
+	}
+	err := w.conn.Nodes.Modify(context.Background(), "n002", lapi.NodeModify{GenericPropsModify: lapi.GenericPropsModify{OverrideProps: lapi.OverrideProps{"Aux/x": "1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.obs.Wrote(key, "N002") // LINSTOR names ignore case
+	if w.obs.Fresh(key, "n002") != nil {
+		t.Error("the snapshot taken before the write is reported fresh")
+	}
+	if w.obs.Fresh(key, "n003") == nil {
+		t.Error("a write to n002 made n003's observation stale")
+	}
+	c := w.next(t)
+	if len(c.Nodes) != 1 || c.Nodes[0] != "n002" || c.Controller {
+		t.Fatalf("change = %+v, want only n002", c)
+	}
+	snap := w.obs.Fresh(key, "n002")
+	if snap == nil {
+		t.Fatal("not fresh after the cycle that followed the write")
+	}
+	if n, _ := snap.Node("n002"); n.Props["Aux/x"] != "1" {
+		t.Errorf("n002 props = %v", n.Props)
+	}
+}
+
+// Many requests for a cycle at once cost one or two cycles, not one each.
+func TestRefreshRequestsCoalesce(t *testing.T) {
+	w := start(t, 3, time.Hour)
+	w.next(t)
+	w.emu.ResetRequests()
+	var wg sync.WaitGroup
+	for range 200 {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.obs.RefreshWithin(key, 0) }()
+	}
+	wg.Wait()
+	time.Sleep(500 * time.Millisecond)
+	if n := reads(w.emu)["GET /v1/nodes"]; n < 1 || n > 2 {
+		t.Errorf("200 refresh requests made %d cycles, want 1 or 2", n)
+	}
+}
+
+// A node created behind the operator's back is seen at once through LINSTOR's node
+// event stream, not at the next interval.
+func TestNodeEventTriggersACycle(t *testing.T) {
+	w := start(t, 2, time.Hour)
+	w.next(t)
+	time.Sleep(200 * time.Millisecond) // the stream is open
+	addNode(t, w.conn, "late")
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case c := <-w.changes:
+			for _, n := range c.Nodes {
+				if n == "late" {
+					return
+				}
+			}
+		case <-deadline:
+			t.Fatal("the new node was not seen within 5 s (interval 1 h): the event stream is not followed")
+		}
+	}
+}
+
+// While LINSTOR fails, the last observation stays with the error, retries back off,
+// and recovery is reported to everyone.
+func TestFailureKeepsTheLastStateAndBacksOff(t *testing.T) {
+	w := start(t, 2, 100*time.Millisecond)
+	w.next(t)
+	w.emu.InjectFault("GET /v1/controller/version", emulator.Fault{Status: 500})
+	failedAt := time.Now()
+	c := w.next(t)
+	if !c.Controller || len(c.Nodes) != 2 {
+		t.Fatalf("failure change = %+v, want everyone told", c)
+	}
+	snap := w.obs.Snapshot(key)
+	if observer.Err(snap) == nil || snap.FailingSince.IsZero() || len(snap.Nodes()) != 2 {
+		t.Fatalf("failed snapshot: err %v, since %v, %d nodes", snap.Err, snap.FailingSince, len(snap.Nodes()))
+	}
+	w.emu.ResetRequests()
+	time.Sleep(4 * time.Second)
+	// Backoff 1 s, 2 s, …: at most 3 tries in 4 s, where the 100 ms interval would make 40.
+	if n := reads(w.emu)["GET /v1/controller/version"]; n > 3 {
+		t.Errorf("%d tries in 4 s while failing: no backoff", n)
+	}
+	w.emu.InjectFault("GET /v1/controller/version", emulator.Fault{})
+	deadline := time.After(40 * time.Second)
+	for {
+		select {
+		case c := <-w.changes:
+			if c.Controller {
+				if err := observer.Err(w.obs.Snapshot(key)); err != nil {
+					continue
+				}
+				if time.Since(failedAt) < time.Second {
+					t.Error("recovered too soon")
+				}
+				return
+			}
+		case <-deadline:
+			t.Fatal("recovery not reported")
+		}
+	}
+}

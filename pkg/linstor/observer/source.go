@@ -1,0 +1,75 @@
+package observer
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	lapi "github.com/LINBIT/golinstor/client"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+)
+
+// ConnectorSource reads LINSTOR through the operator's connector.
+type ConnectorSource struct {
+	Connector *linstor.Connector
+}
+
+// Read runs one cycle: five list requests whatever the number of nodes.
+func (s ConnectorSource) Read(ctx context.Context, cluster *linstorv1.LinstorCluster) (*Snapshot, error) {
+	conn, err := s.Connector.Connect(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	snap := &Snapshot{nodes: map[string]lapi.Node{}, pools: map[string][]lapi.StoragePool{}}
+	v, err := conn.Controller.GetVersion(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w at %s: %v", linstor.ErrUnreachable, conn.URL, err)
+	}
+	snap.Version = v.Version
+	props, err := conn.Controller.GetProps(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading controller properties: %w", err)
+	}
+	snap.ControllerProps = props
+	snap.Passphrase, snap.PassphraseErr = linstor.GetPassphraseStatus(ctx, conn.Client, conn.HTTP)
+	nodes, err := conn.Nodes.GetAll(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing LINSTOR nodes: %w", err)
+	}
+	for _, n := range nodes {
+		snap.nodes[strings.ToLower(n.Name)] = n
+	}
+	pools, err := conn.Nodes.GetStoragePoolView(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing LINSTOR storage pools: %w", err)
+	}
+	for _, p := range pools {
+		key := strings.ToLower(p.NodeName)
+		snap.pools[key] = append(snap.pools[key], p)
+	}
+	return snap, nil
+}
+
+// Follow reads LINSTOR's node event stream (GET /v1/events/nodes).
+func (s ConnectorSource) Follow(ctx context.Context, cluster *linstorv1.LinstorCluster, changed func(node string)) error {
+	conn, err := s.Connector.Connect(ctx, cluster)
+	if err != nil {
+		return err
+	}
+	return conn.NodeEvents(ctx, nil, func(e linstor.NodeEvent) { changed(e.Node.Name) })
+}
+
+// NewSnapshot builds a snapshot from lists, for tests of the code that reads snapshots.
+func NewSnapshot(version string, nodes []lapi.Node, pools []lapi.StoragePool) *Snapshot {
+	snap := &Snapshot{Version: version, ok: true, nodes: map[string]lapi.Node{}, pools: map[string][]lapi.StoragePool{}}
+	for _, n := range nodes {
+		snap.nodes[strings.ToLower(n.Name)] = n
+	}
+	for _, p := range pools {
+		key := strings.ToLower(p.NodeName)
+		snap.pools[key] = append(snap.pools[key], p)
+	}
+	return snap
+}

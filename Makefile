@@ -191,3 +191,7 @@ bench-conversion: manifests envtest-assets ## Latency (p50/p99) of v1alpha1 GET 
 bench-backup: envtest-assets ## Peak memory of a backup and a restore of OBJECTS (default 100000) LINSTOR database objects on a real API server.
 	BENCH_BACKUP=1 BENCH_BACKUP_OBJECTS=$(or $(OBJECTS),100000) KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) \
 		go test ./test/bench/ -run TestBackupMemory -count=1 -v -timeout 60m
+
+.PHONY: bench
+bench: kwok-assets ## Scale benchmark on kwok: NODES (default 100) nodes, time to converge, then a STEADY (default 5m) window; the operator's API writes against the floor, LINSTOR requests, memory, CPU (results in bin/bench/, see docs/performance.md).
+	go run ./cmd/bench -nodes $(or $(NODES),100) -steady $(or $(STEADY),5m) $(if $(OPERATOR),-operator $(OPERATOR))

@@ -91,7 +91,7 @@ func (e *Emulator) startController(ctx context.Context, c client.Client, version
 		e.mu.Lock()
 		rows := e.rows(version)
 		e.mu.Unlock()
-		return writeDatabase(ctx, c, version, rows, nil)
+		return writeDatabase(ctx, c, version, rows, nil, true)
 	}
 	if older(version, stored) {
 		return fmt.Errorf("the database was migrated to %s; LINSTOR %s cannot use it (no downgrades): %w", stored, version, errStartRefused)
@@ -128,13 +128,16 @@ func (e *Emulator) startController(ctx context.Context, c client.Client, version
 func (e *Emulator) persist(ctx context.Context, c client.Client) error {
 	e.mu.Lock()
 	version, rows := e.version, e.rows(e.version)
-	prev := e.persisted
+	prev, tables := e.persisted, e.tablesAt
 	e.mu.Unlock()
-	if err := writeDatabase(ctx, c, version, rows, prev); err != nil {
+	if err := writeDatabase(ctx, c, version, rows, prev, tables != version); err != nil {
+		e.mu.Lock()
+		e.tablesAt = "" // a table may be gone (a restore deletes them): create again next time
+		e.mu.Unlock()
 		return err
 	}
 	e.mu.Lock()
-	e.persisted = rows
+	e.persisted, e.tablesAt = rows, version
 	e.mu.Unlock()
 	return nil
 }
@@ -144,7 +147,9 @@ func (e *Emulator) rows(version string) map[string]string {
 	out := map[string]string{"LinstorVersion/version": mustJSON(map[string]string{"version": version})}
 	for name, n := range e.nodes {
 		row := nodeRow{Node: n.Node, Disks: n.disks}
-		row.Node.ConnectionStatus = ""
+		// What a satellite reports when it connects is not in LINSTOR's database.
+		row.Node.ConnectionStatus, row.Node.StorageProviders, row.Node.ResourceLayers = "", nil, nil
+		row.Node.UnsupportedProviders, row.Node.UnsupportedLayers = nil, nil
 		for _, p := range n.pools {
 			row.Pools = append(row.Pools, *p)
 		}
@@ -297,8 +302,11 @@ func storage(crd *apiextensionsv1.CustomResourceDefinition) string {
 
 // writeDatabase creates the tables at version when missing and writes rows that differ
 // from prev (nil: all), deleting rows no longer present.
-func writeDatabase(ctx context.Context, c client.Client, version string, rows, prev map[string]string) error {
+func writeDatabase(ctx context.Context, c client.Client, version string, rows, prev map[string]string, createTables bool) error {
 	for _, t := range tables {
+		if !createTables {
+			break // created by an earlier write at this version: not asked again each commit
+		}
 		if err := ensureTable(ctx, c, t.plural, t.kind, version); err != nil {
 			return err
 		}

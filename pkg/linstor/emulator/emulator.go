@@ -44,6 +44,7 @@ type Emulator struct {
 	failMigration           bool
 	failStartAfterMigration bool
 	persisted               map[string]string // database rows last written
+	tablesAt                string            // version whose tables the last write created
 	db                      client.Client     // the k8s database, when coupled with one
 
 	timing Timing
@@ -668,7 +669,7 @@ func (e *Emulator) Reset() {
 	defer e.mu.Unlock()
 	e.nodes, e.rds = map[string]*node{}, map[string]*resourceDefinition{}
 	e.nodeConns, e.controllerProps = map[[2]string]map[string]string{}, map[string]string{}
-	e.passphrase, e.passphraseOpen, e.persisted = "", false, nil
+	e.passphrase, e.passphraseOpen, e.persisted, e.tablesAt = "", false, nil, ""
 	e.controllerPod, e.controllerFailure, e.controllerStarting = "", "", false
 	e.failMigration, e.failStartAfterMigration = false, false
 	e.endStreams()

@@ -322,11 +322,14 @@ type bench struct {
 // Second; in the results, second Second of the clock (from the operator's start) with
 // the state at its end and the requests within it.
 type point struct {
-	Second     int    `json:"second"`
-	Satellites int    `json:"satellites"`
-	Online     int    `json:"online"`
-	Pools      int    `json:"pools"`
-	Available  string `json:"available"`
+	Second     int `json:"second"`
+	Satellites int `json:"satellites"`
+	Online     int `json:"online"`
+	// LinstorOnline: nodes the emulated LINSTOR itself reports ONLINE at that moment,
+	// against which Online (the satellites' status) shows the operator's reporting lag.
+	LinstorOnline int    `json:"linstorOnline"`
+	Pools         int    `json:"pools"`
+	Available     string `json:"available"`
 	// Filled in at the end from the counters of that second:
 	APIRequests     int `json:"apiRequests"`
 	APIWrites       int `json:"apiWrites"`
@@ -442,7 +445,7 @@ func (b *bench) tickSecond(t time.Time) int {
 
 func (b *bench) sample(k int) snapshot {
 	s := b.ww.snapshot()
-	b.points = append(b.points, point{Second: k, Satellites: s.Satellites, Online: s.Online, Pools: s.Pools, Available: s.Available})
+	b.points = append(b.points, point{Second: k, Satellites: s.Satellites, Online: s.Online, LinstorOnline: b.emu.OnlineNodes(), Pools: s.Pools, Available: s.Available})
 	// The emulator's own request log is not used: keep it from growing.
 	b.emu.ResetRequests()
 	return s

@@ -398,8 +398,8 @@ func writeManagedPools(ctx context.Context, lc *lapi.Client, node string, props 
 
 // observeLinstor takes the node's state and pools for the status from the observer's
 // last cycle. While the satellite's pod runs but LINSTOR does not report it ONLINE yet,
-// the observer is asked to look again soon (for a while: a node that stays OFFLINE is
-// then seen at the observer's own pace).
+// the observer is asked to look often (for a while: a node that stays OFFLINE is then
+// seen at the observer's own pace).
 func (r *Reconciler) observeLinstor(_ context.Context, s *scope) (ctrl.Result, error) {
 	if s.snap == nil {
 		return ctrl.Result{}, nil
@@ -421,11 +421,16 @@ func (r *Reconciler) observeLinstor(_ context.Context, s *scope) (ctrl.Result, e
 		s.pools = []lapi.StoragePool{}
 	}
 	if s.connection != "ONLINE" && s.dsReady && r.settling(s.sat) {
-		r.Observer.RefreshWithin(s.key, shortPoll)
-		return ctrl.Result{RequeueAfter: shortPoll}, nil
+		// No event says when LINSTOR connects to the satellite: the observer looks
+		// every second for a while, and reports the change.
+		r.Observer.ExpectChange(s.key, expectOnline)
 	}
 	return ctrl.Result{}, nil
 }
+
+// expectOnline is how long the observer looks every second for a satellite whose pod
+// runs to come ONLINE, after the last time the satellite was seen waiting.
+const expectOnline = time.Minute
 
 // settling reports whether the satellite became unavailable recently enough that
 // LINSTOR is expected to report it ONLINE soon.

@@ -434,6 +434,10 @@ func older(a, b string) bool {
 // flush writes the state to the database now, when the emulator has one and its
 // controller runs, as LINSTOR commits each change.
 func (e *Emulator) flush() {
+	// One commit at a time, as a database transaction log would: concurrent requests
+	// would otherwise all write the same changed rows.
+	e.flushMu.Lock()
+	defer e.flushMu.Unlock()
 	e.mu.Lock()
 	db, running := e.db, e.controllerPod != "" && e.controllerFailure == "" && !e.controllerDown
 	e.mu.Unlock()

@@ -45,6 +45,7 @@ type Emulator struct {
 	failStartAfterMigration bool
 	persisted               map[string]string // database rows last written
 	tablesAt                string            // version whose tables the last write created
+	flushMu                 sync.Mutex        // serializes commits to the database
 	db                      client.Client     // the k8s database, when coupled with one
 
 	timing Timing
@@ -515,6 +516,19 @@ func (e *Emulator) connectionStatus(n *node) string {
 }
 
 // online reports whether the node's satellite is ONLINE.
+// OnlineNodes counts the nodes LINSTOR reports ONLINE now.
+func (e *Emulator) OnlineNodes() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, node := range e.nodes {
+		if e.connectionStatus(node) == "ONLINE" {
+			n++
+		}
+	}
+	return n
+}
+
 func (e *Emulator) online(name string) bool {
 	n, ok := e.nodes[strings.ToLower(name)]
 	return ok && e.connectionStatus(n) == "ONLINE"

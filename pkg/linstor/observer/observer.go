@@ -129,6 +129,7 @@ type tracked struct {
 	snap    *Snapshot
 	wake    chan struct{} // buffered 1: a requested cycle
 	due     time.Time     // earliest time a requested cycle is due (zero: none)
+	fast    time.Time     // cycles run every MinInterval until then
 	written map[string]time.Time
 	cancel  context.CancelFunc
 }
@@ -251,6 +252,23 @@ func (o *Observer) RefreshWithin(key types.NamespacedName, d time.Duration) {
 	}
 }
 
+// ExpectChange says LINSTOR's state is about to change without anything telling the
+// observer (a satellite pod runs, LINSTOR will report it ONLINE): cycles run every
+// MinInterval for the next window, then back at Interval.
+func (o *Observer) ExpectChange(key types.NamespacedName, window time.Duration) {
+	o.mu.Lock()
+	t, ok := o.clusters[key]
+	if ok {
+		if until := time.Now().Add(window); until.After(t.fast) {
+			t.fast = until
+		}
+	}
+	o.mu.Unlock()
+	if ok {
+		o.RefreshWithin(key, o.MinInterval)
+	}
+}
+
 func (o *Observer) startLocked(key types.NamespacedName, t *tracked) {
 	ctx, cancel := context.WithCancel(o.ctx)
 	t.cancel = cancel
@@ -289,7 +307,7 @@ func (o *Observer) loop(ctx context.Context, key types.NamespacedName, t *tracke
 		if !t.due.IsZero() && !t.due.After(started) {
 			t.due = time.Time{}
 		}
-		due := t.due
+		due, fast := t.due, t.fast
 		o.mu.Unlock()
 
 		if change := diff(key, prev, next); o.Notify != nil && (change.Controller || len(change.Nodes) > 0) {
@@ -303,6 +321,9 @@ func (o *Observer) loop(ctx context.Context, key types.NamespacedName, t *tracke
 		}
 		if !due.IsZero() {
 			wait = min(wait, time.Until(due))
+		}
+		if time.Now().Before(fast) {
+			wait = min(wait, o.MinInterval)
 		}
 		wait = max(wait, o.MinInterval-time.Since(started))
 		if !o.sleep(ctx, t, wait, started) {

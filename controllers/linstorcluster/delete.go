@@ -4,6 +4,7 @@ import (
 	"context"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
@@ -20,6 +21,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, cluster *linstorv1.Lin
 	if _, err := r.applier.Prune(ctx, cluster, apply.Applied{}, "", r.clusterScopedSelector(cluster), clusterKinds...); err != nil {
 		return ctrl.Result{}, err
 	}
+	r.Observer.Forget(client.ObjectKeyFromObject(cluster))
 	controllerutil.RemoveFinalizer(cluster, Finalizer)
 	return ctrl.Result{}, r.Client.Update(ctx, cluster)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	lapi "github.com/LINBIT/golinstor/client"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -109,6 +110,13 @@ func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) 
 	if err != nil {
 		s.applyErr = err
 		return ctrl.Result{}, err
+	}
+	if applied.Sent(appsv1.SchemeGroupVersion.WithKind("Deployment"), s.cluster.Namespace, render.ControllerName) {
+		// The LINSTOR controller is (re)started or stopped: what was observed of it is
+		// history until LINSTOR is asked again, and it is asked often for a while.
+		key := client.ObjectKeyFromObject(s.cluster)
+		r.Observer.Invalidate(key)
+		r.Observer.ExpectChange(key, time.Minute)
 	}
 	selector := client.MatchingLabels{render.LabelCluster: s.cluster.Name, render.LabelManagedBy: render.ManagedBy}
 	if n, err := r.applier.Prune(ctx, s.cluster, applied, s.cluster.Namespace, selector, namespacedKinds...); err != nil {
@@ -255,6 +263,10 @@ func (r *Reconciler) reconcileLinstor(ctx context.Context, s *scope) (ctrl.Resul
 		return ctrl.Result{RequeueAfter: shortPoll}, nil
 	}
 	s.linstorURL, s.httpClient = conn.URL, conn.HTTP
+	if r.Observer.Invalidated(key) {
+		s.linstorErr = errControllerRestarted
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
+	}
 	s.snap = r.Observer.Snapshot(key)
 	if err := observer.Err(s.snap); err != nil {
 		// A blip is retried before conditions change (the cached object's conditions may
@@ -270,7 +282,9 @@ func (r *Reconciler) reconcileLinstor(ctx context.Context, s *scope) (ctrl.Resul
 	s.lc = conn.Client
 	fresh := r.Observer.Fresh(key, observer.Controller)
 	if fresh == nil {
-		return ctrl.Result{RequeueAfter: staleRetry}, nil // the cycle showing our last write comes first
+		// The cycle showing our last write comes first; the conditions stay as they are.
+		s.transient = true
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
 	}
 	desired := map[string]string{}
 	for _, p := range s.cluster.Spec.Properties {
@@ -299,11 +313,34 @@ func (r *Reconciler) reconcileLinstor(ctx context.Context, s *scope) (ctrl.Resul
 // staleRetry: after a write, the observer's next cycle (asked for at once) shows it.
 const staleRetry = 2 * time.Second
 
+// errControllerRestarted: the operator changed the LINSTOR controller's Deployment and
+// LINSTOR has not been asked since.
+var errControllerRestarted = errors.New("the LINSTOR controller's Deployment changed; waiting for LINSTOR to answer")
+
 // shortPoll is used while LINSTOR is not answering yet.
 const shortPoll = 5 * time.Second
 
 // inClusterURL is where workloads in the cluster reach LINSTOR.
 func inClusterURL(c *linstorv1.LinstorCluster) string { return linstor.ClusterURL(c) }
+
+// satelliteReady: LINSTOR reports the node ONLINE and every pool of its spec exists
+// (LINSTOR accepts pools only once a node is ONLINE, so a satellite is ONLINE a moment
+// before it can hold volumes).
+func satelliteReady(sat *linstorv1.LinstorSatellite) bool {
+	if sat.Status.ConnectionStatus != "ONLINE" {
+		return false
+	}
+	have := map[string]bool{}
+	for _, p := range sat.Status.StoragePools {
+		have[strings.ToLower(p.Name)] = true
+	}
+	for _, p := range sat.Spec.StoragePools {
+		if !have[strings.ToLower(p.Name)] {
+			return false
+		}
+	}
+	return true
+}
 
 // observeSatellites totals the satellites' reported state.
 func (r *Reconciler) observeSatellites(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -322,7 +359,7 @@ func (r *Reconciler) observeSatellites(ctx context.Context, s *scope) (ctrl.Resu
 		}
 		live = append(live, sat)
 		s.satellitesTotal++
-		if sat.Status.ConnectionStatus == "ONLINE" {
+		if satelliteReady(&sat) {
 			s.satellitesReady++
 		}
 		for _, p := range sat.Status.StoragePools {

@@ -118,14 +118,14 @@ func setProgressingCondition(c *linstorv1.LinstorCluster, s *scope) {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonControllerNotReady, "Waiting for the LINSTOR controller: "+s.linstorErr.Error()
 	case s.satellitesReady < s.satellitesTotal:
 		cond.Status, cond.Reason = metav1.ConditionTrue, linstorv1.ReasonSatellitesNotReady
-		cond.Message = fmt.Sprintf("%d of %d satellites are ONLINE", s.satellitesReady, s.satellitesTotal)
+		cond.Message = fmt.Sprintf("%d of %d satellites are ONLINE with their storage pools", s.satellitesReady, s.satellitesTotal)
 	}
 	phases.SetCondition(&c.Status.Conditions, cond)
 }
 
 func setAvailableCondition(c *linstorv1.LinstorCluster, s *scope) {
 	cond := metav1.Condition{Type: linstorv1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: c.Generation,
-		Message: fmt.Sprintf("LINSTOR %s, %d/%d satellites ONLINE", s.linstorVersion, s.satellitesReady, s.satellitesTotal)}
+		Message: fmt.Sprintf("LINSTOR %s, %d/%d satellites ONLINE with their storage pools", s.linstorVersion, s.satellitesReady, s.satellitesTotal)}
 	switch {
 	case s.duplicateOf != "":
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonDuplicateCluster, "This LinstorCluster is a duplicate and manages nothing"

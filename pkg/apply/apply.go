@@ -54,7 +54,7 @@ func (a *Applier) Apply(ctx context.Context, owner client.Object, objs []client.
 			return applied, err
 		}
 		if a.upToDate(ctx, u) {
-			applied[key] = true
+			applied[key] = false
 			continue
 		}
 		if err := a.Client.Patch(ctx, u, client.Apply, FieldOwner, client.ForceOwnership); err != nil {
@@ -175,8 +175,14 @@ func number(v any) (float64, bool) {
 	return 0, false
 }
 
-// Applied records the objects of one pass.
+// Applied records the objects of one pass: true for those sent to the API server,
+// false for those already up to date.
 type Applied map[string]bool
+
+// Sent reports whether the object was written in this pass.
+func (a Applied) Sent(gvk schema.GroupVersionKind, namespace, name string) bool {
+	return a[keyOf(gvk, namespace, name)]
+}
 
 func keyOf(gvk schema.GroupVersionKind, ns, name string) string {
 	return gvk.GroupKind().String() + "/" + ns + "/" + name
@@ -214,7 +220,7 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, applied Applie
 			if !ok {
 				continue
 			}
-			if applied[keyOf(gvk, item.GetNamespace(), item.GetName())] || item.GetDeletionTimestamp() != nil {
+			if _, ok := applied[keyOf(gvk, item.GetNamespace(), item.GetName())]; ok || item.GetDeletionTimestamp() != nil {
 				continue
 			}
 			if ref := metav1.GetControllerOfNoCopy(item); ref != nil && ref.UID != owner.GetUID() {

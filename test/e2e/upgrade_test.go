@@ -75,9 +75,21 @@ func installAt(t *testing.T, version string) {
 		g.Expect(conditionStatus(c.Status.Conditions, linstorv1.ConditionAvailable)).To(Equal(metav1.ConditionTrue), "%+v", c.Status.Conditions)
 		g.Expect(c.Status.Version).To(Equal(version))
 		g.Expect(c.Status.Satellites.Ready).To(Equal(int32(4)))
+		poolsCreated(g)
 	}, upgradeTimeout, tick).Should(Succeed())
 	g.Expect(env.Emulator.PlaceResource("pvc-keep", "node-0", "thin", true)).To(Succeed())
 	g.Expect(env.Emulator.PlaceResource("pvc-keep", "node-1", "thin", false)).To(Succeed())
+}
+
+// poolsCreated: every satellite reports the samples' pool with its capacity. A
+// satellite is ONLINE (Ready) before its pools exist: LINSTOR accepts pools only then.
+func poolsCreated(g Gomega) {
+	var sats linstorv1.LinstorSatelliteList
+	g.Expect(env.Client.List(ctx, &sats, client.InNamespace(namespace))).To(Succeed())
+	g.Expect(sats.Items).NotTo(BeEmpty())
+	for _, sat := range sats.Items {
+		g.Expect(sat.Status.StoragePools).To(ContainElement(HaveField("Name", "thin")), "satellite %s", sat.Name)
+	}
 }
 
 // databaseChecksum is the checksum of the LINSTOR database as it is now.
@@ -314,6 +326,7 @@ func TestNewOperatorReleaseUpgradesLinstor(t *testing.T) {
 		c := cluster(g)
 		g.Expect(c.Status.Version).To(Equal("1.29.1"))
 		g.Expect(c.Status.Satellites.Ready).To(Equal(int32(4)))
+		poolsCreated(g)
 	}, upgradeTimeout, tick).Should(Succeed())
 	g.Expect(env.Emulator.PlaceResource("pvc-old", "node-2", "thin", true)).To(Succeed())
 
@@ -374,7 +387,7 @@ func TestUserBackupAndRestoreRoundTrip(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		c := cluster(g)
 		g.Expect(c.Status.Restore).NotTo(BeNil())
-		g.Expect(c.Status.Restore.Phase).To(Equal(lifecycle.RestoreAwaitingConfirmation))
+		g.Expect(c.Status.Restore.Phase).To(Equal(lifecycle.RestoreAwaitingConfirmation), c.Status.Restore.Message)
 		confirm = "snap/" + string(c.UID)
 		g.Expect(c.Status.Restore.Message).To(ContainSubstring(lifecycle.AnnotationConfirmRestore + "=" + confirm))
 		g.Expect(conditionOf(c, linstorv1.ConditionDegraded).Reason).To(Equal(linstorv1.ReasonRestoreNeedsConfirmation))
@@ -420,7 +433,7 @@ func TestUserBackupAndRestoreRoundTrip(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		c := cluster(g)
 		g.Expect(c.Status.Restore).NotTo(BeNil())
-		g.Expect(c.Status.Restore.Phase).To(Equal(lifecycle.RestoreAwaitingConfirmation))
+		g.Expect(c.Status.Restore.Phase).To(Equal(lifecycle.RestoreAwaitingConfirmation), c.Status.Restore.Message)
 		g.Expect(c.Status.Restore.ClusterUID).To(Equal(string(c.UID)))
 	}, timeout, tick).Should(Succeed())
 	g.Consistently(func(g Gomega) {

@@ -130,6 +130,7 @@ type tracked struct {
 	wake    chan struct{} // buffered 1: a requested cycle
 	due     time.Time     // earliest time a requested cycle is due (zero: none)
 	fast    time.Time     // cycles run every MinInterval until then
+	invalid time.Time     // nothing observed before this is current
 	written map[string]time.Time
 	cancel  context.CancelFunc
 }
@@ -219,7 +220,29 @@ func (o *Observer) Fresh(key types.NamespacedName, what string) *Snapshot {
 	if w, ok := t.written[strings.ToLower(what)]; ok && !t.snap.Started.After(w) {
 		return nil
 	}
+	if !t.snap.Started.After(t.invalid) {
+		return nil
+	}
 	return t.snap
+}
+
+// Invalidate says everything observed so far may be wrong (the operator restarted the
+// LINSTOR controller): nothing is fresh until a cycle that starts after now.
+func (o *Observer) Invalidate(key types.NamespacedName) {
+	o.mu.Lock()
+	if t, ok := o.clusters[key]; ok {
+		t.invalid = time.Now()
+	}
+	o.mu.Unlock()
+	o.RefreshWithin(key, 0)
+}
+
+// Invalidated reports whether no cycle has started since the last Invalidate.
+func (o *Observer) Invalidated(key types.NamespacedName) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t, ok := o.clusters[key]
+	return ok && !t.invalid.IsZero() && (t.snap == nil || !t.snap.Started.After(t.invalid))
 }
 
 // Wrote records a write to what (a node name, or Controller) and asks for a cycle: its

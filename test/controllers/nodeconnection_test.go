@@ -2,7 +2,10 @@ package controllers
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"testing"
+	"time"
 
 	lapi "github.com/LINBIT/golinstor/client"
 	. "github.com/onsi/gomega"
@@ -81,5 +84,49 @@ func TestNodeConnectionsFollowTheSelector(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(connectionProps(g, t, "lnc-a", "lnc-b")).NotTo(HaveKey("DrbdOptions/Net/protocol"))
 		g.Expect(connectionProps(g, t, "lnc-a", "lnc-c")).To(HaveKeyWithValue("Aux/manual", "yes"))
+	}, timeout, tick).Should(Succeed())
+}
+
+// A selector matching more pairs than one pass writes is configured in batches, and the
+// status says how many remain until it is done.
+func TestNodeConnectionsAreWrittenInBatches(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	const nodes = 16 // 120 pairs: more than one pass writes
+	lc := emulatorClient(t)
+	for i := range nodes {
+		name := fmt.Sprintf("batch-%02d", i)
+		makeNode(t, name, fmt.Sprintf("10.5.0.%d", i+1), map[string]string{"suite": "lnc-batch"})
+		g.Expect(lc.Nodes.Create(ctx, lapi.Node{Name: name, Type: "SATELLITE", NetInterfaces: []lapi.NetInterface{{Name: "default", Address: net.ParseIP(fmt.Sprintf("10.5.0.%d", i+1)), SatellitePort: 3366, SatelliteEncryptionType: "PLAIN"}}})).To(Succeed())
+		t.Cleanup(func() { _ = lc.Nodes.Delete(context.Background(), name) })
+	}
+	// No satellites: the cluster selects none of these nodes; LINSTOR has them anyway.
+	makeCluster(t, ns, linstorv1.LinstorClusterSpec{NodeSelector: map[string]string{"suite": "none"}})
+	lnc := &linstorv1.LinstorNodeConnection{
+		ObjectMeta: metav1.ObjectMeta{Name: "all-pairs", Namespace: ns},
+		Spec: linstorv1.LinstorNodeConnectionSpec{
+			Selector:   []linstorv1.SelectorTerm{{MatchLabels: []linstorv1.MatchLabelExpression{{Key: "suite", Op: "In", Values: []string{"lnc-batch"}}}}},
+			Properties: []linstorv1.Property{{Name: "DrbdOptions/Net/protocol", Value: "A"}},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, lnc)).To(Succeed())
+	// The pass that stops at the limit says so; the next one follows within a second.
+	g.Eventually(func(g Gomega) {
+		var cur linstorv1.LinstorNodeConnection
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(lnc), &cur)).To(Succeed())
+		c := condition(cur.Status.Conditions, linstorv1.ConditionConfigured)
+		g.Expect(c.Reason).To(Equal(linstorv1.ReasonReconciling))
+		g.Expect(c.Message).To(Equal("20 node pairs still to configure (at most 100 LINSTOR requests per pass)"))
+	}, timeout, 20*time.Millisecond).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		var cur linstorv1.LinstorNodeConnection
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(lnc), &cur)).To(Succeed())
+		g.Expect(condition(cur.Status.Conditions, linstorv1.ConditionConfigured).Status).To(Equal(metav1.ConditionTrue))
+		for i := range nodes {
+			for j := i + 1; j < nodes; j++ {
+				g.Expect(connectionProps(g, t, fmt.Sprintf("batch-%02d", i), fmt.Sprintf("batch-%02d", j))).To(HaveKeyWithValue("DrbdOptions/Net/protocol", "A"))
+			}
+		}
 	}, timeout, tick).Should(Succeed())
 }

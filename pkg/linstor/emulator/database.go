@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -316,6 +317,12 @@ func writeDatabase(ctx context.Context, c client.Client, version string, rows, p
 			continue
 		}
 		kind, name, _ := strings.Cut(key, "/")
+		if _, existed := prev[key]; existed {
+			// One request for a row known to exist, as a database driver updating it.
+			if err := patchRow(ctx, c, version, kind, name, raw); err == nil {
+				continue
+			}
+		}
 		if err := upsertRow(ctx, c, version, kind, name, raw); err != nil {
 			return err
 		}
@@ -355,6 +362,19 @@ func tableVersion(version string, storage bool) apiextensionsv1.CustomResourceDe
 	return apiextensionsv1.CustomResourceDefinitionVersion{Name: schemaVersion(version), Served: true, Storage: storage,
 		Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
 			Type: "object", XPreserveUnknownFields: ptr.To(true)}}}
+}
+
+// patchRow replaces an existing row's data.
+func patchRow(ctx context.Context, c client.Client, version, kind, name, raw string) error {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(dbbackup.Group + "/" + schemaVersion(version))
+	u.SetKind(kind)
+	u.SetName(name)
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"data": raw, "schema": version}})
+	if err != nil {
+		return err
+	}
+	return c.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch))
 }
 
 func upsertRow(ctx context.Context, c client.Client, version, kind, name, raw string) error {

@@ -7,8 +7,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -141,7 +143,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&appsv1.DaemonSet{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
-		Owns(&linstorv1.LinstorSatellite{}).
+		// Satellites change often while a cluster converges: their summary is taken at
+		// most every satelliteSummaryDelay, not once per change.
+		Watches(&linstorv1.LinstorSatellite{}, satellitesSummarized()).
 		Watches(&corev1.Node{}, allClusters, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&linstorv1.LinstorSatelliteConfiguration{}, allClusters).
 		// A backup stops the controller and lets it start again when done.
@@ -153,4 +157,29 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.WatchesRawSource(source.Channel(r.Events, &handler.EnqueueRequestForObject{}))
 	}
 	return b.Complete(r)
+}
+
+// satelliteSummaryDelay coalesces the changes of many satellites into one pass.
+const satelliteSummaryDelay = 2 * time.Second
+
+// satellitesSummarized enqueues the LinstorCluster controlling a changed satellite after
+// satelliteSummaryDelay; the queue holds one request per cluster, so a thousand satellite
+// changes within the delay cost one pass.
+func satellitesSummarized() handler.EventHandler {
+	enqueue := func(o client.Object, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+		if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "LinstorCluster" {
+			q.AddAfter(ctrl.Request{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: ref.Name}}, satelliteSummaryDelay)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+			enqueue(e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+			enqueue(e.ObjectNew, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+			enqueue(e.Object, q)
+		},
+	}
 }

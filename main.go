@@ -35,6 +35,8 @@ func main() {
 		metricsAddr, probeAddr, logLevel, logFormat, linstorURL string
 		leaderElect, secureMetrics, enableHTTP2                 bool
 		webhooksEnabled                                         bool
+		apiQPS                                                  float64
+		apiBurst                                                int
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Metrics endpoint address; 0 disables it.")
 	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with Kubernetes authentication and authorization.")
@@ -45,6 +47,11 @@ func main() {
 	flag.StringVar(&linstorURL, "linstor-url", "", "Development aid: reach LINSTOR at this URL instead of the in-cluster Service (out-of-cluster runs).")
 	flag.StringVar(&logLevel, "log-level", "info", "Log level: debug, info, warn or error.")
 	flag.StringVar(&logFormat, "log-format", "json", "Log encoding: json or console.")
+	// A thousand satellites converging need a few thousand writes (each created once,
+	// each status change recorded); the client-go default of 20/s would pace them for
+	// minutes. The API server's priority and fairness still protects it.
+	flag.Float64Var(&apiQPS, "kube-api-qps", 50, "Requests per second to the Kubernetes API (client-side limit).")
+	flag.IntVar(&apiBurst, "kube-api-burst", 100, "Burst of requests to the Kubernetes API above kube-api-qps.")
 	flag.Parse()
 
 	log, err := newLogger(logLevel, logFormat)
@@ -72,6 +79,7 @@ func main() {
 	}
 
 	cfg := ctrl.GetConfigOrDie()
+	cfg.QPS, cfg.Burst = float32(apiQPS), apiBurst
 	mgr, err := manager.New(cfg, manager.Options{
 		Webhooks:          webhooksEnabled,
 		Images:            imageSet,

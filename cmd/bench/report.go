@@ -370,24 +370,7 @@ func markdown(r *results) string {
 	})
 	w("\n")
 
-	// Requests by verb and resource.
-	all := map[string]int{}
-	for _, p := range r.Phases {
-		for k, v := range p.APIRequests {
-			all[k] += v
-		}
-	}
-	w("Operator API requests by verb and resource (per minute in the last phase):\n\n")
-	w("| verb resource | %s | per min (%s) |\n|---|%s---|\n", strings.Join(phaseNames(r.Phases), " | "), lastName(r.Phases), strings.Repeat("---|", len(r.Phases)))
-	for _, k := range sortedByValue(all) {
-		cells := make([]string, len(r.Phases))
-		for i, p := range r.Phases {
-			cells[i] = fmt.Sprint(p.APIRequests[k])
-		}
-		w("| %s | %s | %s |\n", k, strings.Join(cells, " | "), perMinuteLast(r.Phases, func(p *phaseResult) int { return p.APIRequests[k] }))
-	}
-	w("\n")
-
+	countsTable(w, r.Phases, "Operator API requests by verb and resource", "verb resource", "%s", func(p *phaseResult) map[string]int { return p.APIRequests })
 	for _, p := range r.Phases {
 		if len(p.Resources) == 0 {
 			continue
@@ -400,23 +383,7 @@ func markdown(r *results) string {
 		w("\n")
 	}
 
-	allL := map[string]int{}
-	for _, p := range r.Phases {
-		for k, v := range p.LinstorRequests {
-			allL[k] += v
-		}
-	}
-	w("LINSTOR requests by route:\n\n")
-	w("| route | %s | per min (%s) |\n|---|%s---|\n", strings.Join(phaseNames(r.Phases), " | "), lastName(r.Phases), strings.Repeat("---|", len(r.Phases)))
-	for _, k := range sortedByValue(allL) {
-		cells := make([]string, len(r.Phases))
-		for i, p := range r.Phases {
-			cells[i] = fmt.Sprint(p.LinstorRequests[k])
-		}
-		w("| `%s` | %s | %s |\n", k, strings.Join(cells, " | "), perMinuteLast(r.Phases, func(p *phaseResult) int { return p.LinstorRequests[k] }))
-	}
-	w("\n")
-
+	countsTable(w, r.Phases, "LINSTOR requests by route", "route", "`%s`", func(p *phaseResult) map[string]int { return p.LinstorRequests })
 	w("Other clients' requests to the apiserver (what else loads the shared machine):")
 	for _, p := range r.Phases {
 		byProduct := map[string]int{}
@@ -516,4 +483,25 @@ func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
 func gitDescribe(root string) (string, error) {
 	out, err := exec.Command("git", "-C", root, "describe", "--always", "--dirty").Output()
 	return strings.TrimSpace(string(out)), err
+}
+
+// countsTable writes one row per key of counts (summed over the phases, largest first),
+// a column per phase and the last phase's rate per minute.
+func countsTable(w func(string, ...any), phases []phaseResult, title, keyHeader, keyFormat string, counts func(*phaseResult) map[string]int) {
+	all := map[string]int{}
+	for i := range phases {
+		for k, v := range counts(&phases[i]) {
+			all[k] += v
+		}
+	}
+	w("%s (per minute in the last phase):\n\n", title)
+	w("| %s | %s | per min (%s) |\n|---|%s---|\n", keyHeader, strings.Join(phaseNames(phases), " | "), lastName(phases), strings.Repeat("---|", len(phases)))
+	for _, k := range sortedByValue(all) {
+		cells := make([]string, len(phases))
+		for i := range phases {
+			cells[i] = fmt.Sprint(counts(&phases[i])[k])
+		}
+		w("| "+keyFormat+" | %s | %s |\n", k, strings.Join(cells, " | "), perMinuteLast(phases, func(p *phaseResult) int { return counts(p)[k] }))
+	}
+	w("\n")
 }

@@ -60,8 +60,9 @@ func BuildBinaries(ctx context.Context, root string) error {
 // Workdir is where kwokctl keeps the clusters of this repository.
 func Workdir(root string) string { return filepath.Join(root, "bin", "kwok-clusters") }
 
-// Create starts a cluster named name. The binaries must have been built.
-func Create(ctx context.Context, root, name string) (*Cluster, error) {
+// Create starts a cluster named name; extra are more kwokctl create flags. The binaries
+// must have been built.
+func Create(ctx context.Context, root, name string, extra ...string) (*Cluster, error) {
 	k8s := filepath.Join(root, "bin", "k8s", KubernetesVersion)
 	kwok := filepath.Join(root, "bin", "kwok", KwokVersion)
 	c := &Cluster{Name: name, workdir: Workdir(root), kwokctl: filepath.Join(kwok, "kwokctl")}
@@ -71,13 +72,14 @@ func Create(ctx context.Context, root, name string) (*Cluster, error) {
 	}
 	// A cluster of that name left by a killed run would make create fail.
 	_ = c.run(ctx, "delete", "cluster", "--name", name)
-	err := c.run(ctx, "create", "cluster", "--name", name, "--runtime", "binary",
+	args := append([]string{"create", "cluster", "--name", name, "--runtime", "binary",
 		"--kubeconfig", c.Kubeconfig, "--wait", "2m",
 		"--kube-apiserver-binary", filepath.Join(k8s, "kube-apiserver"),
 		"--kube-controller-manager-binary", filepath.Join(k8s, "kube-controller-manager"),
 		"--kube-scheduler-binary", filepath.Join(k8s, "kube-scheduler"),
 		"--etcd-binary", filepath.Join(k8s, "etcd"),
-		"--kwok-controller-binary", filepath.Join(kwok, "kwok"))
+		"--kwok-controller-binary", filepath.Join(kwok, "kwok")}, extra...)
+	err := c.run(ctx, args...)
 	if err != nil {
 		_ = c.Delete()
 		return nil, err
@@ -98,6 +100,10 @@ func Create(ctx context.Context, root, name string) (*Cluster, error) {
 	return c, nil
 }
 
+// Dir is where kwokctl keeps the cluster's files (logs/ holds the components' logs and,
+// with --kube-audit-policy, the apiserver's audit.log).
+func (c *Cluster) Dir() string { return filepath.Join(c.workdir, "clusters", c.Name) }
+
 // Delete stops every process of the cluster and removes its files.
 func (c *Cluster) Delete() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -112,7 +118,7 @@ func (c *Cluster) ownerFile() string { return filepath.Join(c.workdir, c.Name+".
 
 // Processes lists the pids of processes still running from this cluster's directory.
 func (c *Cluster) Processes() []string {
-	return ProcessesUnder(filepath.Join(c.workdir, "clusters", c.Name))
+	return ProcessesUnder(c.Dir())
 }
 
 // ProcessesUnder lists pids whose command line mentions dir.

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -426,7 +427,7 @@ func diff(key types.NamespacedName, prev, next *Snapshot) Change {
 		prev = &Snapshot{}
 	}
 	if (prev.Err == nil) != (next.Err == nil) || prev.ok != next.ok || prev.Version != next.Version ||
-		prev.Passphrase != next.Passphrase || !equalMaps(prev.ControllerProps, next.ControllerProps) {
+		prev.Passphrase != next.Passphrase || !maps.Equal(prev.ControllerProps, next.ControllerProps) {
 		c.Controller = true
 	}
 	name := func(key string) string {
@@ -461,18 +462,6 @@ func nodeKeys(a, b *Snapshot) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // errNotObserved: no cycle has succeeded yet.

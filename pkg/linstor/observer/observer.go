@@ -172,7 +172,9 @@ func (o *Observer) Observe(cluster *linstorv1.LinstorCluster) {
 	defer o.mu.Unlock()
 	t, ok := o.clusters[key]
 	if ok {
-		if t.cluster.UID == cluster.UID && equality.Semantic.DeepEqual(t.cluster.Spec, cluster.Spec) {
+		// Reconcilers may hold copies of different ages: only a newer spec (or another
+		// cluster of that name) restarts the loop.
+		if t.cluster.UID == cluster.UID && (cluster.Generation < t.cluster.Generation || equality.Semantic.DeepEqual(t.cluster.Spec, cluster.Spec)) {
 			return
 		}
 		// Another LINSTOR URL, TLS or a re-created cluster: start over.

@@ -44,7 +44,7 @@ type Reconciler struct {
 	// ProxyEnv is the cluster-wide proxy configuration passed on to the LINSTOR controller.
 	ProxyEnv []corev1.EnvVar
 	// Grace is how long LINSTOR may stay unreachable before conditions say so.
-	Grace *phases.Grace
+	Grace time.Duration
 	// Direct reads the API server without the cache (pods, LINSTOR's database).
 	Direct client.Client
 	// UpgradePhaseTimeout is the phase timeout when spec.upgrade.phaseTimeout is unset

@@ -271,7 +271,7 @@ func (r *Reconciler) reconcileLinstor(ctx context.Context, s *scope) (ctrl.Resul
 	if err := observer.Err(s.snap); err != nil {
 		// A blip is retried before conditions change (the cached object's conditions may
 		// lag behind our own last write, so they are not consulted).
-		if s.snap == nil || r.Grace == nil || time.Since(s.snap.FailingSince) < r.Grace.Period {
+		if !observer.Lasting(s.snap, r.Grace, time.Now()) {
 			s.transient = true
 			return ctrl.Result{RequeueAfter: shortPoll}, nil
 		}

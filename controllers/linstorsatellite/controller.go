@@ -64,7 +64,7 @@ type Reconciler struct {
 	// Poll paces retries that only time resolves; zero means pollInterval.
 	Poll time.Duration
 	// Grace is how long LINSTOR may stay unreachable before conditions say so.
-	Grace *phases.Grace
+	Grace time.Duration
 	// Backoff spaces the retries of failed LINSTOR writes per satellite.
 	Backoff phases.Backoff
 	applier *apply.Applier

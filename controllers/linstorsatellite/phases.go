@@ -443,7 +443,7 @@ func (r *Reconciler) settling(sat *linstorv1.LinstorSatellite) bool {
 // observation stands and nothing is reported; after it, the status says so. It returns
 // when to look again.
 func (r *Reconciler) unreachable(s *scope, err error) time.Duration {
-	if s.snap == nil || r.Grace == nil || time.Since(s.snap.FailingSince) < r.Grace.Period {
+	if !observer.Lasting(s.snap, r.Grace, time.Now()) {
 		s.transient = true
 		return shortPoll
 	}

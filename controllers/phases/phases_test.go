@@ -43,27 +43,6 @@ func TestRun(t *testing.T) {
 	}
 }
 
-func TestGrace(t *testing.T) {
-	g := &Grace{Period: 30 * time.Second}
-	t0 := time.Unix(1000, 0)
-	if g.Failed("a", t0) {
-		t.Error("first failure reported as lasting")
-	}
-	if g.Failed("a", t0.Add(29*time.Second)) {
-		t.Error("failure within the period reported as lasting")
-	}
-	if !g.Failed("a", t0.Add(30*time.Second)) {
-		t.Error("failure lasting the period not reported")
-	}
-	if g.Failed("b", t0.Add(30*time.Second)) {
-		t.Error("objects share failure times")
-	}
-	g.Succeeded("a")
-	if g.Failed("a", t0.Add(60*time.Second)) {
-		t.Error("a success did not reset the period")
-	}
-}
-
 func TestBound(t *testing.T) {
 	short := "LINSTOR node n1 is OFFLINE"
 	if Bound(short) != short {

@@ -124,14 +124,14 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err := (&linstorcluster.Reconciler{
 		Client: mgr.GetClient(), Images: opts.Images, Recorder: mgr.GetEventRecorderFor("linstor-operator"),
 		Linstor: connector, Observer: obs, Events: clusterEvents,
-		ProxyEnv: proxy.ReadProxyVarsFromEnv(), Grace: &phases.Grace{Period: grace}, Direct: direct,
+		ProxyEnv: proxy.ReadProxyVarsFromEnv(), Grace: grace, Direct: direct,
 		UpgradePhaseTimeout: opts.UpgradePhaseTimeout, Release: opts.Release,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorCluster controller: %w", err)
 	}
 	if err := (&linstorsatellite.Reconciler{
 		Client: mgr.GetClient(), Images: opts.Images, Recorder: mgr.GetEventRecorderFor("linstor-operator"),
-		Linstor: connector, Observer: obs, Events: satelliteEvents, Poll: opts.LinstorPoll, Grace: &phases.Grace{Period: grace},
+		Linstor: connector, Observer: obs, Events: satelliteEvents, Poll: opts.LinstorPoll, Grace: grace,
 		Backoff: phases.Backoff{Max: 2 * time.Minute},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorSatellite controller: %w", err)

@@ -41,6 +41,8 @@ const (
 	DefaultInterval = 30 * time.Second
 	// DefaultMinInterval coalesces requested cycles: N reconcilers asking at once cost one.
 	DefaultMinInterval = time.Second
+	// streamLifetime: how long one node event stream is followed before it is reopened.
+	streamLifetime = 10 * time.Minute
 	// maxBackoff bounds the wait between failed cycles (LINSTOR down).
 	maxBackoff = 30 * time.Second
 )
@@ -391,7 +393,11 @@ func (o *Observer) follow(ctx context.Context, key types.NamespacedName, t *trac
 	backoff := time.Second
 	for ctx.Err() == nil {
 		opened := time.Now()
-		err := o.Source.Follow(ctx, t.cluster, func(string) { o.RefreshWithin(key, 0) })
+		// LINSTOR sends nothing on an idle stream (no keepalive): a connection a proxy or
+		// conntrack dropped silently would never end. Reopened now and then instead.
+		streamCtx, cancel := context.WithTimeout(ctx, streamLifetime)
+		err := o.Source.Follow(streamCtx, t.cluster, func(string) { o.RefreshWithin(key, 0) })
+		cancel()
 		if ctx.Err() != nil {
 			return
 		}
@@ -405,6 +411,8 @@ func (o *Observer) follow(ctx context.Context, key types.NamespacedName, t *trac
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, maxBackoff)
+		// Events sent while no stream was open are lost: one cycle covers the gap.
+		o.RefreshWithin(key, o.MinInterval)
 	}
 }
 
@@ -464,6 +472,12 @@ func nodeKeys(a, b *Snapshot) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Lasting reports whether snap's failure has lasted longer than grace: a blip must not
+// flip conditions that users and alerts watch. No observation yet is not lasting.
+func Lasting(snap *Snapshot, grace time.Duration, now time.Time) bool {
+	return snap != nil && snap.Err != nil && now.Sub(snap.FailingSince) >= grace
 }
 
 // errNotObserved: no cycle has succeeded yet.

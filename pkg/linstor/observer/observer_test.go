@@ -229,3 +229,24 @@ func TestFailureKeepsTheLastStateAndBacksOff(t *testing.T) {
 		}
 	}
 }
+
+func TestLasting(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	failing := observer.NewSnapshot("1.33.3", nil, nil)
+	failing.Err, failing.FailingSince = fmt.Errorf("down"), t0
+	for _, tc := range []struct {
+		name string
+		snap *observer.Snapshot
+		now  time.Time
+		want bool
+	}{
+		{"not observed yet", nil, t0.Add(time.Hour), false},
+		{"healthy", observer.NewSnapshot("1.33.3", nil, nil), t0.Add(time.Hour), false},
+		{"failing within the grace period", failing, t0.Add(29 * time.Second), false},
+		{"failing for the whole grace period", failing, t0.Add(30 * time.Second), true},
+	} {
+		if got := observer.Lasting(tc.snap, 30*time.Second, tc.now); got != tc.want {
+			t.Errorf("%s: Lasting = %t, want %t", tc.name, got, tc.want)
+		}
+	}
+}

@@ -33,6 +33,7 @@ const webhookCertDir = "/tmp/k8s-webhook-server/serving-certs"
 func main() {
 	var (
 		metricsAddr, probeAddr, logLevel, logFormat, linstorURL string
+		namespace                                               string
 		leaderElect, secureMetrics, enableHTTP2                 bool
 		webhooksEnabled                                         bool
 		apiQPS                                                  float64
@@ -44,6 +45,7 @@ func main() {
 	flag.BoolVar(&leaderElect, "leader-elect", true, "Use a Lease so only one operator replica acts.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the metrics and webhook servers (off: CVE-2023-44487).")
 	flag.BoolVar(&webhooksEnabled, "webhooks", true, "Serve the conversion and validating webhooks.")
+	flag.StringVar(&namespace, "namespace", os.Getenv("OPERATOR_NAMESPACE"), "Namespace the operator runs LINSTOR in, where the operands' ServiceAccounts and RBAC are installed (default $OPERATOR_NAMESPACE, which the Deployment sets to its own).")
 	flag.StringVar(&linstorURL, "linstor-url", "", "Development aid: reach LINSTOR at this URL instead of the in-cluster Service (out-of-cluster runs).")
 	flag.StringVar(&logLevel, "log-level", "info", "Log level: debug, info, warn or error.")
 	flag.StringVar(&logFormat, "log-format", "json", "Log encoding: json or console.")
@@ -62,6 +64,10 @@ func main() {
 	ctrl.SetLogger(zapr.NewLogger(log))
 	setupLog = ctrl.Log.WithName("setup")
 
+	if namespace == "" {
+		setupLog.Error(nil, "no namespace to run LINSTOR in: set --namespace or OPERATOR_NAMESPACE")
+		os.Exit(2)
+	}
 	// A typo in a mirror's RELATED_IMAGE_* must stop the operator, not pull the default.
 	imageSet, err := images.FromEnv(os.Environ())
 	if err != nil {
@@ -84,6 +90,7 @@ func main() {
 		Webhooks:          webhooksEnabled,
 		Images:            imageSet,
 		LinstorURL:        linstorURL,
+		Namespace:         namespace,
 		OperatorCondition: olmUpgradeable(cfg),
 		Manager: ctrl.Options{
 			Metrics:                       metricsOpts,

@@ -14,14 +14,20 @@ const (
 	ConditionApplied = "Applied"
 	// ConditionConfigured is true when LINSTOR holds what the object asks for.
 	ConditionConfigured = "Configured"
+	// ConditionEncrypted is true when controller-satellite traffic and the LINSTOR API
+	// both use TLS. False is a warning, not a fault: it does not make a cluster Degraded
+	// or block upgrades.
+	ConditionEncrypted = "Encrypted"
 )
 
 // Condition reasons. Reasons are CamelCase and stable: alerts match on them.
 const (
-	ReasonAsExpected         = "AsExpected"
-	ReasonReconciling        = "Reconciling"
-	ReasonNotObserved        = "NotObserved"
-	ReasonDuplicateCluster   = "DuplicateCluster"
+	ReasonAsExpected       = "AsExpected"
+	ReasonReconciling      = "Reconciling"
+	ReasonNotObserved      = "NotObserved"
+	ReasonDuplicateCluster = "DuplicateCluster"
+	// ReasonWrongNamespace: the LinstorCluster is outside the operator's namespace.
+	ReasonWrongNamespace     = "WrongNamespace"
 	ReasonControllerNotReady = "ControllerNotReady"
 	ReasonLinstorUnreachable = "LinstorUnreachable"
 	ReasonLinstorError       = "LinstorError"
@@ -48,4 +54,12 @@ const (
 	ReasonBackupInProgress  = "BackupInProgress"
 	ReasonUpgradeFailed     = "UpgradeFailed"
 	ReasonUpgradeRefused    = "UpgradeRefused"
+	// ReasonTLSDisabled: spec.tls sets a channel's mode to Disabled (Encrypted=False).
+	ReasonTLSDisabled = "TLSDisabled"
+	// ReasonTLSKeptDisabled: a channel is unset in spec.tls and runs without TLS because
+	// the cluster did before the operator encrypted by default (Encrypted=False).
+	ReasonTLSKeptDisabled = "TLSKeptDisabled"
+	// ReasonExternalController: LINSTOR's controller is not the operator's; its URL and
+	// spec.tls.internal say what is encrypted (Encrypted=False when something is not).
+	ReasonExternalController = "ExternalController"
 )

@@ -21,7 +21,7 @@ type LinstorClusterSpec struct {
 	// satellite holds defaults for every satellite; LinstorSatelliteConfigurations refine them per node.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Satellite Defaults"
-	Satellite *ComponentSpec `json:"satellite,omitempty"`
+	Satellite *SatelliteSpec `json:"satellite,omitempty"`
 
 	// csi configures the LINSTOR CSI driver.
 	// +optional
@@ -39,10 +39,21 @@ type LinstorClusterSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Database"
 	Database *DatabaseSpec `json:"database,omitempty"`
 
-	// tls secures controller-satellite traffic (internal) and the REST API (api).
+	// tls secures controller-satellite traffic (internal) and the REST API (api). A
+	// channel left unset uses status.tls.defaultMode: Generated for a cluster created
+	// by this operator release or later, Disabled for one that ran without TLS before
+	// (an operator upgrade never switches a running cluster) and with an external
+	// controller. Only mode Disabled turns a channel off.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="TLS"
 	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// networkPolicy is Enabled (the default when unset) or Disabled. Enabled renders a
+	// NetworkPolicy that lets only the operator, the CSI driver, the HA controller and
+	// other controller replicas reach the LINSTOR controller's API port.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network Policy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Enabled","urn:alm:descriptor:com.tectonic.ui:select:Disabled"}
+	NetworkPolicy NetworkPolicyMode `json:"networkPolicy,omitempty"`
 
 	// passphraseSecretRef names the Secret (key "MASTER_PASSPHRASE") holding the passphrase that
 	// encrypts LINSTOR's volume keys. When unset the operator creates "linstor-passphrase".
@@ -76,7 +87,29 @@ type LinstorClusterSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Upgrade"
 	Upgrade *UpgradeSpec `json:"upgrade,omitempty"`
+
+	// podTemplatePolicy says what the podTemplate patches of this cluster and of the
+	// LinstorSatelliteConfigurations may change. Restricted (the default) refuses a patch
+	// that gives a pod more privilege than the operator gives it: another ServiceAccount
+	// or its token, privileged containers, privilege escalation, added capabilities,
+	// running as root, host namespaces, hostPath volumes and ports, an unmasked /proc, or
+	// an Unconfined seccomp or AppArmor profile. AllowPrivileged applies such patches:
+	// whoever may edit these objects can then run privileged pods on every node.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Template Policy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Restricted","urn:alm:descriptor:com.tectonic.ui:select:AllowPrivileged","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	PodTemplatePolicy PodTemplatePolicy `json:"podTemplatePolicy,omitempty"`
 }
+
+// PodTemplatePolicy says whether podTemplate patches may give pods more privilege.
+// +kubebuilder:validation:Enum=Restricted;AllowPrivileged
+type PodTemplatePolicy string
+
+const (
+	// PodTemplateRestricted refuses patches that add privilege; unset means Restricted.
+	PodTemplateRestricted PodTemplatePolicy = "Restricted"
+	// PodTemplateAllowPrivileged applies every patch as written.
+	PodTemplateAllowPrivileged PodTemplatePolicy = "AllowPrivileged"
+)
 
 // ControllerSpec configures the LINSTOR controller.
 type ControllerSpec struct {
@@ -190,6 +223,15 @@ type TLSSpec struct {
 	API *TLSConfig `json:"api,omitempty"`
 }
 
+// NetworkPolicyMode says whether the operator restricts who reaches the LINSTOR API.
+// +kubebuilder:validation:Enum=Enabled;Disabled
+type NetworkPolicyMode string
+
+const (
+	NetworkPolicyEnabled  NetworkPolicyMode = "Enabled"
+	NetworkPolicyDisabled NetworkPolicyMode = "Disabled"
+)
+
 // TLSMode says where certificates come from.
 // +kubebuilder:validation:Enum=Disabled;Generated;Secret;CertManager
 type TLSMode string
@@ -295,7 +337,7 @@ type UpgradeSpec struct {
 
 // LinstorClusterStatus is the observed state of the LINSTOR cluster.
 type LinstorClusterStatus struct {
-	// conditions: Available, Progressing, Degraded, Upgradeable.
+	// conditions: Available, Progressing, Degraded, Upgradeable, Encrypted.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -341,6 +383,12 @@ type LinstorClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restore"
 	Restore *RestoreStatus `json:"restore,omitempty"`
+
+	// tls reports the TLS mode each channel runs with, and the mode of channels
+	// spec.tls leaves unset.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="TLS"
+	TLS *TLSStatus `json:"tls,omitempty"`
 
 	// certificates lists the TLS Secrets in use, with their expiry.
 	// +listType=map
@@ -423,6 +471,24 @@ type RestoreStatus struct {
 	// message says what happens or what went wrong.
 	// +optional
 	Message string `json:"message,omitempty"`
+}
+
+// TLSStatus reports the TLS modes in effect.
+type TLSStatus struct {
+	// defaultMode is the mode of a channel spec.tls leaves unset, recorded when the
+	// operator first reconciles the cluster: Generated for a new cluster, Disabled for
+	// one an earlier operator ran without TLS (switching a running cluster restarts the
+	// controller and every satellite and moves the API to HTTPS: set the channel's mode
+	// to do it). With spec.externalController unset channels are Disabled whatever it says.
+	// +optional
+	DefaultMode TLSMode `json:"defaultMode,omitempty"`
+	// internal is the mode controller-satellite traffic runs with.
+	// +optional
+	Internal TLSMode `json:"internal,omitempty"`
+	// api is the mode of the REST API; empty with an external controller, whose URL
+	// says whether it is HTTPS.
+	// +optional
+	API TLSMode `json:"api,omitempty"`
 }
 
 // CertificateStatus reports one TLS Secret the cluster uses.

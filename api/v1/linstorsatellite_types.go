@@ -57,6 +57,12 @@ type LinstorSatelliteSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Deletion Policy"
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// drbdModuleLoader is the merged strategy of the node's DRBD module loader; unset
+	// means Auto.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="DRBD Module Loader"
+	DRBDModuleLoader DRBDModuleLoader `json:"drbdModuleLoader,omitempty"`
 }
 
 // ClusterReference names a LinstorCluster in the same namespace.

@@ -56,6 +56,12 @@ type LinstorSatelliteConfigurationSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Max Concurrent Evacuations",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
 	MaxConcurrentEvacuations *int32 `json:"maxConcurrentEvacuations,omitempty"`
+
+	// drbdModuleLoader overrides the cluster's spec.satellite.drbdModuleLoader on the
+	// selected nodes: Auto, Compile, ShippedModules or None. Unset keeps the cluster's.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="DRBD Module Loader",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Auto","urn:alm:descriptor:com.tectonic.ui:select:Compile","urn:alm:descriptor:com.tectonic.ui:select:ShippedModules","urn:alm:descriptor:com.tectonic.ui:select:None"}
+	DRBDModuleLoader DRBDModuleLoader `json:"drbdModuleLoader,omitempty"`
 }
 
 // LinstorSatelliteConfigurationStatus is the observed state of a configuration.

@@ -49,7 +49,7 @@ func ConvertLinstorClusterSpecToHub(in *LinstorClusterSpec) linstorv1.LinstorClu
 		out.Controller = &linstorv1.ControllerSpec{ComponentSpec: linstorv1.ComponentSpec{Image: in.ControllerImage}, Replicas: in.ControllerReplicas}
 	}
 	if in.SatelliteImage != "" {
-		out.Satellite = &linstorv1.ComponentSpec{Image: in.SatelliteImage}
+		out.Satellite = &linstorv1.SatelliteSpec{ComponentSpec: linstorv1.ComponentSpec{Image: in.SatelliteImage}}
 	}
 	if in.CSIImage != "" || in.DisableCSI {
 		out.CSI = &linstorv1.CSISpec{Image: in.CSIImage, Enabled: enabledFrom(in.DisableCSI)}
@@ -143,7 +143,7 @@ func overlayClusterSpec(base, from *linstorv1.LinstorClusterSpec) {
 	}
 	if from.Satellite != nil || base.Satellite != nil {
 		if base.Satellite == nil {
-			base.Satellite = &linstorv1.ComponentSpec{}
+			base.Satellite = &linstorv1.SatelliteSpec{}
 		}
 		base.Satellite.Image = ptrOr(from.Satellite).Image
 	}

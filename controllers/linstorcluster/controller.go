@@ -47,6 +47,8 @@ type Reconciler struct {
 	Grace time.Duration
 	// Direct reads the API server without the cache (pods, LINSTOR's database).
 	Direct client.Client
+	// Namespace is the operator's: only a LinstorCluster there is managed; empty: any.
+	Namespace string
 	// UpgradePhaseTimeout is the phase timeout when spec.upgrade.phaseTimeout is unset
 	// (zero: lifecycle.DefaultPhaseTimeout).
 	UpgradePhaseTimeout time.Duration
@@ -63,25 +65,31 @@ type Reconciler struct {
 	restores restoreJobs // database restores running in the background
 }
 
+// Cluster-wide: the operator's own API, nodes, the CSI driver object, and LINSTOR's
+// database (docs/security.md lists every permission and why).
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorsatellites,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorsatelliteconfigurations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorsatelliteconfigurations/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=serviceaccounts;services;configmaps,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorbackups,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;create;update;patch
-// +kubebuilder:rbac:groups=apps,resources=deployments;daemonsets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=storage.k8s.io,resources=csidrivers,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;clusterrolebindings;roles;rolebindings,verbs=get;list;watch;create;update;patch;delete;bind;escalate
-
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=csidrivers,verbs=list;watch;create
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=csidrivers,verbs=get;update;patch;delete,resourceNames=linstor.csi.linbit.com
+// Reading CRDs tells whether LINSTOR's k8s database exists; a restore changes only
+// LINSTOR's own tables (pkg/dbbackup.Tables; RBAC cannot select CRDs by group).
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions/status,verbs=update
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions;customresourcedefinitions/status,verbs=update,resourceNames=ebsremotes.internal.linstor.linbit.com;files.internal.linstor.linbit.com;keyvaluestore.internal.linstor.linbit.com;layerbcachevolumes.internal.linstor.linbit.com;layercachevolumes.internal.linstor.linbit.com;layerdrbdresourcedefinitions.internal.linstor.linbit.com;layerdrbdresources.internal.linstor.linbit.com;layerdrbdvolumedefinitions.internal.linstor.linbit.com;layerdrbdvolumes.internal.linstor.linbit.com;layerluksvolumes.internal.linstor.linbit.com;layeropenflexresourcedefinitions.internal.linstor.linbit.com;layeropenflexvolumes.internal.linstor.linbit.com;layerresourceids.internal.linstor.linbit.com;layerstoragevolumes.internal.linstor.linbit.com;layerwritecachevolumes.internal.linstor.linbit.com;linstorremotes.internal.linstor.linbit.com;linstorversion.internal.linstor.linbit.com;nodeconnections.internal.linstor.linbit.com;nodenetinterfaces.internal.linstor.linbit.com;nodes.internal.linstor.linbit.com;nodestorpool.internal.linstor.linbit.com;propscontainers.internal.linstor.linbit.com;resourceconnections.internal.linstor.linbit.com;resourcedefinitions.internal.linstor.linbit.com;resourcegroups.internal.linstor.linbit.com;resources.internal.linstor.linbit.com;rollback.internal.linstor.linbit.com;satellitescapacity.internal.linstor.linbit.com;schedules.internal.linstor.linbit.com;secaccesstypes.internal.linstor.linbit.com;secaclmap.internal.linstor.linbit.com;secconfiguration.internal.linstor.linbit.com;secdfltroles.internal.linstor.linbit.com;secidentities.internal.linstor.linbit.com;secidrolemap.internal.linstor.linbit.com;secobjectprotection.internal.linstor.linbit.com;secroles.internal.linstor.linbit.com;sectyperules.internal.linstor.linbit.com;sectypes.internal.linstor.linbit.com;spacehistory.internal.linstor.linbit.com;storpooldefinitions.internal.linstor.linbit.com;trackingdate.internal.linstor.linbit.com;volumeconnections.internal.linstor.linbit.com;volumedefinitions.internal.linstor.linbit.com;volumegroups.internal.linstor.linbit.com;volumes.internal.linstor.linbit.com
+//
+// In the operator's namespace only, where LINSTOR runs: its workloads, Secrets and
+// configuration. ServiceAccounts and RBAC of the operands ship with the operator.
+// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",namespace=system,resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=system,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=apps,namespace=system,resources=deployments;daemonsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,namespace=system,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=cert-manager.io,namespace=system,resources=certificates,verbs=get;create;update;patch
 
 // Reconcile reads top-down: get, finalizer, scope, phases, status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {

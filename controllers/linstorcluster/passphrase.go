@@ -37,7 +37,7 @@ func (r *Reconciler) reconcilePassphrase(ctx context.Context, s *scope) (ctrl.Re
 		name = ref.Name
 	}
 	secret := &corev1.Secret{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: name}, secret)
+	err := r.getSecret(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: name}, secret)
 	switch {
 	case apierrors.IsNotFound(err) && s.cluster.Spec.PassphraseSecretRef != nil:
 		// A named Secret is never invented: a new passphrase would not open existing volumes.
@@ -129,4 +129,15 @@ func randomPassphrase() (string, error) {
 		return "", err
 	}
 	return base64.RawStdEncoding.EncodeToString(b), nil
+}
+
+// getSecret reads a Secret from the cache, and from the API server when the cache has
+// none: a decision taken on "missing" (a new passphrase, a new certificate) must not
+// rest on a cache that has not yet seen a Secret just written.
+func (r *Reconciler) getSecret(ctx context.Context, key client.ObjectKey, secret *corev1.Secret) error {
+	err := r.Client.Get(ctx, key, secret)
+	if apierrors.IsNotFound(err) && r.Direct != nil {
+		return r.Direct.Get(ctx, key, secret)
+	}
+	return err
 }

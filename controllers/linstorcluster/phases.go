@@ -11,7 +11,6 @@ import (
 	lapi "github.com/LINBIT/golinstor/client"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,20 +34,24 @@ var (
 		{Group: "apps", Version: "v1", Kind: "DaemonSet"},
 		{Version: "v1", Kind: "Service"},
 		{Version: "v1", Kind: "ConfigMap"},
-		{Version: "v1", Kind: "ServiceAccount"},
-		rbacv1.SchemeGroupVersion.WithKind("Role"),
-		rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
+		{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"},
 	}
+	// ServiceAccounts and RBAC are not among them: they ship with the operator, which
+	// may not grant permissions (docs/security.md says how to remove what older
+	// releases created).
 	clusterKinds = []schema.GroupVersionKind{
 		{Group: "storage.k8s.io", Version: "v1", Kind: "CSIDriver"},
-		rbacv1.SchemeGroupVersion.WithKind("ClusterRole"),
-		rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"),
 	}
 )
 
-// reconcileDuplicate: only the oldest LinstorCluster acts. The webhook refuses a second
+// reconcileDuplicate: only a LinstorCluster in the operator's namespace acts, and only
+// the oldest one. The webhook refuses a second
 // one, but without webhooks (or in a race) two could exist; the younger one does nothing.
 func (r *Reconciler) reconcileDuplicate(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if r.Namespace != "" && s.cluster.Namespace != r.Namespace {
+		s.outsideNamespace, s.stop = r.Namespace, true
+		return ctrl.Result{}, nil
+	}
 	var list linstorv1.LinstorClusterList
 	if err := r.Client.List(ctx, &list); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing LinstorClusters: %w", err)
@@ -91,6 +94,8 @@ func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) 
 		func() (render.Objects, error) { return render.CSI(s.cluster, r.Images, inClusterURL(s.cluster)) },
 		func() (render.Objects, error) { return render.HAController(s.cluster, r.Images) },
 		func() (render.Objects, error) { return render.SatelliteConfig(s.cluster), nil },
+		// Who may reach the controller's API; pruned when spec.networkPolicy is Disabled.
+		func() (render.Objects, error) { return render.NetworkPolicy(s.cluster), nil },
 	} {
 		o, err := part()
 		if err != nil {

@@ -17,10 +17,12 @@ type scope struct {
 	// stop ends the phase list early (a duplicate cluster must not act).
 	stop bool
 
-	duplicateOf  string
-	renderErr    error
-	applyErr     error
-	satelliteErr error
+	duplicateOf string
+	// outsideNamespace is the operator's namespace when the cluster is in another one.
+	outsideNamespace string
+	renderErr        error
+	applyErr         error
+	satelliteErr     error
 
 	// The database lifecycle's decision (pkg/lifecycle), saved by reconcileLifecycle:
 	// stopController says why the LINSTOR controller must not run now ("" lets it

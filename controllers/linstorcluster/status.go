@@ -3,8 +3,11 @@ package linstorcluster
 import (
 	"context"
 	"fmt"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -12,6 +15,7 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/phases"
+	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
 // updateStatus derives every condition from the scope's observations and writes the
@@ -27,7 +31,11 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 			log.Info("workloads held", "controllerStopped", s.stopController, "csiFenced", s.fenceCSI)
 		}
 	}
+	// First: before this pass sets conditions, the recorded TLS default is still decided
+	// from the object as it was read (see render.RecordedTLSDefault).
+	setTLSStatus(c)
 	setDegradedCondition(c, s)
+	setEncryptedCondition(c)
 	if s.transient { // keep what was last observed until a failure lasts
 		phases.SetUnknownIfAbsent(&c.Status.Conditions, c.Generation, linstorv1.ConditionProgressing, linstorv1.ConditionAvailable)
 	} else {
@@ -40,7 +48,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 	if s.linstorVersion != "" {
 		c.Status.Version = s.linstorVersion
 	}
-	if s.duplicateOf == "" {
+	if reason, _ := s.inactive(); reason == "" {
 		c.Status.Satellites = linstorv1.SatelliteCounts{Ready: s.satellitesReady, Total: s.satellitesTotal}
 		c.Status.SatellitesSummary = fmt.Sprintf("%d/%d", s.satellitesReady, s.satellitesTotal)
 		c.Status.Capacity = nil
@@ -60,7 +68,119 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 	if equality.Semantic.DeepEqual(before.Status, c.Status) {
 		return nil // a write that changes nothing still costs the API server
 	}
-	return r.Client.Status().Patch(ctx, c, client.MergeFrom(before))
+	if err := r.Client.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
+		return err
+	}
+	r.warnUnencrypted(before, c)
+	return nil
+}
+
+// warnUnencrypted sends a Warning event when Encrypted turns False or its message
+// changes: once per change, not every pass (a steady state writes nothing).
+func (r *Reconciler) warnUnencrypted(before, after *linstorv1.LinstorCluster) {
+	now := meta.FindStatusCondition(after.Status.Conditions, linstorv1.ConditionEncrypted)
+	if now == nil || now.Status != metav1.ConditionFalse {
+		return
+	}
+	if was := meta.FindStatusCondition(before.Status.Conditions, linstorv1.ConditionEncrypted); was != nil &&
+		was.Status == now.Status && was.Reason == now.Reason && was.Message == now.Message {
+		return
+	}
+	r.Recorder.Event(after, corev1.EventTypeWarning, now.Reason, now.Message)
+}
+
+// setTLSStatus records the TLS default (decided once, see render.RecordedTLSDefault)
+// and the mode each channel runs with.
+func setTLSStatus(c *linstorv1.LinstorCluster) {
+	st := &linstorv1.TLSStatus{DefaultMode: render.RecordedTLSDefault(c), Internal: render.InternalTLSMode(c)}
+	if c.Spec.ExternalController == nil {
+		st.API = render.APITLSMode(c)
+	}
+	c.Status.TLS = st
+}
+
+// setEncryptedCondition says which traffic is not encrypted, naming the field that
+// decides it. It is a warning: Degraded and Upgradeable do not depend on it.
+func setEncryptedCondition(c *linstorv1.LinstorCluster) {
+	phases.SetCondition(&c.Status.Conditions, encryptedCondition(c))
+}
+
+// Restarted by switching a channel to TLS, for the messages.
+const (
+	internalRestarts = "the controller and every satellite"
+	apiRestarts      = "the controller, the CSI driver and the HA controller"
+	internalClear    = "controller-satellite traffic, volume encryption keys included, crosses the network in clear text"
+	apiClear         = "the LINSTOR API, and the master passphrase sent to it, is plain HTTP without client certificates"
+)
+
+func encryptedCondition(c *linstorv1.LinstorCluster) metav1.Condition {
+	cond := metav1.Condition{Type: linstorv1.ConditionEncrypted, Status: metav1.ConditionTrue, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: c.Generation}
+	internalSet := c.Spec.TLS != nil && c.Spec.TLS.Internal != nil
+	apiSet := c.Spec.TLS != nil && c.Spec.TLS.API != nil
+	var plain []string
+	if ext := c.Spec.ExternalController; ext != nil {
+		// The operator does not run this controller: it reports what it can see and
+		// invents nothing (an unset channel stays Disabled).
+		cond.Reason = linstorv1.ReasonExternalController
+		switch {
+		case render.InternalTLSEnabled(c):
+		case internalSet:
+			plain = append(plain, "spec.tls.internal.mode is Disabled: the satellites accept plain connections from the external controller")
+		default:
+			plain = append(plain, "spec.tls.internal.mode is unset, which with spec.externalController means Disabled (the operator cannot know whether that controller uses SSL): the satellites accept plain connections from it")
+		}
+		if strings.HasPrefix(ext.URL, "http://") {
+			plain = append(plain, "spec.externalController.url is plain HTTP: the LINSTOR API, and the master passphrase sent to it, crosses the network in clear text")
+		}
+		if len(plain) == 0 {
+			cond.Message = "The external controller is reached over HTTPS and the satellites use TLS"
+			return cond
+		}
+		cond.Status, cond.Message = metav1.ConditionFalse, strings.Join(plain, "; ")
+		return cond
+	}
+
+	explicit := false
+	for _, ch := range []struct {
+		field          string
+		enabled, set   bool
+		clear, restart string
+	}{
+		{"internal", render.InternalTLSEnabled(c), internalSet, internalClear, internalRestarts},
+		{"api", render.APITLSEnabled(c), apiSet, apiClear, apiRestarts},
+	} {
+		switch {
+		case ch.enabled:
+		case ch.set:
+			explicit = true
+			plain = append(plain, fmt.Sprintf("spec.tls.%s.mode is Disabled: %s", ch.field, ch.clear))
+		default:
+			plain = append(plain, fmt.Sprintf("spec.tls.%s.mode is unset and this cluster ran without TLS before the operator encrypted by default, so it stays Disabled (status.tls.defaultMode): %s; set spec.tls.%s.mode to Generated to encrypt it, which restarts %s",
+				ch.field, ch.clear, ch.field, ch.restart))
+		}
+	}
+	switch {
+	case len(plain) == 0:
+		cond.Message = fmt.Sprintf("Controller-satellite traffic (%s) and the API (%s) use TLS", render.InternalTLSMode(c), render.APITLSMode(c))
+	case explicit:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonTLSDisabled, strings.Join(plain, "; ")
+	default:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonTLSKeptDisabled, strings.Join(plain, "; ")
+	}
+	return cond
+}
+
+// inactive says why this LinstorCluster manages nothing, if it does not: a second
+// cluster, or one outside the operator's namespace (created before the webhook refused
+// that; the operator has no permission to run LINSTOR there).
+func (s *scope) inactive() (reason, message string) {
+	switch {
+	case s.duplicateOf != "":
+		return linstorv1.ReasonDuplicateCluster, fmt.Sprintf("Only one LinstorCluster may exist; %s is older and manages LINSTOR. Delete this one.", s.duplicateOf)
+	case s.outsideNamespace != "":
+		return linstorv1.ReasonWrongNamespace, fmt.Sprintf("The operator runs LINSTOR only in its namespace %q, where the ServiceAccounts and RBAC of LINSTOR's pods are installed; it manages nothing of this LinstorCluster. Running workloads are left alone: see docs/security.md to move the cluster.", s.outsideNamespace)
+	}
+	return "", ""
 }
 
 // degradedReason returns the reason and message of the most important problem.
@@ -71,8 +191,8 @@ func (s *scope) degradedReason() string {
 
 func (s *scope) problem() (reason, message string) {
 	switch {
-	case s.duplicateOf != "":
-		return linstorv1.ReasonDuplicateCluster, fmt.Sprintf("Only one LinstorCluster may exist; %s is older and manages LINSTOR. Delete this one.", s.duplicateOf)
+	case s.duplicateOf != "" || s.outsideNamespace != "":
+		return s.inactive()
 	case s.lifecycleProblem.Message != "":
 		// Written by reconcileLifecycle with an optimistic lock; only reported here.
 		return s.lifecycleProblem.Reason, s.lifecycleProblem.Message
@@ -108,8 +228,8 @@ func setDegradedCondition(c *linstorv1.LinstorCluster, s *scope) {
 func setProgressingCondition(c *linstorv1.LinstorCluster, s *scope) {
 	cond := metav1.Condition{Type: linstorv1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: c.Generation}
 	switch {
-	case s.duplicateOf != "":
-		cond.Reason = linstorv1.ReasonDuplicateCluster
+	case s.duplicateOf != "" || s.outsideNamespace != "":
+		cond.Reason, _ = s.inactive()
 	case s.upgrading:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonUpgradeInProgress, upgradeMessage(s.upgradeStatus)
 	case s.stopController != "":
@@ -127,8 +247,9 @@ func setAvailableCondition(c *linstorv1.LinstorCluster, s *scope) {
 	cond := metav1.Condition{Type: linstorv1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: c.Generation,
 		Message: fmt.Sprintf("LINSTOR %s, %d/%d satellites ONLINE with their storage pools", s.linstorVersion, s.satellitesReady, s.satellitesTotal)}
 	switch {
-	case s.duplicateOf != "":
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonDuplicateCluster, "This LinstorCluster is a duplicate and manages nothing"
+	case s.duplicateOf != "" || s.outsideNamespace != "":
+		cond.Status = metav1.ConditionFalse
+		cond.Reason, cond.Message = s.inactive()
 	case s.stopController != "":
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, s.stopReason(), "LINSTOR controller stopped: "+s.stopController+" (volumes keep working)"
 	case s.linstorErr != nil:
@@ -145,7 +266,9 @@ func setAvailableCondition(c *linstorv1.LinstorCluster, s *scope) {
 // whether replacing the operator now is safe.
 func setUpgradeableCondition(c *linstorv1.LinstorCluster, s *scope) {
 	cond := metav1.Condition{Type: linstorv1.ConditionUpgradeable, Status: metav1.ConditionTrue, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: c.Generation}
-	if reason, msg := s.problem(); reason != "" && reason != linstorv1.ReasonDuplicateCluster {
+	if inactive, _ := s.inactive(); inactive != "" {
+		// It manages nothing: nothing of it can make replacing the operator unsafe.
+	} else if reason, msg := s.problem(); reason != "" {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reason, "The cluster is degraded: "+msg
 	} else if s.upgrading {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonUpgradeInProgress, upgradeMessage(s.upgradeStatus)

@@ -37,16 +37,24 @@ type tlsSecret struct {
 	req    certs.Request
 }
 
-// wantedTLSSecrets lists the certificate Secrets of the enabled channels.
+// wantedTLSSecrets lists the certificate Secrets of the enabled channels, in the mode
+// each channel runs with (an unset channel runs with status.tls.defaultMode, see
+// render.DefaultTLSMode). With an external controller the operator issues nothing:
+// that controller's certificates are not the operator's to make. They are issued
+// whether or not the controller runs (spec.controller.enabled): the satellites and the
+// CSI driver mount them either way.
 func wantedTLSSecrets(c *linstorv1.LinstorCluster) []tlsSecret {
+	if c.Spec.ExternalController != nil {
+		return nil
+	}
 	var out []tlsSecret
-	if render.InternalTLSEnabled(c) && render.ControllerEnabled(c) && c.Spec.ExternalController == nil {
-		out = append(out, tlsSecret{name: render.InternalTLSSecretName(c), mode: c.Spec.TLS.Internal.Mode, ca: render.InternalCASecret, issuer: c.Spec.TLS.Internal.IssuerRef,
+	if render.InternalTLSEnabled(c) {
+		out = append(out, tlsSecret{name: render.InternalTLSSecretName(c), mode: render.InternalTLSMode(c), ca: render.InternalCASecret, issuer: render.InternalTLSIssuer(c),
 			// Controller and satellites authenticate each other with it: both usages.
 			req: certs.Request{CommonName: "linstor-internal", Server: true, Client: true}})
 	}
-	if render.APITLSEnabled(c) && render.ControllerEnabled(c) && c.Spec.ExternalController == nil {
-		mode, issuer := c.Spec.TLS.API.Mode, c.Spec.TLS.API.IssuerRef
+	if render.APITLSEnabled(c) {
+		mode, issuer := render.APITLSMode(c), render.APITLSIssuer(c)
 		out = append(out,
 			tlsSecret{name: render.APITLSSecretName(c), mode: mode, ca: render.APICASecret, issuer: issuer,
 				req: certs.Request{CommonName: render.ControllerName, DNSNames: render.APIServerDNSNames(c), Server: true}},
@@ -77,7 +85,7 @@ func (r *Reconciler) reconcileTLS(ctx context.Context, s *scope) (ctrl.Result, e
 		var secret *corev1.Secret
 		var err error
 		switch want.mode {
-		case linstorv1.TLSGenerated, "":
+		case linstorv1.TLSGenerated:
 			secret, err = r.ensureGenerated(ctx, s, want)
 		case linstorv1.TLSSecret, linstorv1.TLSCertManager:
 			secret, err = r.checkProvided(ctx, s, want)
@@ -173,7 +181,7 @@ func (r *Reconciler) ensureCA(ctx context.Context, s *scope, name string, now ti
 // A Secret of that name the operator did not create is never overwritten.
 func (r *Reconciler) ownedSecret(ctx context.Context, s *scope, name string) (*corev1.Secret, error) {
 	secret := &corev1.Secret{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: name}, secret)
+	err := r.getSecret(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: name}, secret)
 	switch {
 	case apierrors.IsNotFound(err):
 		secret = &corev1.Secret{
@@ -204,7 +212,7 @@ func (r *Reconciler) writeSecret(ctx context.Context, secret *corev1.Secret) err
 // checkProvided validates a user-provided certificate Secret. Nothing is written to it.
 func (r *Reconciler) checkProvided(ctx context.Context, s *scope, want tlsSecret) (*corev1.Secret, error) {
 	secret := &corev1.Secret{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: want.name}, secret); err != nil {
+	if err := r.getSecret(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: want.name}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			s.tlsMissing = true
 			if want.mode == linstorv1.TLSCertManager {

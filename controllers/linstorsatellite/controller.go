@@ -78,7 +78,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorsatellites/finalizers,verbs=update
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,namespace=system,resources=daemonsets,verbs=get;list;watch;create;update;patch;delete
 
 // Reconcile reads top-down: get, delete or finalizer, scope, phases, status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {

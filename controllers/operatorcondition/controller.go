@@ -34,7 +34,8 @@ type Reconciler struct {
 	Condition conditions.Condition
 }
 
-// +kubebuilder:rbac:groups=operators.coreos.com,resources=operatorconditions,verbs=get;update;patch
+// No RBAC marker: OLM grants the operator get, update and patch of its own
+// OperatorCondition (a Role named after it, operatorcondition_controller.go in OLM).
 
 // Reconcile computes the condition from every LinstorCluster and writes it when it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (ctrl.Result, error) {

@@ -9,14 +9,18 @@ import (
 	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
 	"github.com/operator-framework/operator-lib/conditions"
 	"github.com/operator-framework/operator-lib/proxy"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -31,6 +35,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
+	"github.com/linstor-operator/linstor-operator/pkg/render"
 	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 	"github.com/linstor-operator/linstor-operator/pkg/webhooks"
 )
@@ -73,6 +78,11 @@ type Options struct {
 	// OperatorCondition is the Upgradeable condition of the operator's OperatorCondition
 	// when OLM manages the operator; nil skips it.
 	OperatorCondition conditions.Condition
+	// Namespace is where the operator runs LINSTOR: the operands' ServiceAccounts and
+	// RBAC are installed there with the operator, whose own permissions on Secrets and
+	// workloads end at it. A LinstorCluster elsewhere is refused. Empty lets every
+	// namespace hold one (the API tests, which run each case in a namespace of its own).
+	Namespace string
 }
 
 // DefaultLinstorGrace absorbs a LINSTOR controller restart or a network blip.
@@ -83,14 +93,13 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if opts.Manager.Scheme == nil {
 		opts.Manager.Scheme = NewScheme()
 	}
-	// Secrets are read directly: caching would keep every Secret of the cluster in memory.
-	opts.Manager.Client.Cache = &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}
+	opts.Manager.Cache = scopedCache(opts.Manager.Cache, opts.Namespace)
 	mgr, err := ctrl.NewManager(cfg, opts.Manager)
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
 	if opts.Webhooks {
-		if err := webhooks.Setup(mgr); err != nil {
+		if err := webhooks.Setup(mgr, opts.Namespace); err != nil {
 			return nil, fmt.Errorf("registering webhooks: %w", err)
 		}
 	}
@@ -124,7 +133,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err := (&linstorcluster.Reconciler{
 		Client: mgr.GetClient(), Images: opts.Images, Recorder: mgr.GetEventRecorderFor("linstor-operator"),
 		Linstor: connector, Observer: obs, Events: clusterEvents,
-		ProxyEnv: proxy.ReadProxyVarsFromEnv(), Grace: grace, Direct: direct,
+		ProxyEnv: proxy.ReadProxyVarsFromEnv(), Grace: grace, Direct: direct, Namespace: opts.Namespace,
 		UpgradePhaseTimeout: opts.UpgradePhaseTimeout, Release: opts.Release,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorCluster controller: %w", err)
@@ -153,4 +162,29 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		}
 	}
 	return mgr, nil
+}
+
+// scopedCache keeps in memory only what the operator owns: Secrets of its namespace,
+// and there only the workloads and configuration it labelled. Nodes and the
+// operator's own kinds stay cluster-wide. Managed fields are dropped from every cached
+// object: nothing reads them, and they are a large part of each object.
+func scopedCache(c cache.Options, namespace string) cache.Options {
+	c.DefaultTransform = cache.TransformStripManagedFields()
+	if namespace == "" {
+		return c
+	}
+	owned := labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedBy})
+	in := func(sel labels.Selector) cache.ByObject {
+		return cache.ByObject{Namespaces: map[string]cache.Config{namespace: {LabelSelector: sel}}}
+	}
+	c.ByObject = map[client.Object]cache.ByObject{
+		// User-provided Secrets (passphrase, certificates) carry no label of ours.
+		&corev1.Secret{}:              in(labels.Everything()),
+		&corev1.ConfigMap{}:           in(owned),
+		&corev1.Service{}:             in(owned),
+		&appsv1.Deployment{}:          in(owned),
+		&appsv1.DaemonSet{}:           in(owned),
+		&networkingv1.NetworkPolicy{}: in(owned),
+	}
+	return c
 }

@@ -18,10 +18,12 @@ import (
 	"time"
 
 	lapi "github.com/LINBIT/golinstor/client"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,6 +35,7 @@ import (
 
 	"github.com/linstor-operator/linstor-operator/internal/kwokcluster"
 	"github.com/linstor-operator/linstor-operator/internal/manager"
+	"github.com/linstor-operator/linstor-operator/pkg/bundle"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/emulator"
 	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
@@ -61,9 +64,12 @@ type Env struct {
 
 	opts      Options
 	installer *envtest.Environment
-	emuSrv    *http.Server
-	stopSync  context.CancelFunc
-	operator  *operator
+	// operatorConfig authenticates as the operator's ServiceAccount: the operator has
+	// exactly the permissions config/rbac grants it, as deployed.
+	operatorConfig *rest.Config
+	emuSrv         *http.Server
+	stopSync       context.CancelFunc
+	operator       *operator
 }
 
 type operator struct {
@@ -107,6 +113,9 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if err = e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, err
 	}
+	if e.operatorConfig, err = installRBAC(ctx, e.Client, e.Cluster.Config, opts.Root, opts.Namespace); err != nil {
+		return nil, fmt.Errorf("installing the operator's RBAC: %w", err)
+	}
 
 	e.Emulator = emulator.New()
 	e.Emulator.SetNewNodeDisks(lapi.PhysicalStorageNode{PhysicalStorageDevice: lapi.PhysicalStorageDevice{Device: "/dev/vdb", Model: "emulated"}, Size: 100 << 30})
@@ -133,8 +142,8 @@ func (e *Env) StartOperatorRelease(release *upgrade.Release) error {
 		return errors.New("the operator is already running")
 	}
 	wh := e.installer.WebhookInstallOptions
-	mgr, err := manager.New(e.Cluster.Config, manager.Options{
-		Webhooks: true, Images: images.Default(), LinstorURL: e.LinstorURL, LinstorPoll: e.opts.LinstorPoll,
+	mgr, err := manager.New(e.operatorConfig, manager.Options{
+		Webhooks: true, Images: images.Default(), LinstorURL: e.LinstorURL, LinstorPoll: e.opts.LinstorPoll, Namespace: e.opts.Namespace,
 		UpgradePhaseTimeout: e.opts.UpgradePhaseTimeout, Release: release,
 		Manager: ctrl.Options{
 			Scheme:  e.Client.Scheme(),
@@ -243,4 +252,30 @@ func (e *Env) Addresses() []string {
 		out = append(out, strings.TrimPrefix(e.LinstorURL, "http://"))
 	}
 	return out
+}
+
+// operatorAccount is the operator's ServiceAccount as config/default names it.
+const operatorAccount = "linstor-operator-controller-manager"
+
+// installRBAC creates config/rbac's accounts, roles and bindings in namespace and
+// returns a configuration that authenticates as the operator's account with a token
+// from the TokenRequest API, as a pod's projected token would.
+func installRBAC(ctx context.Context, c client.Client, admin *rest.Config, root, namespace string) (*rest.Config, error) {
+	rbac, err := bundle.ReadRBAC(root, namespace)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range rbac.Objects() {
+		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: operatorAccount}}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}}
+	if err := c.SubResource("token").Create(ctx, sa, tr); err != nil {
+		return nil, fmt.Errorf("requesting a token for %s: %w", operatorAccount, err)
+	}
+	cfg := rest.AnonymousClientConfig(admin)
+	cfg.BearerToken = tr.Status.Token
+	return cfg, nil
 }

@@ -14,7 +14,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -87,7 +87,11 @@ func Generate(o Options) error {
 	if err != nil {
 		return err
 	}
-	clusterRules, nsRules, err := permissions(o.Root)
+	rbac, err := ReadRBAC(o.Root, "")
+	if err != nil {
+		return err
+	}
+	clusterPermissions, rbacObjects, err := installRBAC(rbac)
 	if err != nil {
 		return err
 	}
@@ -95,8 +99,7 @@ func Generate(o Options) error {
 		StrategyName: operatorsv1alpha1.InstallStrategyNameDeployment,
 		StrategySpec: operatorsv1alpha1.StrategyDetailsDeployment{
 			DeploymentSpecs:    []operatorsv1alpha1.StrategyDeploymentSpec{{Name: deploymentName, Label: deploy.Labels, Spec: deploy.Spec}},
-			ClusterPermissions: []operatorsv1alpha1.StrategyDeploymentPermissions{{ServiceAccountName: serviceAccount, Rules: clusterRules}},
-			Permissions:        []operatorsv1alpha1.StrategyDeploymentPermissions{{ServiceAccountName: serviceAccount, Rules: nsRules}},
+			ClusterPermissions: clusterPermissions,
 		},
 	}
 	if csv.Spec.WebhookDefinitions, err = webhookDefinitions(o.Root, crds); err != nil {
@@ -136,6 +139,9 @@ func Generate(o Options) error {
 		}
 	}
 	if err := writeExtras(o, manifests); err != nil {
+		return err
+	}
+	if err := writeRBACObjects(manifests, rbacObjects); err != nil {
 		return err
 	}
 	if err := writeMetadata(o); err != nil {
@@ -214,22 +220,6 @@ func managerDeployment(o Options) (*appsv1.Deployment, error) {
 		return d, nil
 	}
 	return nil, fmt.Errorf("config/manager/manager.yaml has no Deployment")
-}
-
-// permissions: rules of the ClusterRoles and Roles bound to the manager's account.
-func permissions(root string) (cluster, namespaced []rbacv1.PolicyRule, err error) {
-	for _, f := range []string{"role.yaml", "metrics_auth_role.yaml"} {
-		var r rbacv1.ClusterRole
-		if err := readYAML(filepath.Join(root, "config/rbac", f), &r); err != nil {
-			return nil, nil, err
-		}
-		cluster = append(cluster, r.Rules...)
-	}
-	var le rbacv1.Role
-	if err := readYAML(filepath.Join(root, "config/rbac/leader_election_role.yaml"), &le); err != nil {
-		return nil, nil, err
-	}
-	return cluster, le.Rules, nil
 }
 
 func webhookDefinitions(root string, crds []*apiextensionsv1.CustomResourceDefinition) ([]operatorsv1alpha1.WebhookDescription, error) {
@@ -315,8 +305,8 @@ func almExamples(root string) (string, error) {
 	return string(j), err
 }
 
-// writeExtras adds the objects besides the CSV and CRDs: the metrics Service and the
-// metrics-reader ClusterRole.
+// writeExtras adds the metrics Service and the operator's PodDisruptionBudget (RBAC
+// objects: writeRBACObjects).
 func writeExtras(o Options, dir string) error {
 	var svc corev1.Service
 	if err := readYAML(filepath.Join(o.Root, "config/default/metrics_service.yaml"), &svc); err != nil {
@@ -326,12 +316,13 @@ func writeExtras(o Options, dir string) error {
 	if err := writeYAML(filepath.Join(dir, svc.Name+"_v1_service.yaml"), &svc); err != nil {
 		return err
 	}
-	var role rbacv1.ClusterRole
-	if err := readYAML(filepath.Join(o.Root, "config/rbac/metrics_reader_role.yaml"), &role); err != nil {
+	// Keeps a webhook-serving replica through node drains (OLM installs PDBs from bundles).
+	var pdb policyv1.PodDisruptionBudget
+	if err := readYAML(filepath.Join(o.Root, "config/manager/pdb.yaml"), &pdb); err != nil {
 		return err
 	}
-	role.Name = "linstor-operator-metrics-reader"
-	return writeYAML(filepath.Join(dir, role.Name+"_rbac.authorization.k8s.io_v1_clusterrole.yaml"), &role)
+	pdb.Name, pdb.Namespace = deploymentName, ""
+	return writeYAML(filepath.Join(dir, pdb.Name+"_policy_v1_poddisruptionbudget.yaml"), &pdb)
 }
 
 func metadataAnnotations(o Options) map[string]string {

@@ -165,10 +165,17 @@ func restore(ctx context.Context, c client.Client, dumpCRDs []apiextensionsv1.Cu
 			current[crds.Items[i].Name] = &crds.Items[i]
 		}
 	}
+	touched := make([]string, 0, len(current))
 	for name := range inDump {
 		if current[name] == nil {
 			return fmt.Errorf("CRD %s of the backup no longer exists; create it from the backup before restoring", name)
 		}
+	}
+	for name := range current {
+		touched = append(touched, name)
+	}
+	if err := checkKnownTables(touched); err != nil {
+		return err
 	}
 	for name, crd := range current {
 		if inDump[name] == nil {

@@ -60,7 +60,8 @@ var loaderDistros = []struct {
 	match  *regexp.Regexp
 	distro string
 }{
-	{regexp.MustCompile(`^Red Hat Enterprise Linux CoreOS 41[3-9]`), "almalinux9"},
+	// RHCOS versions are <OpenShift 4.x>.<RHEL>.<build>: OpenShift 4.13 and later run on RHEL 9.
+	{regexp.MustCompile(`^Red Hat Enterprise Linux CoreOS (41[3-9]|4[2-9][0-9])\b`), "almalinux9"},
 	{regexp.MustCompile(`^Red Hat Enterprise Linux CoreOS`), "almalinux8"},
 	{regexp.MustCompile(`^Red Hat Enterprise Linux .*7\.`), "centos7"},
 	{regexp.MustCompile(`^Red Hat Enterprise Linux .*8\.`), "almalinux8"},

@@ -10,6 +10,9 @@ func TestDRBDModuleLoader(t *testing.T) {
 	cases := []struct{ osImage, distro string }{
 		{"Red Hat Enterprise Linux CoreOS 415.92.202402201450-0 (Plow)", "almalinux9"},
 		{"Red Hat Enterprise Linux CoreOS 412.86.202306132230-0 (Ootpa)", "almalinux8"},
+		{"Red Hat Enterprise Linux CoreOS 410.84.202207262020-0 (Ootpa)", "almalinux8"},
+		{"Red Hat Enterprise Linux CoreOS 413.92.202307260246-0 (Plow)", "almalinux9"},
+		{"Red Hat Enterprise Linux CoreOS 420.96.202510071214-0 (Plow)", "almalinux9"},
 		{"Red Hat Enterprise Linux Server 7.9 (Maipo)", "centos7"},
 		{"Red Hat Enterprise Linux 8.9 (Ootpa)", "almalinux8"},
 		{"Red Hat Enterprise Linux 9.3 (Plow)", "almalinux9"},
@@ -29,6 +32,7 @@ func TestDRBDModuleLoader(t *testing.T) {
 		{"Debian GNU/Linux 11 (bullseye)", "bullseye"},
 		{"Debian GNU/Linux 10 (buster)", "buster"},
 		{"Flatcar Container Linux by Kinvolk 3815.2.0", "noble"},
+		{"Talos (v1.7.0)", "noble"},
 		{"", "noble"},
 	}
 	for _, tc := range cases {

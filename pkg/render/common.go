@@ -27,6 +27,12 @@ const (
 	ManagedBy = "linstor-operator"
 )
 
+// ServiceAccountName is the account an operand component's pods run as. The accounts
+// and their RBAC ship with the operator (config/rbac, the OLM bundle) in its namespace:
+// the operator runs pods under them and never grants a permission itself, so it needs
+// neither bind nor escalate.
+func ServiceAccountName(component string) string { return ManagedBy + "-" + component }
+
 func labels(cluster *linstorv1.LinstorCluster, component string) map[string]string {
 	return map[string]string{
 		LabelName:             component,
@@ -73,25 +79,40 @@ func applyComponent(tmpl *corev1.PodTemplateSpec, spec *linstorv1.ComponentSpec,
 	}
 }
 
-// patchPodTemplate applies a user's strategic-merge patch to a pod template.
-func patchPodTemplate(tmpl *corev1.PodTemplateSpec, patch *runtime.RawExtension) error {
+// patchPodTemplate applies a user's strategic-merge patch to a pod template. Unless the
+// policy allows it, a patch that adds privilege is refused here too, with the fields
+// named relative to the patch: the webhook refuses it at admission, but an object
+// written before that check (or while the webhook was away) must not be rendered.
+func patchPodTemplate(tmpl *corev1.PodTemplateSpec, patch *runtime.RawExtension, policy linstorv1.PodTemplatePolicy) error {
 	if patch == nil || len(patch.Raw) == 0 {
 		return nil
 	}
-	orig, err := json.Marshal(tmpl)
+	out, err := strategicPatch(tmpl, patch)
 	if err != nil {
 		return err
 	}
+	if errs := PodTemplateEscalation(policy, tmpl, out, nil); len(errs) > 0 {
+		return errs.ToAggregate()
+	}
+	*tmpl = *out
+	return nil
+}
+
+// strategicPatch returns tmpl with patch applied.
+func strategicPatch(tmpl *corev1.PodTemplateSpec, patch *runtime.RawExtension) (*corev1.PodTemplateSpec, error) {
+	orig, err := json.Marshal(tmpl)
+	if err != nil {
+		return nil, err
+	}
 	patched, err := strategicpatch.StrategicMergePatch(orig, patch.Raw, corev1.PodTemplateSpec{})
 	if err != nil {
-		return fmt.Errorf("applying podTemplate patch: %w", err)
+		return nil, fmt.Errorf("applying podTemplate patch: %w", err)
 	}
 	var out corev1.PodTemplateSpec
 	if err := json.Unmarshal(patched, &out); err != nil {
-		return fmt.Errorf("applying podTemplate patch: %w", err)
+		return nil, fmt.Errorf("applying podTemplate patch: %w", err)
 	}
-	*tmpl = out
-	return nil
+	return &out, nil
 }
 
 // Objects is an ordered set of desired objects.

@@ -6,7 +6,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -24,13 +23,8 @@ const (
 	dbCertMount      = "/etc/linstor/db-client"
 )
 
-// ControllerClusterRoleName is cluster-scoped, so it carries the namespace.
-func ControllerClusterRoleName(cluster *linstorv1.LinstorCluster) string {
-	return fmt.Sprintf("linstor-controller-%s-%s", cluster.Namespace, cluster.Name)
-}
-
-// Controller renders the LINSTOR controller: RBAC for the k8s database, its
-// configuration, a Deployment and a Service. External-controller mode renders nothing.
+// Controller renders the LINSTOR controller: its configuration, a Deployment and a
+// Service. Its ServiceAccount and RBAC ship with the operator (config/rbac). External-controller mode renders nothing.
 func Controller(cluster *linstorv1.LinstorCluster, imgs images.Set) (Objects, error) {
 	if cluster.Spec.ExternalController != nil || !ControllerEnabled(cluster) {
 		return nil, nil
@@ -39,35 +33,6 @@ func Controller(cluster *linstorv1.LinstorCluster, imgs images.Set) (Objects, er
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: cluster.Namespace, Labels: l}
 	}
-	sa := &corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: meta(ControllerName)}
-
-	// The k8s database backend keeps LINSTOR's tables as CRDs of this group, which the
-	// controller creates itself on first start and migrates on upgrades.
-	role := &rbacv1.ClusterRole{
-		TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRole"),
-		ObjectMeta: metav1.ObjectMeta{Name: ControllerClusterRoleName(cluster), Labels: l},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"internal.linstor.linbit.com"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}},
-			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
-		},
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
-		ObjectMeta: metav1.ObjectMeta{Name: ControllerClusterRoleName(cluster), Labels: l},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: cluster.Namespace}},
-	}
-	// Leader election between controller replicas uses Leases in the namespace.
-	leRole := &rbacv1.Role{
-		TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "Role"), ObjectMeta: meta(ControllerName),
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}},
-	}
-	leBinding := &rbacv1.RoleBinding{
-		TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "RoleBinding"), ObjectMeta: meta(ControllerName),
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: leRole.Name},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: cluster.Namespace}},
-	}
-
 	config := &corev1.ConfigMap{TypeMeta: typeMeta("v1", "ConfigMap"), ObjectMeta: meta(controllerConfig),
 		Data: map[string]string{"linstor.toml": linstorTOML(cluster)}}
 
@@ -86,7 +51,7 @@ func Controller(cluster *linstorv1.LinstorCluster, imgs images.Set) (Objects, er
 		TypeMeta: typeMeta("v1", "Service"), ObjectMeta: meta(ControllerName),
 		Spec: corev1.ServiceSpec{Selector: selectorLabels(cluster, ControllerName), Ports: ports},
 	}
-	return Objects{sa, role, binding, leRole, leBinding, config, deploy, svc}, nil
+	return Objects{config, deploy, svc}, nil
 }
 
 // ControllerEnabled: the controller runs unless explicitly disabled.
@@ -159,7 +124,7 @@ func controllerDeployment(cluster *linstorv1.LinstorCluster, imgs images.Set, l 
 	tmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: l},
 		Spec: corev1.PodSpec{
-			ServiceAccountName: ControllerName,
+			ServiceAccountName: ServiceAccountName(ControllerName),
 			PriorityClassName:  "system-cluster-critical",
 			SecurityContext:    &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(false), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{{
@@ -188,7 +153,7 @@ func controllerDeployment(cluster *linstorv1.LinstorCluster, imgs images.Set, l 
 	}
 	applyComponent(&tmpl, component, ControllerName)
 	if component != nil {
-		if err := patchPodTemplate(&tmpl, component.PodTemplate); err != nil {
+		if err := patchPodTemplate(&tmpl, component.PodTemplate, cluster.Spec.PodTemplatePolicy); err != nil {
 			return nil, fmt.Errorf("spec.controller.podTemplate: %w", err)
 		}
 	}

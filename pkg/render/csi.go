@@ -5,7 +5,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -73,7 +72,7 @@ func CSI(cluster *linstorv1.LinstorCluster, imgs images.Set, linstorURL string) 
 	ctrlTmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: l},
 		Spec: corev1.PodSpec{
-			ServiceAccountName: CSIControllerName,
+			ServiceAccountName: ServiceAccountName(CSIControllerName),
 			PriorityClassName:  "system-cluster-critical",
 			Containers: []corev1.Container{
 				{
@@ -99,7 +98,7 @@ func CSI(cluster *linstorv1.LinstorCluster, imgs images.Set, linstorURL string) 
 		corev1.EnvVar{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}})
 	applyComponent(&ctrlTmpl, spec.Controller, "linstor-csi")
 	if spec.Controller != nil {
-		if err := patchPodTemplate(&ctrlTmpl, spec.Controller.PodTemplate); err != nil {
+		if err := patchPodTemplate(&ctrlTmpl, spec.Controller.PodTemplate, cluster.Spec.PodTemplatePolicy); err != nil {
 			return nil, fmt.Errorf("spec.csi.controller.podTemplate: %w", err)
 		}
 	}
@@ -118,7 +117,7 @@ func CSI(cluster *linstorv1.LinstorCluster, imgs images.Set, linstorURL string) 
 	nodeTmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: l},
 		Spec: corev1.PodSpec{
-			ServiceAccountName: CSINodeName,
+			ServiceAccountName: ServiceAccountName(CSINodeName),
 			PriorityClassName:  "system-node-critical",
 			Containers: []corev1.Container{
 				{
@@ -159,7 +158,7 @@ func CSI(cluster *linstorv1.LinstorCluster, imgs images.Set, linstorURL string) 
 	}
 	applyComponent(&nodeTmpl, spec.Node, "linstor-csi")
 	if spec.Node != nil {
-		if err := patchPodTemplate(&nodeTmpl, spec.Node.PodTemplate); err != nil {
+		if err := patchPodTemplate(&nodeTmpl, spec.Node.PodTemplate, cluster.Spec.PodTemplatePolicy); err != nil {
 			return nil, fmt.Errorf("spec.csi.node.podTemplate: %w", err)
 		}
 	}
@@ -173,25 +172,7 @@ func CSI(cluster *linstorv1.LinstorCluster, imgs images.Set, linstorURL string) 
 		},
 	}
 
-	objs := Objects{driver}
-	objs = append(objs, serviceAccountWithClusterRole(cluster, CSIControllerName, l, []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"persistentvolumes"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
-		{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims/status"}, Verbs: []string{"patch", "update"}},
-		{APIGroups: []string{""}, Resources: []string{"nodes", "pods"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list", "watch", "create", "update", "patch"}},
-		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses", "csinodes"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"volumeattachments", "volumeattachments/status"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
-		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"csistoragecapacities"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-		{APIGroups: []string{"snapshot.storage.k8s.io"}, Resources: []string{"volumesnapshotclasses", "volumesnapshots"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"snapshot.storage.k8s.io"}, Resources: []string{"volumesnapshotcontents", "volumesnapshotcontents/status"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-		{APIGroups: []string{"apps"}, Resources: []string{"replicasets", "deployments"}, Verbs: []string{"get"}},
-	})...)
-	objs = append(objs, serviceAccountWithClusterRole(cluster, CSINodeName, l, []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}},
-	})...)
-	return append(objs, controller, node), nil
+	return Objects{driver, controller, node}, nil
 }
 
 // HAControllerName names the HA controller DaemonSet.
@@ -212,7 +193,7 @@ func HAController(cluster *linstorv1.LinstorCluster, imgs images.Set) (Objects, 
 	tmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: l},
 		Spec: corev1.PodSpec{
-			ServiceAccountName: HAControllerName,
+			ServiceAccountName: ServiceAccountName(HAControllerName),
 			PriorityClassName:  "system-node-critical",
 			Containers: []corev1.Container{{
 				Name: HAControllerName, Image: image(override, imgs.Image(images.HAController)),
@@ -227,7 +208,7 @@ func HAController(cluster *linstorv1.LinstorCluster, imgs images.Set) (Objects, 
 	}
 	applyComponent(&tmpl, spec, HAControllerName)
 	if spec != nil {
-		if err := patchPodTemplate(&tmpl, spec.PodTemplate); err != nil {
+		if err := patchPodTemplate(&tmpl, spec.PodTemplate, cluster.Spec.PodTemplatePolicy); err != nil {
 			return nil, fmt.Errorf("spec.highAvailabilityController.podTemplate: %w", err)
 		}
 	}
@@ -239,30 +220,7 @@ func HAController(cluster *linstorv1.LinstorCluster, imgs images.Set) (Objects, 
 			Template: withSelector(tmpl, selectorLabels(cluster, HAControllerName), HAControllerName),
 		},
 	}
-	objs := serviceAccountWithClusterRole(cluster, HAControllerName, l, []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
-		{APIGroups: []string{""}, Resources: []string{"nodes", "persistentvolumeclaims", "persistentvolumes"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"patch", "update"}},
-		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"volumeattachments"}, Verbs: []string{"get", "list", "watch", "delete"}},
-	})
-	return append(objs, ds), nil
-}
-
-// serviceAccountWithClusterRole renders a ServiceAccount and a ClusterRole bound to it.
-// Cluster-scoped names carry the namespace and cluster name.
-func serviceAccountWithClusterRole(cluster *linstorv1.LinstorCluster, name string, l map[string]string, rules []rbacv1.PolicyRule) Objects {
-	roleName := fmt.Sprintf("%s-%s-%s", name, cluster.Namespace, cluster.Name)
-	return Objects{
-		&corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cluster.Namespace, Labels: l}},
-		&rbacv1.ClusterRole{TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "ClusterRole"), ObjectMeta: metav1.ObjectMeta{Name: roleName, Labels: l}, Rules: rules},
-		&rbacv1.ClusterRoleBinding{
-			TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: roleName, Labels: l},
-			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: roleName},
-			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: cluster.Namespace}},
-		},
-	}
+	return Objects{ds}, nil
 }
 
 // withSelector makes sure the pod carries the selector labels (a component name may

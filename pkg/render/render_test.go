@@ -111,7 +111,7 @@ func TestCSIAndHAGolden(t *testing.T) {
 	c := cluster(linstorv1.LinstorClusterSpec{CSI: &linstorv1.CSISpec{
 		Node: &linstorv1.ComponentSpec{Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}},
 	}})
-	csi, err := CSI(c, images.Default(), "http://linstor-controller.storage.svc:3370")
+	csi, err := CSI(c, images.Default(), ServiceURL(c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,10 +135,10 @@ func TestCSIAndHADisabled(t *testing.T) {
 }
 
 func TestSatelliteGolden(t *testing.T) {
-	c := cluster(linstorv1.LinstorClusterSpec{Satellite: &linstorv1.ComponentSpec{
+	c := cluster(linstorv1.LinstorClusterSpec{Satellite: &linstorv1.SatelliteSpec{ComponentSpec: linstorv1.ComponentSpec{
 		Tolerations: []corev1.Toleration{{Key: "storage", Operator: corev1.TolerationOpExists}},
 		PodTemplate: &runtime.RawExtension{Raw: []byte(`{"spec":{"containers":[{"name":"linstor-satellite","env":[{"name":"TZ","value":"UTC"}]}]}}`)},
-	}})
+	}}})
 	sat := &linstorv1.LinstorSatellite{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Namespace: "storage"},
 		Spec: linstorv1.LinstorSatelliteSpec{PodTemplate: &runtime.RawExtension{Raw: []byte(`{"metadata":{"annotations":{"rack":"7"}}}`)}}}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}, Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{OSImage: "Red Hat Enterprise Linux CoreOS 416.94.202410211619-0"}}}
@@ -181,7 +181,7 @@ func TestSatelliteWithInternalTLS(t *testing.T) {
 	}
 	objs = WithSecretFingerprints(objs, map[string]string{"sat-tls": "abc", "unrelated": "def"})
 	golden(t, "satellite-tls", append(objs, SatelliteConfig(c)...))
-	if SatelliteConfig(cluster(linstorv1.LinstorClusterSpec{})) != nil {
+	if SatelliteConfig(cluster(linstorv1.LinstorClusterSpec{TLS: &linstorv1.TLSSpec{Internal: &linstorv1.TLSConfig{Mode: linstorv1.TLSDisabled}}})) != nil {
 		t.Error("a satellite configuration was rendered without internal TLS")
 	}
 }

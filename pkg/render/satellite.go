@@ -43,7 +43,7 @@ func SatelliteConfig(cluster *linstorv1.LinstorCluster) Objects {
 func SatelliteDaemonSetName(node string) string { return "linstor-satellite." + node }
 
 // Satellite renders the satellite of one node: a DaemonSet pinned to the node, on the
-// host network, with the DRBD module loader chosen from the node's osImage.
+// host network, with the DRBD module loader decided by ResolveDRBDLoader.
 func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellite, node *corev1.Node, imgs images.Set) (Objects, error) {
 	l := labels(cluster, SatelliteComponent)
 	h := fnv.New32a()
@@ -65,13 +65,20 @@ func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellit
 		{Name: "var-lib-drbd", MountPath: "/var/lib/drbd"},
 		{Name: "var-lib-linstor-pools", MountPath: "/var/lib/linstor-pools"},
 	}
-	volumes := []corev1.Volume{
+	// The DRBD module loader, decided from the node's OS and the merged configuration
+	// (a satellite written before the field existed falls back to the cluster's default).
+	configured := sat.Spec.DRBDModuleLoader
+	if configured == "" && defaults != nil {
+		configured = defaults.DRBDModuleLoader
+	}
+	loaderContainers, loaderVolumes := ResolveDRBDLoader(node.Status.NodeInfo.OSImage, configured, imgs).initContainers()
+	volumes := append(append([]corev1.Volume{
 		hostDir("dev", "/dev"),
 		hostDir("lib-modules", "/lib/modules"),
-		hostPath("usr-src", "/usr/src", corev1.HostPathDirectoryOrCreate),
+	}, loaderVolumes...),
 		hostPath("var-lib-drbd", "/var/lib/drbd", corev1.HostPathDirectoryOrCreate),
 		hostPath("var-lib-linstor-pools", "/var/lib/linstor-pools", corev1.HostPathDirectoryOrCreate),
-	}
+	)
 	if InternalTLSEnabled(cluster) {
 		port = SatelliteSecurePort
 		v, m := pemVolumes("internal-tls", InternalTLSSecretName(cluster), internalPEMDir, internalJKSDir)
@@ -83,26 +90,18 @@ func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellit
 		ObjectMeta: metav1.ObjectMeta{Labels: l},
 		Spec: corev1.PodSpec{
 			// LINSTOR and DRBD address the node by its own IP: satellites use the host network.
-			HostNetwork:                  true,
-			DNSPolicy:                    corev1.DNSClusterFirstWithHostNet,
-			PriorityClassName:            "system-node-critical",
+			HostNetwork:       true,
+			DNSPolicy:         corev1.DNSClusterFirstWithHostNet,
+			PriorityClassName: "system-node-critical",
+			// Its own account: the only grant it carries is the SCC DRBD needs (config/rbac).
+			ServiceAccountName:           ServiceAccountName(SatelliteComponent),
 			AutomountServiceAccountToken: ptr.To(false),
 			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{
 					{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node.Name}},
 				}}},
 			}}},
-			InitContainers: []corev1.Container{{
-				Name:  "drbd-module-loader",
-				Image: imgs.DRBDModuleLoader(node.Status.NodeInfo.OSImage),
-				// Loading (and, if needed, building) the kernel module needs SYS_MODULE, nothing more.
-				SecurityContext: &corev1.SecurityContext{RunAsUser: ptr.To[int64](0), Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_MODULE"}, Drop: []corev1.Capability{"ALL"}}},
-				Env:             []corev1.EnvVar{{Name: "LB_HOW", Value: "compile"}},
-				VolumeMounts: []corev1.VolumeMount{
-					{Name: "lib-modules", MountPath: "/lib/modules", ReadOnly: true},
-					{Name: "usr-src", MountPath: "/usr/src", ReadOnly: true},
-				},
-			}},
+			InitContainers: loaderContainers,
 			Containers: []corev1.Container{{
 				Name:  SatelliteComponent,
 				Image: image(override, imgs.Image(images.LinstorSatellite)),
@@ -117,13 +116,13 @@ func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellit
 			Volumes: volumes,
 		},
 	}
-	applyComponent(&tmpl, defaults, SatelliteComponent)
 	if defaults != nil {
-		if err := patchPodTemplate(&tmpl, defaults.PodTemplate); err != nil {
+		applyComponent(&tmpl, &defaults.ComponentSpec, SatelliteComponent)
+		if err := patchPodTemplate(&tmpl, defaults.PodTemplate, cluster.Spec.PodTemplatePolicy); err != nil {
 			return nil, fmt.Errorf("spec.satellite.podTemplate: %w", err)
 		}
 	}
-	if err := patchPodTemplate(&tmpl, sat.Spec.PodTemplate); err != nil {
+	if err := patchPodTemplate(&tmpl, sat.Spec.PodTemplate, cluster.Spec.PodTemplatePolicy); err != nil {
 		return nil, fmt.Errorf("LinstorSatelliteConfiguration podTemplate: %w", err)
 	}
 	tmpl.Labels = withSelector(tmpl, selector, SatelliteComponent).Labels

@@ -39,28 +39,114 @@ const (
 // a renewed certificate rolls the pods (LINSTOR reads its keystores at start).
 const AnnotationTLSHash = "linstor.io/tls-hash"
 
+// InternalTLSMode is the mode controller-satellite traffic runs with: the spec's, or
+// DefaultTLSMode for an unset channel.
+func InternalTLSMode(c *linstorv1.LinstorCluster) linstorv1.TLSMode {
+	if t := c.Spec.TLS; t != nil && t.Internal != nil {
+		return modeOrGenerated(t.Internal.Mode)
+	}
+	return DefaultTLSMode(c)
+}
+
+// APITLSMode is the mode of the REST API: the spec's, or DefaultTLSMode for an unset
+// channel.
+func APITLSMode(c *linstorv1.LinstorCluster) linstorv1.TLSMode {
+	if t := c.Spec.TLS; t != nil && t.API != nil {
+		return modeOrGenerated(t.API.Mode)
+	}
+	return DefaultTLSMode(c)
+}
+
+// modeOrGenerated: the CRD defaults mode to Generated; an object that skipped
+// defaulting (a client of the Go types, a test) means the same.
+func modeOrGenerated(m linstorv1.TLSMode) linstorv1.TLSMode {
+	if m == "" {
+		return linstorv1.TLSGenerated
+	}
+	return m
+}
+
+// DefaultTLSMode is the mode of a channel spec.tls leaves unset.
+//
+// With an external controller it is Disabled: the operator neither runs nor configures
+// that controller, so it cannot know whether it expects SSL satellites; spec.tls says so.
+// Otherwise it is RecordedTLSDefault.
+func DefaultTLSMode(c *linstorv1.LinstorCluster) linstorv1.TLSMode {
+	if c.Spec.ExternalController != nil {
+		return linstorv1.TLSDisabled
+	}
+	return RecordedTLSDefault(c)
+}
+
+// RecordedTLSDefault is the default decided once per cluster and kept in
+// status.tls.defaultMode. Before it is recorded it is decided from the object alone,
+// so that every reader (the cluster and satellite controllers, the LINSTOR connector)
+// decides alike from whatever copy of the object it holds:
+//   - Generated for a cluster no operator has reconciled yet (no conditions, no
+//     observed generation): nothing runs that TLS could disturb;
+//   - Disabled for one an operator that did not record a default reconciled: it runs
+//     without TLS, and switching would restart the controller and every satellite at
+//     once and move the API to HTTPS under its clients. Its admin switches explicitly.
+//
+// The cluster controller records the decision in the same status write that first
+// sets conditions, so a new cluster never looks like an old one.
+func RecordedTLSDefault(c *linstorv1.LinstorCluster) linstorv1.TLSMode {
+	if st := c.Status.TLS; st != nil && st.DefaultMode != "" {
+		return st.DefaultMode
+	}
+	if len(c.Status.Conditions) > 0 || c.Status.ObservedGeneration > 0 {
+		return linstorv1.TLSDisabled
+	}
+	return linstorv1.TLSGenerated
+}
+
 // InternalTLSEnabled reports whether controller-satellite traffic uses TLS.
 func InternalTLSEnabled(c *linstorv1.LinstorCluster) bool {
-	return c.Spec.TLS != nil && c.Spec.TLS.Internal != nil && c.Spec.TLS.Internal.Mode != linstorv1.TLSDisabled
+	return InternalTLSMode(c) != linstorv1.TLSDisabled
 }
 
 // APITLSEnabled reports whether the REST API is served over HTTPS with client certificates.
 func APITLSEnabled(c *linstorv1.LinstorCluster) bool {
-	return c.Spec.TLS != nil && c.Spec.TLS.API != nil && c.Spec.TLS.API.Mode != linstorv1.TLSDisabled
+	return APITLSMode(c) != linstorv1.TLSDisabled
+}
+
+// internalTLS and apiTLS are the spec's channel configuration, empty when unset.
+func internalTLS(c *linstorv1.LinstorCluster) linstorv1.TLSConfig {
+	if t := c.Spec.TLS; t != nil && t.Internal != nil {
+		return *t.Internal
+	}
+	return linstorv1.TLSConfig{}
+}
+
+func apiTLS(c *linstorv1.LinstorCluster) linstorv1.TLSConfig {
+	if t := c.Spec.TLS; t != nil && t.API != nil {
+		return *t.API
+	}
+	return linstorv1.TLSConfig{}
+}
+
+// InternalTLSIssuer is the cert-manager issuer of the internal channel (mode CertManager).
+func InternalTLSIssuer(c *linstorv1.LinstorCluster) *linstorv1.IssuerReference {
+	return internalTLS(c).IssuerRef
+}
+
+// APITLSIssuer is the cert-manager issuer of the API channel (mode CertManager).
+func APITLSIssuer(c *linstorv1.LinstorCluster) *linstorv1.IssuerReference {
+	return apiTLS(c).IssuerRef
 }
 
 // InternalTLSSecretName holds ca.crt, tls.crt and tls.key shared by controller and satellites.
 func InternalTLSSecretName(c *linstorv1.LinstorCluster) string {
-	if InternalTLSEnabled(c) && c.Spec.TLS.Internal.SecretName != "" {
-		return c.Spec.TLS.Internal.SecretName
+	if name := internalTLS(c).SecretName; InternalTLSEnabled(c) && name != "" {
+		return name
 	}
 	return DefaultInternalTLSSecret
 }
 
 // APITLSSecretName holds the API server certificate.
 func APITLSSecretName(c *linstorv1.LinstorCluster) string {
-	if APITLSEnabled(c) && c.Spec.TLS.API.SecretName != "" {
-		return c.Spec.TLS.API.SecretName
+	if name := apiTLS(c).SecretName; APITLSEnabled(c) && name != "" {
+		return name
 	}
 	return DefaultAPITLSSecret
 }
@@ -71,8 +157,8 @@ func APIClientSecretName(c *linstorv1.LinstorCluster) string {
 	if ext := c.Spec.ExternalController; ext != nil && ext.ClientCertificateSecretRef != nil {
 		return ext.ClientCertificateSecretRef.Name
 	}
-	if APITLSEnabled(c) && c.Spec.TLS.API.ClientSecretName != "" {
-		return c.Spec.TLS.API.ClientSecretName
+	if name := apiTLS(c).ClientSecretName; APITLSEnabled(c) && name != "" {
+		return name
 	}
 	return DefaultAPIClientTLSSecret
 }

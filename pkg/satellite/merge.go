@@ -27,6 +27,9 @@ func Desired(cluster *linstorv1.LinstorCluster, configs []linstorv1.LinstorSatel
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 
 	spec := linstorv1.LinstorSatelliteSpec{ClusterRef: linstorv1.ClusterReference{Name: cluster.Name}, DeletionPolicy: linstorv1.DeletionRetain}
+	if cluster.Spec.Satellite != nil {
+		spec.DRBDModuleLoader = cluster.Spec.Satellite.DRBDModuleLoader
+	}
 	var pools []linstorv1.StoragePool
 	var nics []linstorv1.NetInterface
 	props := map[string]linstorv1.NodeProperty{}
@@ -55,6 +58,9 @@ func Desired(cluster *linstorv1.LinstorCluster, configs []linstorv1.LinstorSatel
 		}
 		if cfg.Spec.MaxConcurrentEvacuations != nil {
 			spec.MaxConcurrentEvacuations = cfg.Spec.MaxConcurrentEvacuations
+		}
+		if cfg.Spec.DRBDModuleLoader != "" {
+			spec.DRBDModuleLoader = cfg.Spec.DRBDModuleLoader
 		}
 		if cfg.Spec.PodTemplate != nil && len(cfg.Spec.PodTemplate.Raw) > 0 {
 			var err error

@@ -27,6 +27,9 @@ import (
 type ClusterValidator struct {
 	// Reader reads uncached, so two clusters created in quick succession are still seen.
 	Reader client.Reader
+	// Namespace is the only one a LinstorCluster may be created in (the operator's, where
+	// the operands' accounts are); empty allows any.
+	Namespace string
 }
 
 var _ admission.CustomValidator = &ClusterValidator{}
@@ -35,6 +38,10 @@ var _ admission.CustomValidator = &ClusterValidator{}
 // the same nodes, satellites and LINSTOR database.
 func (v *ClusterValidator) ValidateCreate(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
 	cluster := obj.(*linstorv1.LinstorCluster)
+	if v.Namespace != "" && cluster.Namespace != v.Namespace {
+		return nil, invalid("LinstorCluster", cluster.Name, field.ErrorList{field.Forbidden(field.NewPath("metadata", "namespace"),
+			fmt.Sprintf("a LinstorCluster must be created in namespace %q, where the operator runs LINSTOR: the ServiceAccounts and RBAC of LINSTOR's pods are installed there with the operator", v.Namespace))})
+	}
 	var existing linstorv1.LinstorClusterList
 	if err := v.Reader.List(ctx, &existing); err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("listing LinstorClusters: %w", err))
@@ -69,6 +76,7 @@ func (v *ClusterValidator) validate(ctx context.Context, cluster *linstorv1.Lins
 	paths := func(p string) (string, bool) { return linstorv1alpha1.ClusterFieldPath(&cluster.Spec, p) }
 	errs := versionRules[linstorv1.LinstorClusterSpec, linstorv1.LinstorClusterStatus](ctx, "LinstorCluster", cluster, old, paths)
 	own := validateClusterSpec(&cluster.Spec)
+	own = append(own, clusterEscalations(cluster, old)...)
 	if old == nil {
 		own = append(own, v.validateRestoreFrom(ctx, cluster)...)
 	} else {
@@ -86,7 +94,9 @@ func validateClusterSpec(spec *linstorv1.LinstorClusterSpec) field.ErrorList {
 	if spec.Controller != nil {
 		errs = append(errs, validateComponent(p.Child("controller"), &spec.Controller.ComponentSpec)...)
 	}
-	errs = append(errs, validateComponent(p.Child("satellite"), spec.Satellite)...)
+	if spec.Satellite != nil {
+		errs = append(errs, validateComponent(p.Child("satellite"), &spec.Satellite.ComponentSpec)...)
+	}
 	if spec.CSI != nil {
 		errs = append(errs, validateComponent(p.Child("csi", "controller"), spec.CSI.Controller)...)
 		errs = append(errs, validateComponent(p.Child("csi", "node"), spec.CSI.Node)...)

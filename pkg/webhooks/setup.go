@@ -9,15 +9,18 @@ import (
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 )
 
-// Setup registers the validating webhooks and, through the builder, the /convert
-// endpoint for every kind that has a v1alpha1 spoke.
-func Setup(mgr ctrl.Manager) error {
+// Setup registers the /convert endpoint (body limited; the builders find it served and
+// only check that each kind with a v1alpha1 spoke is convertible) and the validating
+// webhooks.
+// namespace is where LinstorClusters may be created; empty allows any.
+func Setup(mgr ctrl.Manager, namespace string) error {
+	registerConversion(mgr.GetWebhookServer(), mgr.GetScheme())
 	if err := ctrl.NewWebhookManagedBy(mgr).For(&linstorv1.LinstorCluster{}).
-		WithValidator(&ClusterValidator{Reader: mgr.GetAPIReader()}).Complete(); err != nil {
+		WithValidator(&ClusterValidator{Reader: mgr.GetAPIReader(), Namespace: namespace}).Complete(); err != nil {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr).For(&linstorv1.LinstorSatelliteConfiguration{}).
-		WithValidator(SatelliteConfigurationValidator{}).Complete(); err != nil {
+		WithValidator(SatelliteConfigurationValidator{Reader: mgr.GetAPIReader()}).Complete(); err != nil {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr).For(&linstorv1.LinstorNodeConnection{}).
@@ -30,11 +33,13 @@ func Setup(mgr ctrl.Manager) error {
 
 // SpecErrors returns what the webhook refuses in a v1 object's spec beyond the CRD's
 // schema: Kubernetes' and LINSTOR's rules, pod-template patches. It needs no cluster
-// (a restoreFrom backup is not looked up), so tests use it as the model of validity.
+// (a restoreFrom backup is not looked up, and a LinstorSatelliteConfiguration's patch
+// is not judged against the LinstorCluster's podTemplatePolicy), so tests use it as the
+// model of validity.
 func SpecErrors(obj runtime.Object) field.ErrorList {
 	switch o := obj.(type) {
 	case *linstorv1.LinstorCluster:
-		return validateClusterSpec(&o.Spec)
+		return append(validateClusterSpec(&o.Spec), clusterEscalations(o, nil)...)
 	case *linstorv1.LinstorSatelliteConfiguration:
 		spec := field.NewPath("spec")
 		errs := metav1validation.ValidateLabels(o.Spec.NodeSelector, spec.Child("nodeSelector"))

@@ -16,6 +16,7 @@ import (
 	lapi "github.com/LINBIT/golinstor/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
 func TestClusterRunsLinstor(t *testing.T) {
@@ -51,7 +52,11 @@ func TestClusterRunsLinstor(t *testing.T) {
 		g.Expect(metav1.IsControlledBy(&d, cluster)).To(BeTrue())
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-controller"}, &corev1.Service{})).To(Succeed())
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-controller-config"}, &corev1.ConfigMap{})).To(Succeed())
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "linstor-controller-" + ns + "-linstor"}, &rbacv1.ClusterRole{})).To(Succeed())
+		// It runs under the account that ships with the operator; the operator grants nothing.
+		g.Expect(d.Spec.Template.Spec.ServiceAccountName).To(Equal("linstor-operator-linstor-controller"))
+		var roles rbacv1.ClusterRoleList
+		g.Expect(env.Client.List(ctx, &roles, client.MatchingLabels{render.LabelManagedBy: render.ManagedBy})).To(Succeed())
+		g.Expect(roles.Items).To(BeEmpty())
 		// CSI driver and HA controller.
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "linstor.csi.linbit.com"}, &storagev1.CSIDriver{})).To(Succeed())
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-csi-controller"}, &appsv1.Deployment{})).To(Succeed())

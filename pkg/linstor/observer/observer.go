@@ -147,6 +147,10 @@ func New(source Source, interval time.Duration, notify func(context.Context, Cha
 		started: make(chan struct{}), clusters: map[types.NamespacedName]*tracked{}}
 }
 
+// NeedLeaderElection: only the leading operator replica reads LINSTOR; the others
+// serve webhooks.
+func (o *Observer) NeedLeaderElection() bool { return true }
+
 // Start runs until ctx ends; loops of clusters observed before it begin now.
 func (o *Observer) Start(ctx context.Context) error {
 	o.mu.Lock()

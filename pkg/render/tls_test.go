@@ -1,0 +1,166 @@
+package render
+
+import (
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/images"
+)
+
+// reconciled is the status an operator leaves after its first pass: conditions set.
+var reconciled = linstorv1.LinstorClusterStatus{Conditions: []metav1.Condition{{Type: linstorv1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: linstorv1.ReasonAsExpected}}}
+
+func TestTLSModes(t *testing.T) {
+	disabled := &linstorv1.TLSConfig{Mode: linstorv1.TLSDisabled}
+	cases := []struct {
+		name          string
+		spec          linstorv1.LinstorClusterSpec
+		status        linstorv1.LinstorClusterStatus
+		internal, api linstorv1.TLSMode
+		recorded      linstorv1.TLSMode
+	}{
+		{"a new cluster is encrypted", linstorv1.LinstorClusterSpec{}, linstorv1.LinstorClusterStatus{},
+			linstorv1.TLSGenerated, linstorv1.TLSGenerated, linstorv1.TLSGenerated},
+		{"an empty tls section is the default", linstorv1.LinstorClusterSpec{TLS: &linstorv1.TLSSpec{}}, linstorv1.LinstorClusterStatus{},
+			linstorv1.TLSGenerated, linstorv1.TLSGenerated, linstorv1.TLSGenerated},
+		{"a channel without a mode is Generated (the CRD default)", linstorv1.LinstorClusterSpec{TLS: &linstorv1.TLSSpec{Internal: &linstorv1.TLSConfig{}}}, reconciled,
+			linstorv1.TLSGenerated, linstorv1.TLSDisabled, linstorv1.TLSDisabled},
+		{"Disabled only when said", linstorv1.LinstorClusterSpec{TLS: &linstorv1.TLSSpec{Internal: disabled, API: disabled}}, linstorv1.LinstorClusterStatus{},
+			linstorv1.TLSDisabled, linstorv1.TLSDisabled, linstorv1.TLSGenerated},
+		{"one channel Disabled, the other default", linstorv1.LinstorClusterSpec{TLS: &linstorv1.TLSSpec{API: disabled}}, linstorv1.LinstorClusterStatus{},
+			linstorv1.TLSGenerated, linstorv1.TLSDisabled, linstorv1.TLSGenerated},
+		{"a cluster an earlier operator ran keeps running plain", linstorv1.LinstorClusterSpec{}, reconciled,
+			linstorv1.TLSDisabled, linstorv1.TLSDisabled, linstorv1.TLSDisabled},
+		{"so does one with only an observed generation", linstorv1.LinstorClusterSpec{}, linstorv1.LinstorClusterStatus{ObservedGeneration: 3},
+			linstorv1.TLSDisabled, linstorv1.TLSDisabled, linstorv1.TLSDisabled},
+		{"the recorded default wins over the conditions", linstorv1.LinstorClusterSpec{}, withDefault(reconciled, linstorv1.TLSGenerated),
+			linstorv1.TLSGenerated, linstorv1.TLSGenerated, linstorv1.TLSGenerated},
+		{"a recorded Disabled stays", linstorv1.LinstorClusterSpec{}, withDefault(linstorv1.LinstorClusterStatus{}, linstorv1.TLSDisabled),
+			linstorv1.TLSDisabled, linstorv1.TLSDisabled, linstorv1.TLSDisabled},
+		{"an old cluster is switched by saying so", linstorv1.LinstorClusterSpec{TLS: &linstorv1.TLSSpec{Internal: &linstorv1.TLSConfig{Mode: linstorv1.TLSGenerated}}}, reconciled,
+			linstorv1.TLSGenerated, linstorv1.TLSDisabled, linstorv1.TLSDisabled},
+		{"lifecycle progress alone does not make a cluster old", linstorv1.LinstorClusterSpec{}, linstorv1.LinstorClusterStatus{Deployed: &linstorv1.DeployedVersions{Controller: "1.33.3"}},
+			linstorv1.TLSGenerated, linstorv1.TLSGenerated, linstorv1.TLSGenerated},
+		{"an external controller gets no invented TLS", linstorv1.LinstorClusterSpec{ExternalController: &linstorv1.ExternalControllerSpec{URL: "https://linstor:3371"}}, linstorv1.LinstorClusterStatus{},
+			linstorv1.TLSDisabled, linstorv1.TLSDisabled, linstorv1.TLSGenerated},
+		{"an external controller's satellites use TLS when told", linstorv1.LinstorClusterSpec{ExternalController: &linstorv1.ExternalControllerSpec{URL: "https://linstor:3371"},
+			TLS: &linstorv1.TLSSpec{Internal: &linstorv1.TLSConfig{Mode: linstorv1.TLSSecret, SecretName: "sat"}}}, linstorv1.LinstorClusterStatus{},
+			linstorv1.TLSSecret, linstorv1.TLSDisabled, linstorv1.TLSGenerated},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cluster(tc.spec)
+			c.Status = tc.status
+			if got := InternalTLSMode(c); got != tc.internal {
+				t.Errorf("internal = %s, want %s", got, tc.internal)
+			}
+			if got := APITLSMode(c); got != tc.api {
+				t.Errorf("api = %s, want %s", got, tc.api)
+			}
+			if got := RecordedTLSDefault(c); got != tc.recorded {
+				t.Errorf("recorded default = %s, want %s", got, tc.recorded)
+			}
+			if InternalTLSEnabled(c) != (tc.internal != linstorv1.TLSDisabled) || APITLSEnabled(c) != (tc.api != linstorv1.TLSDisabled) {
+				t.Error("the Enabled helpers disagree with the modes")
+			}
+		})
+	}
+}
+
+func withDefault(st linstorv1.LinstorClusterStatus, mode linstorv1.TLSMode) linstorv1.LinstorClusterStatus {
+	st.TLS = &linstorv1.TLSStatus{DefaultMode: mode}
+	return st
+}
+
+// What the workloads look like by default and with both channels Disabled.
+func TestDefaultRendersTLSEverywhere(t *testing.T) {
+	disabled := &linstorv1.TLSConfig{Mode: linstorv1.TLSDisabled}
+	for _, tc := range []struct {
+		name   string
+		spec   linstorv1.LinstorClusterSpec
+		secure bool
+	}{
+		{"default", linstorv1.LinstorClusterSpec{}, true},
+		{"disabled", linstorv1.LinstorClusterSpec{TLS: &linstorv1.TLSSpec{Internal: disabled, API: disabled}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cluster(tc.spec)
+			ctrl, err := Controller(c, images.Default())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var svc *corev1.Service
+			var deploy *appsv1.Deployment
+			var toml string
+			for _, o := range ctrl {
+				switch o := o.(type) {
+				case *corev1.Service:
+					svc = o
+				case *appsv1.Deployment:
+					deploy = o
+				case *corev1.ConfigMap:
+					toml = o.Data["linstor.toml"]
+				}
+			}
+			if got := strings.Contains(toml, "[https]\n  enabled = true"); got != tc.secure {
+				t.Errorf("HTTPS in linstor.toml: %t, want %t\n%s", got, tc.secure, toml)
+			}
+			ports := map[int32]bool{}
+			for _, p := range svc.Spec.Ports {
+				ports[p.Port] = true
+			}
+			if ports[APIPort] == tc.secure || !ports[SecureAPIPort] {
+				t.Errorf("Service ports %v: plain 3370 must be served only without API TLS", svc.Spec.Ports)
+			}
+			mounts := secretsOf(&deploy.Spec.Template.Spec)
+			wantMounts := []string{DefaultAPITLSSecret, DefaultAPIClientTLSSecret, DefaultInternalTLSSecret} // sorted
+			if !tc.secure {
+				wantMounts = []string{}
+			}
+			if strings.Join(mounts, ",") != strings.Join(wantMounts, ",") {
+				t.Errorf("controller mounts %v, want %v", mounts, wantMounts)
+			}
+
+			url := ServiceURL(c)
+			if want := map[bool]string{true: "https://linstor-controller.storage.svc:3371", false: "http://linstor-controller.storage.svc:3370"}[tc.secure]; url != want {
+				t.Errorf("ServiceURL = %s, want %s", url, want)
+			}
+			csi, err := CSI(c, images.Default(), url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range csi {
+				var spec *corev1.PodSpec
+				switch o := o.(type) {
+				case *appsv1.Deployment:
+					spec = &o.Spec.Template.Spec
+				case *appsv1.DaemonSet:
+					spec = &o.Spec.Template.Spec
+				default:
+					continue
+				}
+				if got := len(secretsOf(spec)) == 1 && secretsOf(spec)[0] == DefaultAPIClientTLSSecret; got != tc.secure {
+					t.Errorf("%s reads the client certificate: %t, want %t (%v)", o.GetName(), got, tc.secure, secretsOf(spec))
+				}
+			}
+
+			sat := &linstorv1.LinstorSatellite{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Namespace: "storage"}}
+			objs, err := Satellite(c, sat, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}, images.Default())
+			if err != nil {
+				t.Fatal(err)
+			}
+			port := objs[0].(*appsv1.DaemonSet).Spec.Template.Spec.Containers[0].Ports[0].ContainerPort
+			if want := map[bool]int32{true: SatelliteSecurePort, false: SatellitePort}[tc.secure]; port != want {
+				t.Errorf("satellite port %d, want %d", port, want)
+			}
+			if got := len(SatelliteConfig(c)) == 1; got != tc.secure {
+				t.Errorf("satellite SSL configuration rendered: %t, want %t", got, tc.secure)
+			}
+		})
+	}
+}

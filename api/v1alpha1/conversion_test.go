@@ -41,6 +41,8 @@ func TestEditThroughV1alpha1KeepsV1OnlyFields(t *testing.T) {
 				Properties: []linstorv1.Property{{Name: "b", Value: "2"}, {Name: "a", Value: "1"}},
 				Version:    "1.33.3",
 				Upgrade:    &linstorv1.UpgradeSpec{Policy: linstorv1.UpgradeManual},
+				// Security: an edit through v1alpha1 must not reset it to the default.
+				PodTemplatePolicy: linstorv1.PodTemplateAllowPrivileged,
 			},
 		}
 		out := roundTripEdit(t, in, &LinstorCluster{}, func(s *LinstorCluster) {
@@ -60,6 +62,9 @@ func TestEditThroughV1alpha1KeepsV1OnlyFields(t *testing.T) {
 		}
 		if out.Spec.TLS == nil || out.Spec.TLS.API == nil || out.Spec.Version != "1.33.3" || out.Spec.Upgrade == nil {
 			t.Errorf("v1-only fields lost: tls=%+v version=%q upgrade=%+v", out.Spec.TLS, out.Spec.Version, out.Spec.Upgrade)
+		}
+		if out.Spec.PodTemplatePolicy != linstorv1.PodTemplateAllowPrivileged {
+			t.Errorf("podTemplatePolicy = %q, want the v1 value kept", out.Spec.PodTemplatePolicy)
 		}
 		want := []linstorv1.Property{{Name: "b", Value: "2"}, {Name: "a", Value: "1"}, {Name: "c", Value: "3"}}
 		if same, _ := lossless.SameJSON(out.Spec.Properties, want); !same {

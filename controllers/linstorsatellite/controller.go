@@ -67,7 +67,9 @@ type Reconciler struct {
 	Grace time.Duration
 	// Backoff spaces the retries of failed LINSTOR writes per satellite.
 	Backoff phases.Backoff
-	applier *apply.Applier
+	// Namespace is the operator's: satellites elsewhere are left alone; empty: any.
+	Namespace string
+	applier   *apply.Applier
 
 	evacMu         sync.Mutex
 	lastEvacuation map[types.UID]time.Time // when LINSTOR was last asked to evacuate a satellite's node
@@ -85,6 +87,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	sat := &linstorv1.LinstorSatellite{}
 	if err := r.Client.Get(ctx, req.NamespacedName, sat); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.Namespace != "" && sat.Namespace != r.Namespace {
+		// Its LinstorCluster is outside the operator's namespace and reports so
+		// (WrongNamespace); the operator may not run pods there and changes nothing.
+		return ctrl.Result{}, nil
 	}
 	s := &scope{sat: sat}
 	if err := r.loadCluster(ctx, s); err != nil {

@@ -141,7 +141,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err := (&linstorsatellite.Reconciler{
 		Client: mgr.GetClient(), Images: opts.Images, Recorder: mgr.GetEventRecorderFor("linstor-operator"),
 		Linstor: connector, Observer: obs, Events: satelliteEvents, Poll: opts.LinstorPoll, Grace: grace,
-		Backoff: phases.Backoff{Max: 2 * time.Minute},
+		Backoff: phases.Backoff{Max: 2 * time.Minute}, Namespace: opts.Namespace,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorSatellite controller: %w", err)
 	}

@@ -110,7 +110,14 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if e.Client, err = client.New(e.Cluster.Config, client.Options{Scheme: scheme}); err != nil {
 		return nil, err
 	}
-	if err = e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+	// Labelled as docs/security.md ("Pod Security") tells a storage admin: satellites, the
+	// CSI node plugin and the HA controller need privileged (DRBD); whatever exceeds
+	// restricted is audited and warned about (test/api/podsecurity_test.go pins which).
+	if err = e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Namespace, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "privileged",
+		"pod-security.kubernetes.io/audit":   "restricted",
+		"pod-security.kubernetes.io/warn":    "restricted",
+	}}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, err
 	}
 	if e.operatorConfig, err = installRBAC(ctx, e.Client, e.Cluster.Config, opts.Root, opts.Namespace); err != nil {
@@ -176,6 +183,9 @@ func (e *Env) StartOperatorRelease(release *upgrade.Release) error {
 	e.operator = op
 	return nil
 }
+
+// OperatorConfig authenticates as the operator's ServiceAccount, as the operator does.
+func (e *Env) OperatorConfig() *rest.Config { return rest.CopyConfig(e.operatorConfig) }
 
 // OperatorDone reports the operator's exit.
 func (e *Env) OperatorDone() <-chan error {

@@ -46,8 +46,12 @@ var podSecurityTable = []struct {
 	{pod: render.CSINodeName, lowest: "privileged", baselineRefuses: []string{"hostPath volumes", `privileged (container "linstor-csi"`}},
 	// drbdsetup reads DRBD state through the host's netlink.
 	{pod: render.HAControllerName, lowest: "privileged", baselineRefuses: []string{"hostNetwork=true", `privileged (container "linstor-ha-controller"`}},
-	// DRBD, LVM and ZFS on the host; LINSTOR addresses the node by its own IP.
-	{pod: render.SatelliteComponent, lowest: "privileged", baselineRefuses: []string{"hostNetwork=true", "hostPath volumes", `privileged (container "linstor-satellite"`}},
+	// DRBD, LVM and ZFS on the host; LINSTOR addresses the node by its own IP (so its
+	// port is a host port); the DRBD module loader (an init container) needs SYS_MODULE.
+	{pod: render.SatelliteComponent, lowest: "privileged", baselineRefuses: []string{
+		"hostNetwork=true", "hostPath volumes", "hostPort", `privileged (container "linstor-satellite"`,
+		`non-default capabilities (container "drbd-module-loader" must not include "SYS_MODULE"`,
+	}},
 }
 
 // TestPodSecurityLevelOfEveryPod dry-run creates every pod the operator ships or renders

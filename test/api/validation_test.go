@@ -132,6 +132,11 @@ var invalidCases = []struct {
 	// Webhook: patch syntax CEL cannot check.
 	{"controller pod template typo", "v1", "LinstorCluster", obj{"controller": obj{"podTemplate": obj{"spec": obj{"containerz": list{}}}}}, `spec.controller.podTemplate: Invalid value: "<patch>": must be a pod template patch: unknown field "spec.containerz"`},
 	{"satellite pod template type", "v1", "LinstorSatelliteConfiguration", obj{"podTemplate": obj{"spec": obj{"hostNetwork": "yes"}}}, "spec.podTemplate: Invalid value: \"<patch>\": must be a pod template patch"},
+	// Pod-template patches that add privilege (unless the LinstorCluster allows it).
+	{"controller patch on the host's PID namespace", "v1", "LinstorCluster", obj{"controller": obj{"podTemplate": obj{"spec": obj{"hostPID": true}}}},
+		"spec.controller.podTemplate.spec.hostPID: Forbidden: may not put the pod in the host's process (PID) namespace (pod-template patches may not add privilege unless the LinstorCluster sets spec.podTemplatePolicy: AllowPrivileged)"},
+	{"satellite patch adding a privileged container", "v1", "LinstorSatelliteConfiguration", obj{"podTemplate": obj{"spec": obj{"containers": list{obj{"name": "debug", "image": "busybox", "securityContext": obj{"privileged": true}}}}}},
+		"spec.podTemplate.spec.containers[name=debug].securityContext.privileged: Forbidden: may not make the container privileged (pod-template patches may not add privilege unless the LinstorCluster sets spec.podTemplatePolicy: AllowPrivileged)"},
 	{"csi node pod template typo", "v1", "LinstorCluster", obj{"csi": obj{"node": obj{"podTemplate": obj{"metadata": obj{"labelz": obj{}}}}}}, `spec.csi.node.podTemplate: Invalid value: "<patch>": must be a pod template patch: unknown field "metadata.labelz"`},
 }
 
@@ -308,7 +313,9 @@ func TestValidEdgeCasesAreAccepted(t *testing.T) {
 			"volumes":                     list{obj{"name": "extra", "$patch": "replace", "emptyDir": obj{}}},
 			"nodeSelector":                obj{"$patch": "replace", "tier": "storage"},
 		}}}}},
-		{"retained keys", "v1", "LinstorSatelliteConfiguration", obj{"podTemplate": obj{"spec": obj{"volumes": list{obj{"name": "v", "$retainKeys": list{"name", "hostPath"}, "hostPath": obj{"path": "/x"}}}}}}},
+		{"retained keys", "v1", "LinstorSatelliteConfiguration", obj{"podTemplate": obj{"spec": obj{"volumes": list{obj{"name": "v", "$retainKeys": list{"name", "emptyDir"}, "emptyDir": obj{}}}}}}},
+		{"satellite patch keeping the satellite's privilege", "v1", "LinstorSatelliteConfiguration", obj{"podTemplate": obj{"spec": obj{"hostNetwork": true,
+			"containers": list{obj{"name": "linstor-satellite", "securityContext": obj{"privileged": true}}}}}}},
 		{"Kubernetes-valid scheduling", "v1", "LinstorCluster", obj{"nodeSelector": obj{"node-role.kubernetes.io/storage": ""}, "controller": obj{
 			"resources":   obj{"requests": obj{"cpu": "500m", "memory": "1Gi"}, "limits": obj{"memory": "1Gi"}},
 			"tolerations": list{obj{"operator": "Exists"}, obj{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}},

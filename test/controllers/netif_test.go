@@ -83,8 +83,9 @@ func TestNetInterfacesByNameAndCIDR(t *testing.T) {
 	n, _ := emu.Node("nic-a")
 	for _, nif := range n.NetInterfaces {
 		if nif.Name == "data" {
-			g.Expect(nif.SatellitePort).To(Equal(int32(3366)))
-			g.Expect(nif.SatelliteEncryptionType).To(Equal("PLAIN"))
+			// Internal TLS is on by default: the port and encryption go with the interface.
+			g.Expect(nif.SatellitePort).To(Equal(int32(3367)))
+			g.Expect(nif.SatelliteEncryptionType).To(Equal("SSL"))
 		}
 	}
 

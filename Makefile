@@ -86,8 +86,8 @@ build: manifests generate fmt vet ## Build the manager binary.
 	go build -o bin/manager .
 
 .PHONY: run
-run: manifests generate fmt vet ## Run the operator against the cluster in KUBECONFIG.
-	go run . --metrics-bind-address=0 --leader-elect=false
+run: manifests generate fmt vet ## Run the operator against the cluster in KUBECONFIG, running LINSTOR in NAMESPACE (default linstor; its config/rbac must be installed: make deploy).
+	go run . --metrics-bind-address=0 --leader-elect=false --namespace=$(or $(NAMESPACE),linstor)
 
 .PHONY: demo
 demo: kwok-assets ## Run the operator on a local kwok cluster (NODES=3) with the LINSTOR emulator (Ctrl-C stops it).

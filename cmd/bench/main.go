@@ -243,7 +243,7 @@ func run(o options) (err error) {
 	go audit.run(bg)
 
 	step(start, fmt.Sprintf("starting the operator %s (LINSTOR emulator at %s; log %s)", rel(o.root, o.operator), linstorURL, rel(o.root, o.opLogPath)))
-	op, err = startOperator(o.operator, cl.Kubeconfig, linstorURL, o.opLogPath, o.opArgs)
+	op, err = startOperator(o.operator, cl.Kubeconfig, o.namespace, linstorURL, o.opLogPath, o.opArgs)
 	if err != nil {
 		return err
 	}

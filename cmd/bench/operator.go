@@ -34,7 +34,7 @@ type operatorProc struct {
 	log  *os.File
 }
 
-func startOperator(binary, kubeconfig, linstorURL, logPath string, extra []string) (*operatorProc, error) {
+func startOperator(binary, kubeconfig, namespace, linstorURL, logPath string, extra []string) (*operatorProc, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
@@ -45,7 +45,8 @@ func startOperator(binary, kubeconfig, linstorURL, logPath string, extra []strin
 		"--metrics-bind-address=0", "--health-probe-bind-address=0",
 	}, extra...)
 	cmd := exec.Command(binary, args...)
-	env := []string{"KUBECONFIG=" + kubeconfig}
+	// The namespace goes by environment: releases before the flag ignore it.
+	env := []string{"KUBECONFIG=" + kubeconfig, "OPERATOR_NAMESPACE=" + namespace}
 	for _, e := range os.Environ() {
 		// An OLM-managed operator's variables would change what it does.
 		if len(e) >= 24 && e[:24] == "OPERATOR_CONDITION_NAME=" {

@@ -31,40 +31,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 			log.Info("workloads held", "controllerStopped", s.stopController, "csiFenced", s.fenceCSI)
 		}
 	}
-	// First: before this pass sets conditions, the recorded TLS default is still decided
-	// from the object as it was read (see render.RecordedTLSDefault).
-	setTLSStatus(c)
-	setDegradedCondition(c, s)
-	setEncryptedCondition(c)
-	if s.transient { // keep what was last observed until a failure lasts
-		phases.SetUnknownIfAbsent(&c.Status.Conditions, c.Generation, linstorv1.ConditionProgressing, linstorv1.ConditionAvailable)
-	} else {
-		setProgressingCondition(c, s)
-		setAvailableCondition(c, s)
-	}
-	setUpgradeableCondition(c, s)
-
-	// The last version LINSTOR reported stays while it cannot be asked.
-	if s.linstorVersion != "" {
-		c.Status.Version = s.linstorVersion
-	}
-	if reason, _ := s.inactive(); reason == "" {
-		c.Status.Satellites = linstorv1.SatelliteCounts{Ready: s.satellitesReady, Total: s.satellitesTotal}
-		c.Status.SatellitesSummary = fmt.Sprintf("%d/%d", s.satellitesReady, s.satellitesTotal)
-		c.Status.Capacity = nil
-		if s.poolsSeen {
-			c.Status.Capacity = &linstorv1.CapacityStatus{
-				Total: resource.NewQuantity(s.totalKiB*1024, resource.BinarySI),
-				Free:  resource.NewQuantity(s.freeKiB*1024, resource.BinarySI),
-			}
-		}
-	}
-	if s.tlsFingerprints != nil {
-		c.Status.Certificates = s.certificates
-	}
-	if passSucceeded && s.degradedReason() == "" && !s.transient {
-		c.Status.ObservedGeneration = c.Generation
-	}
+	setStatus(c, s, passSucceeded)
 	if equality.Semantic.DeepEqual(before.Status, c.Status) {
 		return nil // a write that changes nothing still costs the API server
 	}
@@ -168,6 +135,44 @@ func encryptedCondition(c *linstorv1.LinstorCluster) metav1.Condition {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonTLSKeptDisabled, strings.Join(plain, "; ")
 	}
 	return cond
+}
+
+// setStatus derives the status from the pass's observations (no I/O).
+func setStatus(c *linstorv1.LinstorCluster, s *scope, passSucceeded bool) {
+	// First: before this pass sets conditions, the recorded TLS default is still decided
+	// from the object as it was read (see render.RecordedTLSDefault).
+	setTLSStatus(c)
+	setDegradedCondition(c, s)
+	setEncryptedCondition(c)
+	if s.transient { // keep what was last observed until a failure lasts
+		phases.SetUnknownIfAbsent(&c.Status.Conditions, c.Generation, linstorv1.ConditionProgressing, linstorv1.ConditionAvailable)
+	} else {
+		setProgressingCondition(c, s)
+		setAvailableCondition(c, s)
+	}
+	setUpgradeableCondition(c, s)
+
+	// The last version LINSTOR reported stays while it cannot be asked.
+	if s.linstorVersion != "" {
+		c.Status.Version = s.linstorVersion
+	}
+	if reason, _ := s.inactive(); reason == "" {
+		c.Status.Satellites = linstorv1.SatelliteCounts{Ready: s.satellitesReady, Total: s.satellitesTotal}
+		c.Status.SatellitesSummary = fmt.Sprintf("%d/%d", s.satellitesReady, s.satellitesTotal)
+		c.Status.Capacity = nil
+		if s.poolsSeen {
+			c.Status.Capacity = &linstorv1.CapacityStatus{
+				Total: resource.NewQuantity(s.totalKiB*1024, resource.BinarySI),
+				Free:  resource.NewQuantity(s.freeKiB*1024, resource.BinarySI),
+			}
+		}
+	}
+	if s.tlsFingerprints != nil {
+		c.Status.Certificates = s.certificates
+	}
+	if passSucceeded && s.degradedReason() == "" && !s.transient {
+		c.Status.ObservedGeneration = c.Generation
+	}
 }
 
 // inactive says why this LinstorCluster manages nothing, if it does not: a second

@@ -6,6 +6,7 @@
 //     what is pruned later), the image from the image set unless the CR overrides it,
 //     and the typed fields of the component spec (resources, scheduling).
 //  2. Apply the component's podTemplate strategic-merge patch last, so a user can
-//     change anything the typed fields do not cover.
+//     change anything the typed fields do not cover, except adding privilege unless
+//     the LinstorCluster allows it (PodTemplateEscalation, against the pod of step 1).
 //  3. Return objects in apply order (ServiceAccount and RBAC before workloads).
 package render

@@ -211,25 +211,30 @@ func (e *escalation) volumes() {
 
 // container checks one container against what it was (empty for a new container).
 func (e *escalation) container(at *field.Path, was, c *corev1.Container) {
+	if !e.before.HostNetwork {
+		e.hostPorts(at, c)
+	}
 	b, a := securityContext(was), securityContext(c)
+	if on(b.Privileged, false) {
+		// It already has every capability and the host's devices, and runs without
+		// seccomp or AppArmor confinement: nothing in its own settings adds to that.
+		return
+	}
 	sc := at.Child("securityContext")
-	wasPrivileged := on(b.Privileged, false)
-	if on(a.Privileged, false) && !wasPrivileged {
+	if on(a.Privileged, false) {
 		e.forbid(sc.Child("privileged"), "may not make the container privileged")
 	}
-	if !equalBool(a.AllowPrivilegeEscalation, b.AllowPrivilegeEscalation) &&
-		rankEscalation(a.AllowPrivilegeEscalation, on(a.Privileged, false)) > rankEscalation(b.AllowPrivilegeEscalation, wasPrivileged) {
+	if !equalBool(a.AllowPrivilegeEscalation, b.AllowPrivilegeEscalation) && rankEscalation(a.AllowPrivilegeEscalation) > rankEscalation(b.AllowPrivilegeEscalation) {
 		e.forbid(sc.Child("allowPrivilegeEscalation"), "may not allow privilege escalation")
 	}
-	if !wasPrivileged {
-		e.capabilities(sc.Child("capabilities"), b.Capabilities, a.Capabilities)
-	}
+	e.capabilities(sc.Child("capabilities"), b.Capabilities, a.Capabilities)
 	if a.ProcMount != nil && *a.ProcMount == corev1.UnmaskedProcMount && (b.ProcMount == nil || *b.ProcMount != corev1.UnmaskedProcMount) {
 		e.forbid(sc.Child("procMount"), "may not unmask /proc")
 	}
 	if hostProcess(a.WindowsOptions) && !hostProcess(b.WindowsOptions) {
 		e.forbid(sc.Child("windowsOptions", "hostProcess"), "may not run the container as a Windows host process")
 	}
+	e.seLinux(sc, b.SELinuxOptions, a.SELinuxOptions)
 
 	// Fields that default to the pod's: judged on the value in effect, and reported here
 	// only when the container's own field changed (a pod-level change is reported there).
@@ -252,14 +257,7 @@ func (e *escalation) container(at *field.Path, was, c *corev1.Container) {
 	if appArmorType(b.AppArmorProfile) != appArmorType(a.AppArmorProfile) {
 		e.appArmor(sc, orPod(b.AppArmorProfile, pb.AppArmorProfile), orPod(a.AppArmorProfile, pa.AppArmorProfile))
 	}
-	e.seLinux(sc, b.SELinuxOptions, a.SELinuxOptions)
-
-	if !wasPrivileged {
-		e.mounts(at, was, c)
-	}
-	if !e.before.HostNetwork {
-		e.hostPorts(at, c)
-	}
+	e.mounts(at, was, c)
 }
 
 // capabilities refuses a capability the container did not have: added, or no longer
@@ -396,11 +394,8 @@ func rankNonRoot(b *bool) int {
 	return 2
 }
 
-// rankEscalation: a privileged container escalates whatever the field says.
-func rankEscalation(b *bool, privileged bool) int {
+func rankEscalation(b *bool) int {
 	switch {
-	case privileged:
-		return 2
 	case b == nil:
 		return 1
 	case *b:

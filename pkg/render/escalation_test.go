@@ -150,6 +150,7 @@ func TestPodTemplateEscalation(t *testing.T) {
 		{"unprivileged sidecar", ControllerName, `{"spec":{"containers":[{"name":"exporter","image":"exporter","securityContext":{"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]}}}]}}`, nil},
 		{"a container deleted", CSIControllerName, `{"spec":{"containers":[{"name":"csi-snapshotter","$patch":"delete"}]}}`, nil},
 		{"the satellite keeps its privilege", "satellite", `{"spec":{"hostNetwork":true,"containers":[{"name":"linstor-satellite","securityContext":{"privileged":true,"allowPrivilegeEscalation":true,"capabilities":{"add":["SYS_ADMIN"]}}}]}}`, nil},
+		{"the satellite's privileged container, unconfined as root", "satellite", `{"spec":{"containers":[{"name":"linstor-satellite","securityContext":{"runAsUser":0,"seccompProfile":{"type":"Unconfined"},"procMount":"Unmasked"}}]}}`, nil},
 		{"the satellite mounts its own host paths elsewhere", "satellite", `{"spec":{"containers":[{"name":"linstor-satellite","volumeMounts":[{"name":"dev","mountPath":"/host-dev"}]}]}}`, nil},
 		{"the satellite's host path, cleaned", "satellite", `{"spec":{"volumes":[{"name":"lib-modules","hostPath":{"path":"/lib/modules/"}}]}}`, nil},
 		{"the satellite's host port on the host network", "satellite", `{"spec":{"containers":[{"name":"linstor-satellite","ports":[{"containerPort":9942,"hostPort":9942}]}]}}`, nil},

@@ -54,7 +54,6 @@ func TestOperatorDeploymentIsAdmittedInARestrictedNamespace(t *testing.T) {
 
 	deploy := managerDeployment(t)
 	deploy.Namespace = ns.Name
-	deploy.Spec.Template.Spec.HostNetwork = true // TEMPORARY negative check
 	// The ServiceAccount admission plugin refuses pods whose account does not exist.
 	g.Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
 		Name: deploy.Spec.Template.Spec.ServiceAccountName, Namespace: ns.Name}})).To(Succeed())

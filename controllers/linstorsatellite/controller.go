@@ -211,20 +211,22 @@ type scope struct {
 	conn    *linstor.Connection
 	stop    bool
 
-	node         *corev1.Node
-	transient    bool
-	workloadErr  error
-	linstorErr   error
-	nodeErr      error
-	propsErr     error
-	netifErr     error
-	netifInvalid bool // netifErr is a configuration the node cannot satisfy
-	poolErr      error
-	poolWaiting  string
-	poolPending  string   // pools not created yet, and why (not a fault)
-	poolCreating []string // pools asked of LINSTOR in this pass
-	deleteWait   string
-	deleteReason string // why deletion waits, when it is not a plain evacuation
+	node        *corev1.Node
+	transient   bool
+	workloadErr error
+	// renderInvalid: workloadErr is the spec's fault (a refused pod-template patch).
+	renderInvalid bool
+	linstorErr    error
+	nodeErr       error
+	propsErr      error
+	netifErr      error
+	netifInvalid  bool // netifErr is a configuration the node cannot satisfy
+	poolErr       error
+	poolWaiting   string
+	poolPending   string   // pools not created yet, and why (not a fault)
+	poolCreating  []string // pools asked of LINSTOR in this pass
+	deleteWait    string
+	deleteReason  string // why deletion waits, when it is not a plain evacuation
 
 	connection string
 	version    string

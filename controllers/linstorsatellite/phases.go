@@ -52,7 +52,7 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, s *scope) (ctrl.Resu
 	}
 	objs, err := render.Satellite(s.cluster, s.sat, node, imgs)
 	if err != nil {
-		s.workloadErr = err
+		s.workloadErr, s.renderInvalid = err, true
 		return ctrl.Result{}, nil // a spec problem: the condition says what to fix
 	}
 	// The cluster reconciler issues the certificates and records their fingerprints:

@@ -98,7 +98,7 @@ func setDegradedCondition(sat *linstorv1.LinstorSatellite, s *scope) {
 	cond := metav1.Condition{Type: linstorv1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: sat.Generation}
 	reason := linstorv1.ReasonLinstorError
 	switch {
-	case s.cluster == nil || s.nodeErr != nil || s.netifInvalid:
+	case s.cluster == nil || s.nodeErr != nil || s.netifInvalid || s.renderInvalid:
 		reason = linstorv1.ReasonInvalidSpec
 	case s.deleteReason != "":
 		reason = s.deleteReason

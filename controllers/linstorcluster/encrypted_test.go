@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
@@ -65,7 +66,7 @@ func TestEncryptedCondition(t *testing.T) {
 func TestTLSStatusIsRecordedBeforeConditions(t *testing.T) {
 	fresh := &linstorv1.LinstorCluster{}
 	setTLSStatus(fresh)
-	setEncryptedCondition(fresh)
+	setEncryptedCondition(fresh, &scope{cluster: fresh})
 	if fresh.Status.TLS.DefaultMode != linstorv1.TLSGenerated || fresh.Status.TLS.Internal != linstorv1.TLSGenerated || fresh.Status.TLS.API != linstorv1.TLSGenerated {
 		t.Errorf("new cluster: %+v", fresh.Status.TLS)
 	}
@@ -79,6 +80,12 @@ func TestTLSStatusIsRecordedBeforeConditions(t *testing.T) {
 	setTLSStatus(old)
 	if old.Status.TLS.DefaultMode != linstorv1.TLSDisabled || old.Status.TLS.Internal != linstorv1.TLSDisabled || old.Status.TLS.API != linstorv1.TLSDisabled {
 		t.Errorf("old cluster: %+v", old.Status.TLS)
+	}
+
+	dup := &linstorv1.LinstorCluster{}
+	setEncryptedCondition(dup, &scope{cluster: dup, duplicateOf: "ns/first"})
+	if got := meta.FindStatusCondition(dup.Status.Conditions, linstorv1.ConditionEncrypted); got.Status != metav1.ConditionUnknown || got.Reason != linstorv1.ReasonDuplicateCluster {
+		t.Errorf("a duplicate is judged: %+v", got)
 	}
 
 	ext := &linstorv1.LinstorCluster{Spec: linstorv1.LinstorClusterSpec{ExternalController: &linstorv1.ExternalControllerSpec{URL: "https://x"}}}

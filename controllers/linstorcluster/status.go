@@ -67,16 +67,21 @@ func setTLSStatus(c *linstorv1.LinstorCluster) {
 }
 
 // setEncryptedCondition says which traffic is not encrypted, naming the field that
-// decides it. It is a warning: Degraded and Upgradeable do not depend on it.
-func setEncryptedCondition(c *linstorv1.LinstorCluster) {
-	phases.SetCondition(&c.Status.Conditions, encryptedCondition(c))
+// decides it. It is a warning: Degraded and Upgradeable do not depend on it. A cluster
+// the operator does not manage (a duplicate, another namespace) is not judged.
+func setEncryptedCondition(c *linstorv1.LinstorCluster, s *scope) {
+	cond := encryptedCondition(c)
+	if reason, _ := s.inactive(); reason != "" {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionUnknown, reason, "The operator manages nothing of this LinstorCluster"
+	}
+	phases.SetCondition(&c.Status.Conditions, cond)
 }
 
 // Restarted by switching a channel to TLS, for the messages.
 const (
 	internalRestarts = "the controller and every satellite"
-	apiRestarts      = "the controller, the CSI driver and the HA controller"
-	internalClear    = "controller-satellite traffic, volume encryption keys included, crosses the network in clear text"
+	apiRestarts      = "the controller and the CSI driver and moves the API to HTTPS on port 3371"
+	internalClear    = "controller-satellite traffic, the key material of encrypted volumes included, crosses the network in clear text"
 	apiClear         = "the LINSTOR API, and the master passphrase sent to it, is plain HTTP without client certificates"
 )
 
@@ -143,7 +148,7 @@ func setStatus(c *linstorv1.LinstorCluster, s *scope, passSucceeded bool) {
 	// from the object as it was read (see render.RecordedTLSDefault).
 	setTLSStatus(c)
 	setDegradedCondition(c, s)
-	setEncryptedCondition(c)
+	setEncryptedCondition(c, s)
 	if s.transient { // keep what was last observed until a failure lasts
 		phases.SetUnknownIfAbsent(&c.Status.Conditions, c.Generation, linstorv1.ConditionProgressing, linstorv1.ConditionAvailable)
 	} else {

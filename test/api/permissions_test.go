@@ -243,4 +243,3 @@ func keys(m map[string][]string) []string {
 	}
 	return out
 }
-

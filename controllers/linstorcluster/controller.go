@@ -2,6 +2,7 @@ package linstorcluster
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -63,6 +64,7 @@ type Reconciler struct {
 	applier *apply.Applier
 
 	restores restoreJobs // database restores running in the background
+	warned   sync.Map    // cluster UID -> the unencrypted warning last sent
 }
 
 // Cluster-wide: the operator's own API, nodes, the CSI driver object, and LINSTOR's

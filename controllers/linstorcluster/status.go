@@ -47,12 +47,20 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 func (r *Reconciler) warnUnencrypted(before, after *linstorv1.LinstorCluster) {
 	now := meta.FindStatusCondition(after.Status.Conditions, linstorv1.ConditionEncrypted)
 	if now == nil || now.Status != metav1.ConditionFalse {
+		r.warned.Delete(after.UID)
 		return
 	}
 	if was := meta.FindStatusCondition(before.Status.Conditions, linstorv1.ConditionEncrypted); was != nil &&
 		was.Status == now.Status && was.Reason == now.Reason && was.Message == now.Message {
 		return
 	}
+	// A pass that read the cluster before the cache held the previous pass's status
+	// sees the change again: what this process already said is remembered.
+	said := now.Reason + "\n" + now.Message
+	if prev, ok := r.warned.Load(after.UID); ok && prev == said {
+		return
+	}
+	r.warned.Store(after.UID, said)
 	r.Recorder.Event(after, corev1.EventTypeWarning, now.Reason, now.Message)
 }
 

@@ -26,6 +26,9 @@ const (
 	ReasonReconciling      = "Reconciling"
 	ReasonNotObserved      = "NotObserved"
 	ReasonDuplicateCluster = "DuplicateCluster"
+	// ReasonServiceAccountMissing: an operand's ServiceAccount (shipped with the
+	// operator) does not exist, so its pods are refused.
+	ReasonServiceAccountMissing = "ServiceAccountMissing"
 	// ReasonWrongNamespace: the LinstorCluster is outside the operator's namespace.
 	ReasonWrongNamespace     = "WrongNamespace"
 	ReasonControllerNotReady = "ControllerNotReady"

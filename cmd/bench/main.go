@@ -46,6 +46,7 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/internal/kwokcluster"
+	"github.com/linstor-operator/linstor-operator/pkg/bundle"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/emulator"
 )
 
@@ -208,6 +209,16 @@ func run(o options) (err error) {
 	}
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
+	}
+	// The operands' accounts ship with the operator (config/rbac), as a deployment has them.
+	rbac, err := bundle.ReadRBAC(o.root, o.namespace)
+	if err != nil {
+		return err
+	}
+	for _, obj := range rbac.Objects() {
+		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("installing config/rbac: %w", err)
+		}
 	}
 	step(start, "installing the v1 CRDs of config/crd/bases (no admission or conversion webhooks: the operator runs with --webhooks=false)")
 	if _, err := envtest.InstallCRDs(cl.Config, envtest.CRDInstallOptions{

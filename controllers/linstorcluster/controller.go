@@ -89,6 +89,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",namespace=system,resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",namespace=system,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",namespace=system,resources=serviceaccounts,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,namespace=system,resources=deployments;daemonsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,namespace=system,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=cert-manager.io,namespace=system,resources=certificates,verbs=get;create;update;patch
@@ -158,6 +159,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&linstorv1.LinstorSatellite{}, satellitesSummarized()).
 		Watches(&corev1.Node{}, allClusters, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&linstorv1.LinstorSatelliteConfiguration{}, allClusters).
+		// An operand account installed or removed changes whether its pods can start.
+		Watches(&corev1.ServiceAccount{}, allClusters, builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(event.UpdateEvent) bool { return false },
+		})).
 		// A backup stops the controller and lets it start again when done.
 		Watches(&linstorv1.LinstorBackup{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 			return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.(*linstorv1.LinstorBackup).Spec.ClusterRef.Name}}}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -104,6 +106,7 @@ func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) 
 		}
 		objs = append(objs, o...)
 	}
+	s.missingAccounts = r.missingAccounts(ctx, s.cluster.Namespace, objs)
 	objs = render.WithSecretFingerprints(objs, s.tlsFingerprints)
 	if s.stopController != "" {
 		objs = render.WithControllerStopped(objs)
@@ -379,4 +382,33 @@ func (r *Reconciler) observeSatellites(ctx context.Context, s *scope) (ctrl.Resu
 	}
 	recordMetrics(s.cluster, live)
 	return ctrl.Result{}, nil
+}
+
+// missingAccounts lists the ServiceAccounts that the pods rendered here and the
+// satellites run as and that do not exist. They ship with the operator; without them
+// every pod is refused (FailedCreate on a ReplicaSet or DaemonSet) and nothing on the
+// LinstorCluster would say why. The workloads are applied anyway, so the pods start
+// as soon as the accounts are installed.
+func (r *Reconciler) missingAccounts(ctx context.Context, namespace string, objs render.Objects) []string {
+	names := []string{render.ServiceAccountName(render.SatelliteComponent)}
+	for _, o := range objs {
+		switch w := o.(type) {
+		case *appsv1.Deployment:
+			names = append(names, w.Spec.Template.Spec.ServiceAccountName)
+		case *appsv1.DaemonSet:
+			names = append(names, w.Spec.Template.Spec.ServiceAccountName)
+		}
+	}
+	slices.Sort(names)
+	var missing []string
+	for _, name := range slices.Compact(names) {
+		if name == "" {
+			continue
+		}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &corev1.ServiceAccount{})
+		if apierrors.IsNotFound(err) {
+			missing = append(missing, name)
+		}
+	}
+	return missing
 }

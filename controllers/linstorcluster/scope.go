@@ -21,8 +21,10 @@ type scope struct {
 	// outsideNamespace is the operator's namespace when the cluster is in another one.
 	outsideNamespace string
 	renderErr        error
-	applyErr         error
-	satelliteErr     error
+	// missingAccounts are operand ServiceAccounts that do not exist (pods cannot start).
+	missingAccounts []string
+	applyErr        error
+	satelliteErr    error
 
 	// The database lifecycle's decision (pkg/lifecycle), saved by reconcileLifecycle:
 	// stopController says why the LINSTOR controller must not run now ("" lets it

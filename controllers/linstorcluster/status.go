@@ -224,6 +224,9 @@ func (s *scope) problem() (reason, message string) {
 		return linstorv1.ReasonInvalidSpec, s.renderErr.Error()
 	case s.applyErr != nil:
 		return linstorv1.ReasonReconciling, "Applying the controller workload failed: " + s.applyErr.Error()
+	case len(s.missingAccounts) > 0:
+		return linstorv1.ReasonServiceAccountMissing, fmt.Sprintf("ServiceAccounts %s do not exist in namespace %s, so LINSTOR's pods cannot start; they are installed with the operator (the OLM bundle, or config/rbac with make deploy)",
+			strings.Join(s.missingAccounts, ", "), s.cluster.Namespace)
 	case s.satelliteErr != nil:
 		return linstorv1.ReasonReconciling, "Managing satellites failed: " + s.satelliteErr.Error()
 	case s.propertiesErr != nil:

@@ -179,7 +179,9 @@ func scopedCache(c cache.Options, namespace string) cache.Options {
 	}
 	c.ByObject = map[client.Object]cache.ByObject{
 		// User-provided Secrets (passphrase, certificates) carry no label of ours.
-		&corev1.Secret{}:              in(labels.Everything()),
+		&corev1.Secret{}: in(labels.Everything()),
+		// The operands' accounts ship with the operator (config/rbac), unlabelled by it.
+		&corev1.ServiceAccount{}:      in(labels.Everything()),
 		&corev1.ConfigMap{}:           in(owned),
 		&corev1.Service{}:             in(owned),
 		&appsv1.Deployment{}:          in(owned),

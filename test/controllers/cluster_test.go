@@ -143,3 +143,36 @@ func TestClusterRunsLinstor(t *testing.T) {
 		g.Expect(props).To(HaveKeyWithValue("Aux/foreign", "x"))
 	}, timeout, tick).Should(Succeed())
 }
+
+// The operands' ServiceAccounts ship with the operator; where they are missing, every
+// pod is refused. The cluster says which accounts are missing and recovers when they
+// are installed.
+func TestMissingOperandAccountsAreReported(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	var removed []*corev1.ServiceAccount
+	for _, name := range []string{"linstor-operator-linstor-controller", "linstor-operator-linstor-satellite"} {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		g.Expect(env.Client.Delete(ctx, sa)).To(Succeed())
+		removed = append(removed, sa)
+	}
+	makeNode(t, "sa-a", "10.9.0.1", map[string]string{"suite": "sa"})
+	cluster := makeCluster(t, ns, linstorv1.LinstorClusterSpec{NodeSelector: map[string]string{"suite": "sa"}})
+	g.Eventually(func(g Gomega) {
+		c := condition(getCluster(g, cluster).Status.Conditions, linstorv1.ConditionDegraded)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal(linstorv1.ReasonServiceAccountMissing))
+		g.Expect(c.Message).To(ContainSubstring("linstor-operator-linstor-controller, linstor-operator-linstor-satellite do not exist"))
+	}, timeout, tick).Should(Succeed())
+	// The workload is there, waiting for its account.
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-controller"}, &appsv1.Deployment{})).To(Succeed())
+
+	for _, sa := range removed {
+		g.Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa.Name}})).To(Succeed())
+	}
+	g.Eventually(func(g Gomega) {
+		c := condition(getCluster(g, cluster).Status.Conditions, linstorv1.ConditionDegraded)
+		g.Expect(c.Reason).NotTo(Equal(linstorv1.ReasonServiceAccountMissing))
+	}, timeout, tick).Should(Succeed())
+}

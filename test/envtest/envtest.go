@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/linstor-operator/linstor-operator/internal/manager"
+	"github.com/linstor-operator/linstor-operator/pkg/bundle"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 )
 
@@ -196,5 +197,15 @@ func (e *Env) Namespace(t testing.TB) string {
 		t.Fatalf("creating namespace: %v", err)
 	}
 	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), ns) })
+	// The operands' accounts, as the operator's installation puts them where LINSTOR runs.
+	rbac, err := bundle.ReadRBAC(RepoRoot(), ns.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sa := range rbac.ServiceAccounts {
+		if err := e.Client.Create(context.Background(), sa); err != nil {
+			t.Fatalf("creating ServiceAccount %s: %v", sa.Name, err)
+		}
+	}
 	return ns.Name
 }

@@ -164,6 +164,15 @@ func (r *Reconciler) reconcileSatellites(ctx context.Context, s *scope) (ctrl.Re
 	wanted := map[string]bool{}
 	matched := map[string][]string{} // configuration -> nodes it applies to
 	var errs []string
+	// A satellite started before the cluster records its internal certificate would be
+	// restarted once it is recorded (its pod mounts the certificate's fingerprint): new
+	// satellites wait for the status this pass writes.
+	exists := map[string]bool{}
+	for _, sat := range existing.Items {
+		exists[sat.Name] = true
+	}
+	certPending := render.InternalTLSEnabled(s.cluster) && !certificateRecorded(s.cluster, render.InternalTLSSecretName(s.cluster))
+	deferred := false
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
 		spec, applied, err := satellite.Desired(s.cluster, configs.Items, node)
@@ -179,6 +188,10 @@ func (r *Reconciler) reconcileSatellites(ctx context.Context, s *scope) (ctrl.Re
 			continue
 		}
 		wanted[node.Name] = true
+		if certPending && !exists[node.Name] {
+			deferred = true
+			continue
+		}
 		sat := &linstorv1.LinstorSatellite{
 			TypeMeta:   metav1.TypeMeta{APIVersion: linstorv1.GroupVersion.String(), Kind: "LinstorSatellite"},
 			ObjectMeta: metav1.ObjectMeta{Name: node.Name, Namespace: s.cluster.Namespace, Labels: map[string]string{render.LabelCluster: s.cluster.Name, render.LabelManagedBy: render.ManagedBy}},
@@ -233,7 +246,20 @@ func (r *Reconciler) reconcileSatellites(ctx context.Context, s *scope) (ctrl.Re
 		s.satelliteErr = errors.New(strings.Join(errs, "; "))
 		return ctrl.Result{}, s.satelliteErr
 	}
+	if deferred {
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
 	return ctrl.Result{}, nil
+}
+
+// certificateRecorded: the cluster's status holds the fingerprint of Secret name.
+func certificateRecorded(c *linstorv1.LinstorCluster, name string) bool {
+	for _, cert := range c.Status.Certificates {
+		if cert.SecretName == name && cert.Fingerprint != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // updateConfigurationStatus reports which nodes a configuration applies to. It writes

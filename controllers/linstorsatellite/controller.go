@@ -216,17 +216,19 @@ type scope struct {
 	workloadErr error
 	// renderInvalid: workloadErr is the spec's fault (a refused pod-template patch).
 	renderInvalid bool
-	linstorErr    error
-	nodeErr       error
-	propsErr      error
-	netifErr      error
-	netifInvalid  bool // netifErr is a configuration the node cannot satisfy
-	poolErr       error
-	poolWaiting   string
-	poolPending   string   // pools not created yet, and why (not a fault)
-	poolCreating  []string // pools asked of LINSTOR in this pass
-	deleteWait    string
-	deleteReason  string // why deletion waits, when it is not a plain evacuation
+	// workloadPending says why the satellite's pod is not applied yet (not a fault).
+	workloadPending string
+	linstorErr      error
+	nodeErr         error
+	propsErr        error
+	netifErr        error
+	netifInvalid    bool // netifErr is a configuration the node cannot satisfy
+	poolErr         error
+	poolWaiting     string
+	poolPending     string   // pools not created yet, and why (not a fault)
+	poolCreating    []string // pools asked of LINSTOR in this pass
+	deleteWait      string
+	deleteReason    string // why deletion waits, when it is not a plain evacuation
 
 	connection string
 	version    string

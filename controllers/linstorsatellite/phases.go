@@ -61,6 +61,12 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, s *scope) (ctrl.Resu
 	for _, c := range s.cluster.Status.Certificates {
 		fingerprints[c.SecretName] = c.Fingerprint
 	}
+	if secret := render.InternalTLSSecretName(s.cluster); render.InternalTLSEnabled(s.cluster) && fingerprints[secret] == "" {
+		// The pod would mount a certificate the cluster has not recorded yet, and be
+		// replaced once it has: a new cluster would start every satellite twice.
+		s.workloadPending = fmt.Sprintf("Waiting for the internal TLS certificate (Secret %s) before starting the satellite", secret)
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
+	}
 	objs = render.WithSecretFingerprints(objs, fingerprints)
 	if _, err := r.applier.Apply(ctx, s.sat, objs); err != nil {
 		s.workloadErr = err
@@ -423,13 +429,14 @@ func (r *Reconciler) observeLinstor(_ context.Context, s *scope) (ctrl.Result, e
 	if s.connection != "ONLINE" && s.dsReady && r.settling(s.sat) {
 		// No event says when LINSTOR connects to the satellite: the observer looks
 		// every second for a while, and reports the change.
-		r.Observer.ExpectChange(s.key, expectOnline)
+		r.Observer.ExpectOnline(s.key, s.sat.Name, expectOnline)
 	}
 	return ctrl.Result{}, nil
 }
 
 // expectOnline is how long the observer looks every second for a satellite whose pod
-// runs to come ONLINE, after the last time the satellite was seen waiting.
+// runs to come ONLINE, after the last time the satellite was seen waiting; it stops
+// looking as soon as the satellite is ONLINE.
 const expectOnline = time.Minute
 
 // settling reports whether the satellite became unavailable recently enough that

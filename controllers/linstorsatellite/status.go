@@ -116,6 +116,8 @@ func setDegradedCondition(sat *linstorv1.LinstorSatellite, s *scope) {
 func setProgressingCondition(sat *linstorv1.LinstorSatellite, s *scope) {
 	cond := metav1.Condition{Type: linstorv1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: sat.Generation}
 	switch {
+	case s.workloadPending != "":
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonReconciling, s.workloadPending
 	case s.linstorErr != nil:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonControllerNotReady, "Waiting for the LINSTOR controller: "+s.linstorErr.Error()
 	case s.poolPending != "":

@@ -133,6 +133,9 @@ type tracked struct {
 	wake    chan struct{} // buffered 1: a requested cycle
 	due     time.Time     // earliest time a requested cycle is due (zero: none)
 	fast    time.Time     // cycles run every MinInterval until then
+	// expect: nodes whose satellite runs and that LINSTOR should report ONLINE soon,
+	// with how long to keep looking; cycles run every MinInterval while any is left.
+	expect map[string]time.Time
 	invalid time.Time     // nothing observed before this is current
 	written map[string]time.Time
 	cancel  context.CancelFunc
@@ -284,6 +287,27 @@ func (o *Observer) RefreshWithin(key types.NamespacedName, d time.Duration) {
 	}
 }
 
+// ExpectOnline says a node's satellite runs and LINSTOR should report it ONLINE
+// without anything telling the observer (LINSTOR sends no event when it connects to a
+// satellite): cycles run every MinInterval until it is ONLINE, or for at most window.
+// Unlike a window, this stops as soon as the last expected node is ONLINE.
+func (o *Observer) ExpectOnline(key types.NamespacedName, node string, window time.Duration) {
+	o.mu.Lock()
+	t, ok := o.clusters[key]
+	if ok {
+		if t.expect == nil {
+			t.expect = map[string]time.Time{}
+		}
+		if until := time.Now().Add(window); until.After(t.expect[node]) {
+			t.expect[node] = until
+		}
+	}
+	o.mu.Unlock()
+	if ok {
+		o.RefreshWithin(key, o.MinInterval)
+	}
+}
+
 // ExpectChange says LINSTOR's state is about to change without anything telling the
 // observer (a satellite pod runs, LINSTOR will report it ONLINE): cycles run every
 // MinInterval for the next window, then back at Interval.
@@ -340,6 +364,12 @@ func (o *Observer) loop(ctx context.Context, key types.NamespacedName, t *tracke
 			t.due = time.Time{}
 		}
 		due, fast := t.due, t.fast
+		for node, until := range t.expect {
+			if n, ok := next.Node(node); time.Now().After(until) || ok && n.ConnectionStatus == "ONLINE" {
+				delete(t.expect, node)
+			}
+		}
+		expecting := len(t.expect) > 0
 		o.mu.Unlock()
 
 		if change := diff(key, prev, next); o.Notify != nil && (change.Controller || len(change.Nodes) > 0) {
@@ -354,7 +384,7 @@ func (o *Observer) loop(ctx context.Context, key types.NamespacedName, t *tracke
 		if !due.IsZero() {
 			wait = min(wait, time.Until(due))
 		}
-		if time.Now().Before(fast) {
+		if expecting || time.Now().Before(fast) {
 			wait = min(wait, o.MinInterval)
 		}
 		wait = max(wait, o.MinInterval-time.Since(started))

@@ -250,3 +250,29 @@ func TestLasting(t *testing.T) {
 		}
 	}
 }
+
+// A satellite expected ONLINE is looked for every MinInterval until LINSTOR reports it
+// ONLINE, and not a cycle longer.
+func TestExpectedNodeIsLookedForUntilOnline(t *testing.T) {
+	w := start(t, 2, time.Hour)
+	w.next(t)
+	if err := w.emu.SetNodeOnline("n000", false); err != nil {
+		t.Fatal(err)
+	}
+	w.obs.ExpectOnline(key, "n000", time.Hour)
+	time.Sleep(500 * time.Millisecond)
+	w.emu.ResetRequests()
+	time.Sleep(500 * time.Millisecond)
+	if n := reads(w.emu)["GET /v1/nodes"]; n < 5 {
+		t.Fatalf("%d cycles in 500 ms while a node is expected (MinInterval 50 ms), want about 10", n)
+	}
+	if err := w.emu.SetNodeOnline("n000", true); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the next cycle sees it ONLINE
+	w.emu.ResetRequests()
+	time.Sleep(500 * time.Millisecond)
+	if n := reads(w.emu)["GET /v1/nodes"]; n != 0 {
+		t.Errorf("%d cycles after the expected node came ONLINE (interval 1 h), want 0", n)
+	}
+}

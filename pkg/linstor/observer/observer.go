@@ -135,8 +135,8 @@ type tracked struct {
 	fast    time.Time     // cycles run every MinInterval until then
 	// expect: nodes whose satellite runs and that LINSTOR should report ONLINE soon,
 	// with how long to keep looking; cycles run every MinInterval while any is left.
-	expect map[string]time.Time
-	invalid time.Time     // nothing observed before this is current
+	expect  map[string]time.Time
+	invalid time.Time // nothing observed before this is current
 	written map[string]time.Time
 	cancel  context.CancelFunc
 }

@@ -104,19 +104,42 @@ func databaseChecksum(g Gomega) string {
 // watchUpgrade waits until the upgrade reaches one of the final phases, calling onPhase
 // once for every phase it sees.
 func watchUpgrade(g Gomega, onPhase func(linstorv1.UpgradePhase), final ...linstorv1.UpgradePhase) *linstorv1.UpgradeStatus {
+	// A watch sees every stored status, so no phase is missed however short it is
+	// (polling could miss one that lasts less than its tick). It outlives operator
+	// restarts: it is the API server's.
+	wc, err := client.NewWithWatch(env.Cluster.Config, client.Options{Scheme: env.Client.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	var list linstorv1.LinstorClusterList
+	w, err := wc.Watch(ctx, &list, client.InNamespace(namespace), client.MatchingFields{"metadata.name": "linstor"})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer w.Stop()
 	seen := map[linstorv1.UpgradePhase]bool{}
 	var last *linstorv1.UpgradeStatus
-	g.Eventually(func(g Gomega) {
-		c := cluster(g)
-		last = c.Status.Upgrade
-		g.Expect(last).NotTo(BeNil())
-		if !seen[last.Phase] {
-			seen[last.Phase] = true
-			onPhase(last.Phase)
+	deadline := time.After(upgradeTimeout)
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			g.Expect(ok).To(BeTrue(), "the watch ended")
+			c, isCluster := ev.Object.(*linstorv1.LinstorCluster)
+			if !isCluster || c.Status.Upgrade == nil {
+				continue
+			}
+			last = c.Status.Upgrade
+			if !seen[last.Phase] {
+				seen[last.Phase] = true
+				onPhase(last.Phase)
+			}
+			for _, f := range final {
+				if last.Phase == f {
+					return last
+				}
+			}
+		case <-deadline:
+			g.Expect(last).NotTo(BeNil(), "no upgrade status within %s", upgradeTimeout)
+			g.Expect(final).To(ContainElement(last.Phase), last.Message)
+			return last
 		}
-		g.Expect(final).To(ContainElement(last.Phase), last.Message)
-	}, upgradeTimeout, 100*time.Millisecond).Should(Succeed())
-	return last
+	}
 }
 
 // An upgrade waits for approval, then runs Preflight, Backup, Controller, Satellites and

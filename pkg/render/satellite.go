@@ -125,6 +125,7 @@ func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellit
 	if err := patchPodTemplate(&tmpl, sat.Spec.PodTemplate, cluster.Spec.PodTemplatePolicy); err != nil {
 		return nil, fmt.Errorf("LinstorSatelliteConfiguration podTemplate: %w", err)
 	}
+	pinToNode(&tmpl.Spec, node.Name)
 	tmpl.Labels = withSelector(tmpl, selector, SatelliteComponent).Labels
 	return Objects{&appsv1.DaemonSet{
 		TypeMeta:   typeMeta("apps/v1", "DaemonSet"),
@@ -136,4 +137,33 @@ func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellit
 			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType},
 		},
 	}}, nil
+}
+
+// pinToNode makes every way the pod may be scheduled require its own node, whatever
+// affinity the user gave or a patch left: each satellite DaemonSet belongs to one node,
+// and a required term without the pin would let it run a pod on every node (N
+// DaemonSets, N² pods, each claiming another node's name). A user's required terms are
+// kept, each narrowed to the node (terms are ORed, requirements within one ANDed).
+func pinToNode(spec *corev1.PodSpec, node string) {
+	pin := corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}
+	if spec.Affinity == nil {
+		spec.Affinity = &corev1.Affinity{}
+	}
+	if spec.Affinity.NodeAffinity == nil {
+		spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	na := spec.Affinity.NodeAffinity
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil || len(na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) == 0 {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{}}}
+	}
+	terms := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	for i := range terms {
+		fields := terms[i].MatchFields[:0:0]
+		for _, f := range terms[i].MatchFields {
+			if f.Key != "metadata.name" { // another node's pin, left by a patch
+				fields = append(fields, f)
+			}
+		}
+		terms[i].MatchFields = append(fields, pin)
+	}
 }

@@ -265,7 +265,10 @@ func (r *Reconciler) setStatus(ctx context.Context, b *linstorv1.LinstorBackup, 
 	if equality.Semantic.DeepEqual(before.Status, b.Status) {
 		return nil
 	}
-	return r.Client.Status().Patch(ctx, b, client.MergeFrom(before))
+	// Optimistic lock: a status written since this pass read the backup (a completed,
+	// verified copy; another operator replica during a leader handover) is never
+	// overwritten; the conflict requeues the pass on what is stored.
+	return r.Client.Status().Patch(ctx, b, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 }
 
 // SetupWithManager registers the controller.

@@ -48,9 +48,13 @@ func TestOperatorDeploymentIsAdmittedInARestrictedNamespace(t *testing.T) {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "placeholder",
 			SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}}},
 	}
-	err := env.Client.Create(ctx, privileged, client.DryRunAll)
-	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "a privileged pod in an enforce=restricted namespace: %v", err)
-	g.Expect(err.Error()).To(ContainSubstring(`violates PodSecurity "restricted:latest"`))
+	// Until kube-controller-manager has created the namespace's default account, the
+	// ServiceAccount admission plugin refuses the pod first.
+	g.Eventually(func(g Gomega) {
+		err := env.Client.Create(ctx, privileged, client.DryRunAll)
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "a privileged pod in an enforce=restricted namespace: %v", err)
+		g.Expect(err.Error()).To(ContainSubstring(`violates PodSecurity "restricted:latest"`))
+	}, timeout, tick).Should(Succeed())
 
 	deploy := managerDeployment(t)
 	deploy.Namespace = ns.Name

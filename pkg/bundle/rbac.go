@@ -60,20 +60,15 @@ func ReadRBAC(root, namespace string) (*RBAC, error) {
 			case "":
 				continue // a comment-only document
 			case "ServiceAccount":
-				sa := &corev1.ServiceAccount{}
-				obj, out.ServiceAccounts = sa, append(out.ServiceAccounts, sa)
+				obj = add(&out.ServiceAccounts)
 			case "Role":
-				r := &rbacv1.Role{}
-				obj, out.Roles = r, append(out.Roles, r)
+				obj = add(&out.Roles)
 			case "RoleBinding":
-				b := &rbacv1.RoleBinding{}
-				obj, out.RoleBindings = b, append(out.RoleBindings, b)
+				obj = add(&out.RoleBindings)
 			case "ClusterRole":
-				r := &rbacv1.ClusterRole{}
-				obj, out.ClusterRoles = r, append(out.ClusterRoles, r)
+				obj = add(&out.ClusterRoles)
 			case "ClusterRoleBinding":
-				b := &rbacv1.ClusterRoleBinding{}
-				obj, out.ClusterRoleBindings = b, append(out.ClusterRoleBindings, b)
+				obj = add(&out.ClusterRoleBindings)
 			default:
 				return nil, fmt.Errorf("config/rbac/%s: unexpected kind %s", f, meta.Kind)
 			}
@@ -98,6 +93,16 @@ func ReadRBAC(root, namespace string) (*RBAC, error) {
 		subjects(b.Subjects)
 	}
 	return out, nil
+}
+
+// add appends a new, empty object of list's type to list and returns it.
+func add[T any, P interface {
+	*T
+	client.Object
+}](list *[]P) client.Object {
+	o := P(new(T))
+	*list = append(*list, o)
+	return o
 }
 
 // Objects lists everything in the order it is applied: accounts and roles before the

@@ -40,6 +40,10 @@ const (
 	ReasonNodeOffline        = "NodeOffline"
 	ReasonVersionMismatch    = "VersionMismatch"
 	ReasonPoolInUse          = "PoolInUse"
+	// ReasonWaitingForDisks: a discovery pool has no unused disk to claim on the node.
+	ReasonWaitingForDisks = "WaitingForDisks"
+	// ReasonDiskClaimFailed: LINSTOR did not create a pool from the disks claimed for it.
+	ReasonDiskClaimFailed    = "DiskClaimFailed"
 	ReasonWaitingForEvacuate = "WaitingForEvacuation"
 	// ReasonEvacuationStuck: a replica on an evacuating node has nowhere to go.
 	ReasonEvacuationStuck = "EvacuationStuck"

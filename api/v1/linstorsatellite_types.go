@@ -99,6 +99,121 @@ type LinstorSatelliteStatus struct {
 	// poolsSummary is "ready/total", for the printer column.
 	// +optional
 	PoolsSummary string `json:"poolsSummary,omitempty"`
+	// discovery is what storage discovery saw on the node and did with each disk.
+	// +optional
+	Discovery *DiscoveryStatus `json:"discovery,omitempty"`
+}
+
+// DiscoveryStatus reports storage discovery on one node.
+type DiscoveryStatus struct {
+	// listedAt is when LINSTOR last listed the node's unused disks.
+	// +optional
+	ListedAt *metav1.Time `json:"listedAt,omitempty"`
+	// observedGeneration is the generation of the spec the last listing served.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// pools: each discovery pool of the node and where it stands.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Pools []DiscoveryPoolStatus `json:"pools,omitempty"`
+	// disks seen unused when last listed, and the disks claimed before.
+	// +listType=atomic
+	// +optional
+	Disks []DiskStatus `json:"disks,omitempty"`
+}
+
+// DiscoveryPoolState is where a discovery pool stands on a node.
+type DiscoveryPoolState string
+
+const (
+	// PoolCreated: the pool exists in LINSTOR.
+	PoolCreated DiscoveryPoolState = "Created"
+	// PoolWaitingForDisks: no unused disk matches (yet).
+	PoolWaitingForDisks DiscoveryPoolState = "WaitingForDisks"
+	// PoolDryRun: the disks that would be claimed are reported; nothing is claimed.
+	PoolDryRun DiscoveryPoolState = "DryRun"
+	// PoolClaiming: disks were sent to LINSTOR and the outcome is not known yet.
+	PoolClaiming DiscoveryPoolState = "Claiming"
+	// PoolRegistering: the pool's disks already hold its volume group or zpool (an
+	// earlier life of the pool claimed them); the LINSTOR pool is created on it again.
+	PoolRegistering DiscoveryPoolState = "Registering"
+	// PoolClaimFailed: LINSTOR did not create the pool from the claimed disks.
+	PoolClaimFailed DiscoveryPoolState = "ClaimFailed"
+)
+
+// DiscoveryPoolStatus is one discovery pool on one node.
+type DiscoveryPoolStatus struct {
+	// name of the storage pool.
+	// +required
+	Name string `json:"name"`
+	// state: Created, WaitingForDisks, DryRun, Claiming, Registering or ClaimFailed.
+	// +optional
+	State DiscoveryPoolState `json:"state,omitempty"`
+	// message says why, in words.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// claimed are the disks (kernel paths when listed) sent to LINSTOR for this pool.
+	// The operator never claims other disks for the pool on this node while these are
+	// not unused again.
+	// +listType=atomic
+	// +optional
+	Claimed []string `json:"claimed,omitempty"`
+	// attempts counts the claims sent to LINSTOR; after the first, kernel paths are used.
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
+	// claimTime is when the disks were last sent to LINSTOR.
+	// +optional
+	ClaimTime *metav1.Time `json:"claimTime,omitempty"`
+}
+
+// DiskState is what discovery did with a disk.
+type DiskState string
+
+const (
+	// DiskClaimed: the disk was given to LINSTOR for a pool.
+	DiskClaimed DiskState = "Claimed"
+	// DiskWouldClaim: a dry-run pool would claim the disk.
+	DiskWouldClaim DiskState = "WouldClaim"
+	// DiskSkipped: the disk is unused and no pool takes it; reason says why.
+	DiskSkipped DiskState = "Skipped"
+)
+
+// DiskStatus is one disk of the node.
+type DiskStatus struct {
+	// device is the kernel path LINSTOR reports, for example /dev/nvme1n1.
+	// +required
+	Device string `json:"device"`
+	// stableName is the /dev/disk/by-id name derived from the disk's WWN or serial, when
+	// it can be; claims use it.
+	// +optional
+	StableName string `json:"stableName,omitempty"`
+	// size of the disk.
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
+	// rotational is true for a spinning disk.
+	// +optional
+	Rotational bool `json:"rotational,omitempty"`
+	// model, serial and wwn as lsblk reports them.
+	// +optional
+	Model string `json:"model,omitempty"`
+	// +optional
+	Serial string `json:"serial,omitempty"`
+	// +optional
+	WWN string `json:"wwn,omitempty"`
+	// state: Claimed, WouldClaim or Skipped.
+	// +required
+	State DiskState `json:"state"`
+	// pool that claimed or would claim the disk.
+	// +optional
+	Pool string `json:"pool,omitempty"`
+	// reason a disk is skipped: NoMatch, MatchedTwice, HostDevice, LimitReached,
+	// PoolExists or PoolFailed.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// message explains the state, naming the pools and what did not match.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // StoragePoolStatus is one pool as LINSTOR reports it.

@@ -1,9 +1,11 @@
 package v1
 
+import "k8s.io/apimachinery/pkg/api/resource"
+
 // StoragePool is one LINSTOR storage pool on a satellite. Exactly one pool type is set.
 // +kubebuilder:validation:XValidation:rule="[has(self.lvmPool), has(self.lvmThinPool), has(self.zfsPool), has(self.zfsThinPool), has(self.filePool), has(self.fileThinPool)].filter(x, x).size() == 1",message="exactly one of lvmPool, lvmThinPool, zfsPool, zfsThinPool, filePool, fileThinPool must be set"
 // +kubebuilder:validation:XValidation:rule="[has(self.lvmPool), has(self.lvmThinPool), has(self.zfsPool), has(self.zfsThinPool), has(self.filePool), has(self.fileThinPool)] == [has(oldSelf.lvmPool), has(oldSelf.lvmThinPool), has(oldSelf.zfsPool), has(oldSelf.zfsThinPool), has(oldSelf.filePool), has(oldSelf.fileThinPool)]",message="the pool type is immutable: remove the pool and add one with a new name instead"
-// +kubebuilder:validation:XValidation:rule="!has(self.source) || has(self.lvmPool) || has(self.lvmThinPool) || has(self.zfsPool) || has(self.zfsThinPool)",message="source.hostDevices is only allowed for LVM and ZFS pools"
+// +kubebuilder:validation:XValidation:rule="!has(self.source) || has(self.lvmPool) || has(self.lvmThinPool) || has(self.zfsPool) || has(self.zfsThinPool)",message="source (hostDevices or discover) is only allowed for LVM and ZFS pools: LINSTOR creates device pools for these types only"
 type StoragePool struct {
 	// name of the LINSTOR storage pool.
 	// LINSTOR's storage pool names: 3 to 48 characters, a letter first, then letters,
@@ -91,16 +93,67 @@ type FilePool struct {
 	Directory string `json:"directory,omitempty"`
 }
 
-// StoragePoolSource lists host devices to build a pool from.
+// StoragePoolSource says which disks make the volume group or zpool of a pool when it
+// does not exist yet: listed by path, or discovered by what they are.
+// +kubebuilder:validation:XValidation:rule="has(self.hostDevices) != has(self.discover)",message="exactly one of hostDevices or discover must be set"
 type StoragePoolSource struct {
-	// hostDevices are block device paths, for example "/dev/vdb".
+	// hostDevices are block device paths, for example "/dev/vdb", the same on every node.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:Pattern=`^/dev/[^\s]+$`
 	// +kubebuilder:validation:items:MaxLength=256
 	// +listType=set
-	// +required
-	HostDevices []string `json:"hostDevices"`
+	// +optional
+	HostDevices []string `json:"hostDevices,omitempty"`
+
+	// discover claims the node's unused disks that match, as LINSTOR lists them (whole
+	// disks of more than 1 GiB with no partition, filesystem or holder). A disk must
+	// match every field that is set. See docs/storage-discovery.md.
+	// +optional
+	Discover *DiskDiscovery `json:"discover,omitempty"`
+}
+
+// DiskDiscovery selects unused disks by what they are, not where they are.
+// +kubebuilder:validation:XValidation:rule="has(self.minSize) || has(self.maxSize) || has(self.rotational) || has(self.models) || has(self.devicePaths)",message="discover needs at least one of minSize, maxSize, rotational, models or devicePaths: an empty matcher would claim every unused disk of every node"
+type DiskDiscovery struct {
+	// minSize: only disks at least this large.
+	// +optional
+	MinSize *resource.Quantity `json:"minSize,omitempty"`
+	// maxSize: only disks at most this large.
+	// +optional
+	MaxSize *resource.Quantity `json:"maxSize,omitempty"`
+	// rotational: true only spinning disks, false only solid-state ones; unset, either.
+	// +optional
+	Rotational *bool `json:"rotational,omitempty"`
+	// models are shell patterns matched against the model LINSTOR reports (lsblk
+	// MODEL), for example "SAMSUNG MZQL2*"; a disk matches when one pattern does.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=128
+	// +listType=set
+	// +optional
+	Models []string `json:"models,omitempty"`
+	// devicePaths are shell patterns matched against the disk's kernel path and its
+	// /dev/disk/by-id name, for example "/dev/nvme*" or "/dev/disk/by-id/nvme-*"; a disk
+	// matches when one pattern matches one of its names.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:Pattern=`^/dev/[^\s]+$`
+	// +kubebuilder:validation:items:MaxLength=256
+	// +listType=set
+	// +optional
+	DevicePaths []string `json:"devicePaths,omitempty"`
+	// maxDisksPerNode claims at most this many disks on a node (in device name order);
+	// unset, every matching disk.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	// +optional
+	MaxDisksPerNode *int32 `json:"maxDisksPerNode,omitempty"`
+	// dryRun reports on each LinstorSatellite which disks would be claimed, and claims
+	// nothing.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
 }
 
 // NodeProperty is a LINSTOR node property with a literal value or one taken from the Kubernetes node.

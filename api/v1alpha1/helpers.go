@@ -118,8 +118,12 @@ func poolsToSpoke(in []linstorv1.StoragePool) StoragePools {
 	return out
 }
 
-// spokeExpressible: exactly one of the v1alpha1 pool types is set.
+// spokeExpressible: exactly one of the v1alpha1 pool types is set, made from listed
+// devices if any (v1alpha1 has no disk discovery).
 func spokeExpressible(p *linstorv1.StoragePool) bool {
+	if p.Source != nil && p.Source.Discover != nil {
+		return false
+	}
 	n := 0
 	for _, set := range []bool{p.LvmPool != nil, p.LvmThinPool != nil, p.ZfsPool != nil, p.ZfsThinPool != nil, p.FilePool != nil, p.FileThinPool != nil} {
 		if set {

@@ -27,6 +27,7 @@ import (
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/apply"
+	"github.com/linstor-operator/linstor-operator/pkg/discovery"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
@@ -227,6 +228,12 @@ type scope struct {
 	poolWaiting     string
 	poolPending     string   // pools not created yet, and why (not a fault)
 	poolCreating    []string // pools asked of LINSTOR in this pass
+	// discovery is the discovery status decided in this pass (discoverySet), nil to clear.
+	discovery           *linstorv1.DiscoveryStatus
+	discoveryPlan       discovery.Plan
+	discoverySet        bool
+	poolWaitingForDisks []string // discovery pools with no disk to claim (not a fault)
+	claimFailed         []string // discovery pools LINSTOR did not create from their disks
 	deleteWait      string
 	deleteReason    string // why deletion waits, when it is not a plain evacuation
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/discovery"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/props"
@@ -283,6 +285,10 @@ func (r *Reconciler) reconcileStoragePools(ctx context.Context, s *scope) (ctrl.
 	managed := sets.New(managedPools(lnode.Props)...)
 	desired := sets.New[string]()
 	var problems []string
+	exists := func(name string) bool { _, ok := byName[strings.ToLower(name)]; return ok }
+	if err := r.planDiscovery(ctx, s, exists, online); err != nil {
+		problems = append(problems, err.Error())
+	}
 	for _, want := range s.sat.Spec.StoragePools {
 		desired.Insert(want.Name)
 		kind, driverProps := satellite.Provider(&want)
@@ -299,10 +305,25 @@ func (r *Reconciler) reconcileStoragePools(ctx context.Context, s *scope) (ctrl.
 			s.poolPending = fmt.Sprintf("waiting for the satellite to be ONLINE (it is %s) to create pool %s", lnode.ConnectionStatus, want.Name)
 			continue
 		}
+		if !ok && want.Source != nil && want.Source.Discover != nil {
+			created, err := r.createDiscoveryPool(ctx, s, &want, kind, driverProps, userProps)
+			switch {
+			case err != nil:
+				problems = append(problems, fmt.Sprintf("creating pool %s: %v", want.Name, err))
+			case created:
+				s.poolCreating = append(s.poolCreating, want.Name)
+				managed.Insert(want.Name)
+			}
+			continue
+		}
 		if !ok {
 			s.poolCreating = append(s.poolCreating, want.Name)
 			r.wrote(s)
-			if err := createPool(ctx, s.lc, s.sat.Name, &want, kind, driverProps, userProps); err != nil {
+			var devices []string
+			if want.Source != nil {
+				devices = want.Source.HostDevices
+			}
+			if err := createPool(ctx, s.lc, s.sat.Name, &want, kind, driverProps, userProps, devices); err != nil {
 				problems = append(problems, fmt.Sprintf("creating pool %s: %v", want.Name, err))
 				continue
 			}
@@ -351,10 +372,17 @@ func (r *Reconciler) reconcileStoragePools(ctx context.Context, s *scope) (ctrl.
 	if s.poolWaiting != "" {
 		return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, nil // asked again, less and less often
 	}
+	if d := s.discovery; d != nil && d.ListedAt != nil && slices.ContainsFunc(d.Pools, func(p linstorv1.DiscoveryPoolStatus) bool { return p.State != linstorv1.PoolCreated }) {
+		// A discovery pool waits for disks (or runs dry, or waits to retry): look again
+		// when the next listing is due; disks added later are found then.
+		return ctrl.Result{RequeueAfter: max(time.Until(d.ListedAt.Add(discovery.RelistEvery)), time.Second)}, nil
+	}
 	return ctrl.Result{}, nil
 }
 
-func createPool(ctx context.Context, lc *lapi.Client, node string, p *linstorv1.StoragePool, kind lapi.ProviderKind, driverProps, userProps map[string]string) error {
+// createPool creates a LINSTOR storage pool: from devices through the device-pool call
+// (which makes the volume group or zpool first), or on what already backs it.
+func createPool(ctx context.Context, lc *lapi.Client, node string, p *linstorv1.StoragePool, kind lapi.ProviderKind, driverProps, userProps map[string]string, devices []string) error {
 	props := map[string]string{}
 	for k, v := range userProps {
 		props[k] = v
@@ -362,7 +390,7 @@ func createPool(ctx context.Context, lc *lapi.Client, node string, p *linstorv1.
 	if mod := linstor.PropertyDiff(nil, userProps); len(mod.OverrideProps) > 0 {
 		props[linstor.LastAppliedKey] = mod.OverrideProps[linstor.LastAppliedKey]
 	}
-	if p.Source != nil && len(p.Source.HostDevices) > 0 {
+	if len(devices) > 0 {
 		poolName := driverProps["StorDriver/LvmVg"]
 		switch kind {
 		case lapi.LVM_THIN:
@@ -371,7 +399,7 @@ func createPool(ctx context.Context, lc *lapi.Client, node string, p *linstorv1.
 			poolName = driverProps["StorDriver/ZPool"] + driverProps["StorDriver/ZPoolThin"]
 		}
 		return lc.Nodes.CreateDevicePool(ctx, node, lapi.PhysicalStorageCreate{
-			ProviderKind: kind, DevicePaths: p.Source.HostDevices, PoolName: poolName,
+			ProviderKind: kind, DevicePaths: devices, PoolName: poolName,
 			WithStoragePool: lapi.PhysicalStorageStoragePoolCreate{Name: p.Name, Props: props},
 		})
 	}

@@ -58,6 +58,9 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 		}
 		sat.Status.PoolsSummary = fmt.Sprintf("%d/%d", ready, len(sat.Spec.StoragePools))
 	}
+	if s.discoverySet {
+		sat.Status.Discovery = s.discovery
+	}
 	setDegradedCondition(sat, s)
 	if s.transient { // keep what was last observed until a failure lasts
 		phases.SetUnknownIfAbsent(&sat.Status.Conditions, sat.Generation, linstorv1.ConditionProgressing, linstorv1.ConditionAvailable)
@@ -88,6 +91,8 @@ func problem(s *scope) string {
 		return s.propsErr.Error()
 	case s.poolErr != nil:
 		return s.poolErr.Error()
+	case len(s.claimFailed) > 0:
+		return strings.Join(s.claimFailed, "; ")
 	case s.deleteWait != "":
 		return s.deleteWait
 	}
@@ -104,6 +109,8 @@ func setDegradedCondition(sat *linstorv1.LinstorSatellite, s *scope) {
 		reason = s.deleteReason
 	case s.deleteWait != "":
 		reason = linstorv1.ReasonWaitingForEvacuate
+	case s.poolErr == nil && len(s.claimFailed) > 0:
+		reason = linstorv1.ReasonDiskClaimFailed
 	}
 	if msg := problem(s); msg != "" {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, reason, msg
@@ -122,6 +129,8 @@ func setProgressingCondition(sat *linstorv1.LinstorSatellite, s *scope) {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonControllerNotReady, "Waiting for the LINSTOR controller: "+s.linstorErr.Error()
 	case s.poolPending != "":
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonNodeOffline, s.poolPending
+	case len(s.poolWaitingForDisks) > 0:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonWaitingForDisks, strings.Join(s.poolWaitingForDisks, "; ")
 	case len(s.poolCreating) > 0:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonReconciling, "Creating storage pools: "+strings.Join(s.poolCreating, ", ")
 	}

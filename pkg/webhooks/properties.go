@@ -64,7 +64,7 @@ func validateStoragePools(path *field.Path, pools []linstorv1.StoragePool) field
 		}
 		errs = append(errs, validateProperties(at.Child("properties"), props.StoragePool, p.Properties)...)
 	}
-	return errs
+	return append(errs, validateDiscovery(path, pools)...)
 }
 
 // validateNetInterfaces: net interface names are unique ignoring case in LINSTOR.

@@ -72,7 +72,15 @@ var invalidCases = []struct {
 	{"pool without type", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", nil)}}, "exactly one of lvmPool, lvmThinPool, zfsPool, zfsThinPool, filePool, fileThinPool must be set"},
 	{"pool name starting with a digit", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("1pool", obj{"lvmPool": obj{}})}}, "spec.storagePools[0].name in body should match"},
 	{"duplicate pool names", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"lvmPool": obj{}}), pool("pool", obj{"zfsPool": obj{}})}}, "spec.storagePools[1]: Duplicate value"},
-	{"host devices for a file pool", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"filePool": obj{}, "source": obj{"hostDevices": list{"/dev/vdb"}}})}}, "source.hostDevices is only allowed for LVM and ZFS pools"},
+	{"host devices for a file pool", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"filePool": obj{}, "source": obj{"hostDevices": list{"/dev/vdb"}}})}}, "source (hostDevices or discover) is only allowed for LVM and ZFS pools"},
+	// Storage discovery: the schema's part; the webhook's part below.
+	{"discovery for a file pool", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"fileThinPool": obj{}, "source": obj{"discover": obj{"rotational": false}}})}}, "source (hostDevices or discover) is only allowed for LVM and ZFS pools"},
+	{"empty discovery matcher", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"lvmThinPool": obj{}, "source": obj{"discover": obj{"dryRun": true}}})}}, "spec.storagePools[0].source.discover: Invalid value: \"object\": discover needs at least one of minSize, maxSize, rotational, models or devicePaths: an empty matcher would claim every unused disk of every node"},
+	{"host devices and discovery", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"lvmThinPool": obj{}, "source": obj{"hostDevices": list{"/dev/vdb"}, "discover": obj{"rotational": false}}})}}, "spec.storagePools[0].source: Invalid value: \"object\": exactly one of hostDevices or discover must be set"},
+	{"empty source", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"lvmThinPool": obj{}, "source": obj{}})}}, "exactly one of hostDevices or discover must be set"},
+	{"discovery path outside /dev", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"lvmThinPool": obj{}, "source": obj{"discover": obj{"devicePaths": list{"nvme*"}}}})}}, "spec.storagePools[0].source.discover.devicePaths[0] in body should match"},
+	{"discovery limit of zero", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"lvmThinPool": obj{}, "source": obj{"discover": obj{"rotational": false, "maxDisksPerNode": 0}}})}}, "spec.storagePools[0].source.discover.maxDisksPerNode: Invalid value: 0: spec.storagePools[0].source.discover.maxDisksPerNode in body should be greater than or equal to 1"},
+	{"discovery size not a quantity", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"lvmThinPool": obj{}, "source": obj{"discover": obj{"minSize": "big"}}})}}, "spec.storagePools[0].source.discover.minSize"},
 	{"host device outside /dev", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"lvmPool": obj{}, "source": obj{"hostDevices": list{"sdb"}}})}}, "spec.storagePools[0].source.hostDevices[0] in body should match"},
 	{"no host devices", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"lvmPool": obj{}, "source": obj{"hostDevices": list{}}})}}, "spec.storagePools[0].source.hostDevices in body should have at least 1 items"},
 	{"relative file pool directory", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"filePool": obj{"directory": "pools/p"}})}}, "spec.storagePools[0].filePool.directory in body should match"},
@@ -138,6 +146,19 @@ var invalidCases = []struct {
 	{"satellite patch adding a privileged container", "v1", "LinstorSatelliteConfiguration", obj{"podTemplate": obj{"spec": obj{"containers": list{obj{"name": "debug", "image": "busybox", "securityContext": obj{"privileged": true}}}}}},
 		"spec.podTemplate.spec.containers[name=debug].securityContext.privileged: Forbidden: may not make the container privileged (pod-template patches may not add privilege unless the LinstorCluster sets spec.podTemplatePolicy: AllowPrivileged)"},
 	{"csi node pod template typo", "v1", "LinstorCluster", obj{"csi": obj{"node": obj{"podTemplate": obj{"metadata": obj{"labelz": obj{}}}}}}, `spec.csi.node.podTemplate: Invalid value: "<patch>": must be a pod template patch: unknown field "metadata.labelz"`},
+	// Webhook: discovery matchers that contradict themselves or each other.
+	{"discovery sizes reversed", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"lvmThinPool": obj{}, "source": obj{"discover": obj{"minSize": "2Ti", "maxSize": "1Ti"}}})}},
+		`spec.storagePools[0].source.discover.maxSize: Invalid value: "1Ti": is less than minSize 2Ti: no disk can match`},
+	{"discovery size of zero", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"lvmThinPool": obj{}, "source": obj{"discover": obj{"minSize": "0"}}})}},
+		`spec.storagePools[0].source.discover.minSize: Invalid value: "0": must be more than zero`},
+	{"discovery model pattern", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"lvmThinPool": obj{}, "source": obj{"discover": obj{"models": list{"SAMSUNG [MZ"}}}})}},
+		`spec.storagePools[0].source.discover.models[0]: Invalid value: "SAMSUNG [MZ": is not a valid shell pattern: syntax error in pattern`},
+	{"discovery path pattern", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"lvmThinPool": obj{}, "source": obj{"discover": obj{"devicePaths": list{"/dev/nvme[0-"}}}})}},
+		`spec.storagePools[0].source.discover.devicePaths[0]: Invalid value: "/dev/nvme[0-": is not a valid shell pattern`},
+	{"two pools discovering the same disks", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{
+		pool("fast", obj{"lvmThinPool": obj{}, "source": obj{"discover": obj{"rotational": false}}}),
+		pool("also", obj{"zfsThinPool": obj{}, "source": obj{"discover": obj{"rotational": false, "dryRun": true}}})}},
+		`spec.storagePools[1].source.discover: Invalid value: "": matches the same disks as spec.storagePools[0].source.discover: a disk matched by two pools is claimed by neither`},
 }
 
 func TestInvalidObjectsAreRefusedWithAClearMessage(t *testing.T) {
@@ -287,6 +308,10 @@ func TestValidEdgeCasesAreAccepted(t *testing.T) {
 		{"external controller, own disabled", "v1", "LinstorCluster", obj{"externalController": obj{"url": "https://linstor.example.com:3371"}, "controller": obj{"enabled": false}}},
 		{"cert-manager TLS", "v1", "LinstorCluster", obj{"tls": obj{"internal": obj{"mode": "CertManager", "issuerRef": obj{"name": "ca", "kind": "ClusterIssuer"}}}}},
 		{"prerelease version", "v1", "LinstorCluster", obj{"version": "1.34.0-rc.1"}},
+		{"discovery pools", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{
+			pool("nvme", obj{"lvmThinPool": obj{}, "source": obj{"discover": obj{"rotational": false, "minSize": "1Ti", "maxSize": "1Ti", "models": list{"SAMSUNG MZQL2*"}, "devicePaths": list{"/dev/disk/by-id/nvme-*"}, "maxDisksPerNode": 2}}}),
+			pool("hdd", obj{"zfsPool": obj{}, "source": obj{"discover": obj{"rotational": true, "dryRun": true}}}),
+			pool("listed", obj{"lvmPool": obj{}, "source": obj{"hostDevices": list{"/dev/vdb"}}})}}},
 		{"every pool type", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{
 			pool("fat", obj{"lvmPool": obj{}}), pool("thin", obj{"lvmThinPool": obj{"volumeGroup": "vg", "thinPool": "tp"}, "source": obj{"hostDevices": list{"/dev/vdb", "/dev/disk/by-id/x"}}}),
 			pool("zfs", obj{"zfsPool": obj{"zPool": "tank/linstor"}}), pool("zfs_thin", obj{"zfsThinPool": obj{}}),

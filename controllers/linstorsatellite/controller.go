@@ -234,8 +234,8 @@ type scope struct {
 	discoverySet        bool
 	poolWaitingForDisks []string // discovery pools with no disk to claim (not a fault)
 	claimFailed         []string // discovery pools LINSTOR did not create from their disks
-	deleteWait      string
-	deleteReason    string // why deletion waits, when it is not a plain evacuation
+	deleteWait          string
+	deleteReason        string // why deletion waits, when it is not a plain evacuation
 
 	connection string
 	version    string

@@ -267,7 +267,7 @@ func assign(in Input, decided map[string]*PoolPlan, matching []*PoolPlan) []lins
 	for _, pp := range matching {
 		takes[pp.Status.Name] = true
 	}
-	candidates := map[string][]int{} // pool -> indexes into out
+	candidates := map[string][]int{}   // pool -> indexes into out
 	contested := map[string][]string{} // pool -> disks it shares with another pool
 	out := make([]linstorv1.DiskStatus, 0, len(disks))
 	for _, d := range disks {

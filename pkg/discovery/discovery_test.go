@@ -64,10 +64,10 @@ func TestStableNames(t *testing.T) {
 		{nvme0, "/dev/disk/by-id/nvme-eui.36344730523000010025384500000001"},
 		{hdd, "/dev/disk/by-id/wwn-0x5000c500c1a2b3c4"},
 		{vd, "/dev/disk/by-id/virtio-data-1"},
-		{Disk{Device: "/dev/sdd", Serial: "only-serial"}, ""},               // SCSI by-id needs the WWN
-		{Disk{Device: "/dev/vdc"}, ""},                                      // a virtio disk without serial has no by-id link
-		{Disk{Device: "/dev/sde", WWN: "0x50 00"}, ""},                      // udev would rewrite the space
-		{Disk{Device: "/dev/xvdb", WWN: "0x5000c500c1a2b3c4"}, ""},          // another bus: unknown rule
+		{Disk{Device: "/dev/sdd", Serial: "only-serial"}, ""},                 // SCSI by-id needs the WWN
+		{Disk{Device: "/dev/vdc"}, ""},                                        // a virtio disk without serial has no by-id link
+		{Disk{Device: "/dev/sde", WWN: "0x50 00"}, ""},                        // udev would rewrite the space
+		{Disk{Device: "/dev/xvdb", WWN: "0x5000c500c1a2b3c4"}, ""},            // another bus: unknown rule
 		{Disk{Device: "/dev/nvme3n1", Serial: "S64GNE0R100003", WWN: ""}, ""}, // the model_serial link changed across systemd versions
 	} {
 		if got := StableName(tc.disk); got != tc.want {

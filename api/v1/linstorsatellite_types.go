@@ -107,6 +107,7 @@ type LinstorSatelliteStatus struct {
 // DiscoveryStatus reports storage discovery on one node.
 type DiscoveryStatus struct {
 	// listedAt is when LINSTOR last listed the node's unused disks.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Disks Listed At"
 	// +optional
 	ListedAt *metav1.Time `json:"listedAt,omitempty"`
 	// observedGeneration is the generation of the spec the last listing served.
@@ -148,9 +149,11 @@ type DiscoveryPoolStatus struct {
 	// +required
 	Name string `json:"name"`
 	// state: Created, WaitingForDisks, DryRun, Claiming, Registering or ClaimFailed.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Discovery Pool State"
 	// +optional
 	State DiscoveryPoolState `json:"state,omitempty"`
 	// message says why, in words.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Discovery Pool Message"
 	// +optional
 	Message string `json:"message,omitempty"`
 	// claimed are the disks (kernel paths when listed) sent to LINSTOR for this pool.
@@ -182,6 +185,7 @@ const (
 // DiskStatus is one disk of the node.
 type DiskStatus struct {
 	// device is the kernel path LINSTOR reports, for example /dev/nvme1n1.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Disk"
 	// +required
 	Device string `json:"device"`
 	// stableName is the /dev/disk/by-id name derived from the disk's WWN or serial, when
@@ -202,13 +206,16 @@ type DiskStatus struct {
 	// +optional
 	WWN string `json:"wwn,omitempty"`
 	// state: Claimed, WouldClaim or Skipped.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Disk State"
 	// +required
 	State DiskState `json:"state"`
 	// pool that claimed or would claim the disk.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Disk Pool"
 	// +optional
 	Pool string `json:"pool,omitempty"`
 	// reason a disk is skipped: NoMatch, MatchedTwice, HostDevice, LimitReached,
 	// PoolExists or PoolFailed.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Disk Skipped Because"
 	// +optional
 	Reason string `json:"reason,omitempty"`
 	// message explains the state, naming the pools and what did not match.

@@ -117,12 +117,15 @@ type StoragePoolSource struct {
 // +kubebuilder:validation:XValidation:rule="has(self.minSize) || has(self.maxSize) || has(self.rotational) || has(self.models) || has(self.devicePaths)",message="discover needs at least one of minSize, maxSize, rotational, models or devicePaths: an empty matcher would claim every unused disk of every node"
 type DiskDiscovery struct {
 	// minSize: only disks at least this large.
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Discover: Minimum Size",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	// +optional
 	MinSize *resource.Quantity `json:"minSize,omitempty"`
 	// maxSize: only disks at most this large.
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Discover: Maximum Size",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	// +optional
 	MaxSize *resource.Quantity `json:"maxSize,omitempty"`
 	// rotational: true only spinning disks, false only solid-state ones; unset, either.
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Discover: Rotational"
 	// +optional
 	Rotational *bool `json:"rotational,omitempty"`
 	// models are shell patterns matched against the model LINSTOR reports (lsblk
@@ -132,6 +135,7 @@ type DiskDiscovery struct {
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=128
 	// +listType=set
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Discover: Model Patterns"
 	// +optional
 	Models []string `json:"models,omitempty"`
 	// devicePaths are shell patterns matched against the disk's kernel path and its
@@ -142,16 +146,19 @@ type DiskDiscovery struct {
 	// +kubebuilder:validation:items:Pattern=`^/dev/[^\s]+$`
 	// +kubebuilder:validation:items:MaxLength=256
 	// +listType=set
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Discover: Device Path Patterns"
 	// +optional
 	DevicePaths []string `json:"devicePaths,omitempty"`
 	// maxDisksPerNode claims at most this many disks on a node (in device name order);
 	// unset, every matching disk.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=64
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Discover: Max Disks per Node",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
 	// +optional
 	MaxDisksPerNode *int32 `json:"maxDisksPerNode,omitempty"`
 	// dryRun reports on each LinstorSatellite which disks would be claimed, and claims
 	// nothing.
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Discover: Dry Run",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	// +optional
 	DryRun bool `json:"dryRun,omitempty"`
 }

@@ -123,6 +123,9 @@ func (p apiPackage) walk(typeName, prefix string, info *kindInfo, part string) e
 			if inline {
 				next = prefix
 			}
+			if _, list := field.Type.(*ast.ArrayType); list {
+				next = path + "[0]." // the console's path for every item of a list
+			}
 			if err := p.walk(named, next, info, part); err != nil {
 				return err
 			}
@@ -131,12 +134,14 @@ func (p apiPackage) walk(typeName, prefix string, info *kindInfo, part string) e
 	return nil
 }
 
-// structName returns the same-package type a field refers to, through pointers (not
-// slices or maps: their items get no descriptors).
+// structName returns the same-package type a field refers to, through pointers and
+// slices (not maps: their values get no descriptors).
 func structName(expr ast.Expr) string {
 	switch t := expr.(type) {
 	case *ast.StarExpr:
 		return structName(t.X)
+	case *ast.ArrayType:
+		return structName(t.Elt)
 	case *ast.Ident:
 		return t.Name
 	}

@@ -68,6 +68,9 @@ type Reconciler struct {
 	Grace time.Duration
 	// Backoff spaces the retries of failed LINSTOR writes per satellite.
 	Backoff phases.Backoff
+	// DiskRelist paces the listings of unused disks for storage discovery; zero means
+	// discovery.RelistEvery.
+	DiskRelist time.Duration
 	// Namespace is the operator's: satellites elsewhere are left alone; empty: any.
 	Namespace string
 	applier   *apply.Applier

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/controllers/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/discovery"
 )
 
@@ -40,7 +41,7 @@ func (r *Reconciler) planDiscovery(ctx context.Context, s *scope, exists func(st
 	in := discovery.Input{Pools: pools, HostDevices: hostDevices, Previous: prev}
 	now := time.Now()
 	var listErr error
-	if online && discovery.ListDue(pools, prev, s.sat.Generation, now) {
+	if online && discovery.ListDue(pools, prev, s.sat.Generation, now, r.relist()) {
 		disks, err := s.lc.Nodes.GetPhysicalStorage(ctx, s.sat.Name)
 		if err != nil {
 			listErr = fmt.Errorf("listing the node's unused disks: %w", err)
@@ -69,6 +70,8 @@ func (r *Reconciler) planDiscovery(ctx context.Context, s *scope, exists func(st
 	s.discoverySet = true
 	return listErr
 }
+
+func (r *Reconciler) relist() time.Duration { return phases.Poll(r.DiskRelist, discovery.RelistEvery) }
 
 // discoveryPool returns the plan and status of pool name, when it is a discovery pool.
 func (s *scope) discoveryPool(name string) (*discovery.PoolPlan, *linstorv1.DiscoveryPoolStatus) {

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/pkg/discovery"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/props"
@@ -375,7 +374,7 @@ func (r *Reconciler) reconcileStoragePools(ctx context.Context, s *scope) (ctrl.
 	if d := s.discovery; d != nil && d.ListedAt != nil && slices.ContainsFunc(d.Pools, func(p linstorv1.DiscoveryPoolStatus) bool { return p.State != linstorv1.PoolCreated }) {
 		// A discovery pool waits for disks (or runs dry, or waits to retry): look again
 		// when the next listing is due; disks added later are found then.
-		return ctrl.Result{RequeueAfter: max(time.Until(d.ListedAt.Add(discovery.RelistEvery)), time.Second)}, nil
+		return ctrl.Result{RequeueAfter: max(time.Until(d.ListedAt.Add(r.relist())), time.Second)}, nil
 	}
 	return ctrl.Result{}, nil
 }

@@ -69,6 +69,9 @@ type Options struct {
 	// LinstorGrace is how long LINSTOR may be unreachable before conditions report it;
 	// zero means DefaultLinstorGrace.
 	LinstorGrace time.Duration
+	// DiskRelist paces storage discovery's listings of unused disks; zero means the
+	// default (tests shorten it).
+	DiskRelist time.Duration
 	// Release overrides the LINSTOR versions this operator runs (simulating another
 	// operator release in tests); nil means upgrade.Current.
 	Release *upgrade.Release
@@ -141,7 +144,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err := (&linstorsatellite.Reconciler{
 		Client: mgr.GetClient(), Images: opts.Images, Recorder: mgr.GetEventRecorderFor("linstor-operator"),
 		Linstor: connector, Observer: obs, Events: satelliteEvents, Poll: opts.LinstorPoll, Grace: grace,
-		Backoff: phases.Backoff{Max: 2 * time.Minute}, Namespace: opts.Namespace,
+		Backoff: phases.Backoff{Max: 2 * time.Minute}, Namespace: opts.Namespace, DiskRelist: opts.DiskRelist,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorSatellite controller: %w", err)
 	}

@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	lapi "github.com/LINBIT/golinstor/client"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -125,7 +124,16 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	}
 
 	e.Emulator = emulator.New()
-	e.Emulator.SetNewNodeDisks(lapi.PhysicalStorageNode{PhysicalStorageDevice: lapi.PhysicalStorageDevice{Device: "/dev/vdb", Model: "emulated"}, Size: 100 << 30})
+	// Every machine has three unused virtio disks: /dev/vdb, which the samples' pools
+	// are built from, and two of other sizes left for discovery. A Node annotated with
+	// emulator.DisksAnnotation gets the disks it lists instead.
+	e.Emulator.SetNewNodeDisksFunc(func(node string) []emulator.Disk {
+		return []emulator.Disk{
+			emulator.VirtioDisk(node, "/dev/vdb", 100<<30),
+			emulator.VirtioDisk(node, "/dev/vdc", 200<<30),
+			emulator.VirtioDisk(node, "/dev/vdd", 500<<30),
+		}
+	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -135,7 +143,7 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	e.LinstorURL = "http://" + ln.Addr().String()
 	syncCtx, stopSync := context.WithCancel(context.Background())
 	e.stopSync = stopSync
-	go e.Emulator.Couple(syncCtx, emulator.Cluster{Reader: e.Client, Namespace: opts.Namespace, Database: e.Client})
+	go e.Emulator.Couple(syncCtx, emulator.Cluster{Reader: e.Client, Namespace: opts.Namespace, Database: e.Client, DisksFromNodes: true})
 	return e, nil
 }
 

@@ -14,9 +14,10 @@ import (
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 )
 
-// RelistEvery paces the listings of a node's disks while one of its discovery pools
-// does not exist yet (waiting for disks, dry run, retrying a failed claim). Each listing
-// is one lsblk on the satellite, so a node whose pools all exist is not listed at all.
+// RelistEvery is the default pace of the listings of a node's disks while one of its
+// discovery pools does not exist yet (waiting for disks, dry run, retrying a failed
+// claim). Each listing is one lsblk on the satellite, so a node whose pools all exist is
+// not listed at all.
 const RelistEvery = 2 * time.Minute
 
 // Disk is an unused disk as LINSTOR lists it.
@@ -111,8 +112,8 @@ type Plan struct {
 }
 
 // ListDue says whether LINSTOR should list the node's disks in this pass: only while a
-// discovery pool is missing, at once when the spec changed, else every RelistEvery.
-func ListDue(pools []Pool, prev *linstorv1.DiscoveryStatus, generation int64, now time.Time) bool {
+// discovery pool is missing, at once when the spec changed, else every interval.
+func ListDue(pools []Pool, prev *linstorv1.DiscoveryStatus, generation int64, now time.Time, every time.Duration) bool {
 	missing := slices.ContainsFunc(pools, func(p Pool) bool { return !p.Exists })
 	switch {
 	case !missing:
@@ -120,7 +121,7 @@ func ListDue(pools []Pool, prev *linstorv1.DiscoveryStatus, generation int64, no
 	case prev == nil || prev.ListedAt == nil || prev.ObservedGeneration != generation:
 		return true
 	}
-	return now.Sub(prev.ListedAt.Time) >= RelistEvery
+	return now.Sub(prev.ListedAt.Time) >= every
 }
 
 // Decide plans every discovery pool of a node. The rules, each there to keep a disk's data:
@@ -350,7 +351,7 @@ func assign(in Input, decided map[string]*PoolPlan, matching []*PoolPlan) []lins
 		switch {
 		case limit == 0:
 			pp.Status.State = linstorv1.PoolWaitingForDisks
-			pp.Status.Message = fmt.Sprintf("No unused disk matches (%d listed); the node is listed again every %s", len(disks), RelistEvery)
+			pp.Status.Message = fmt.Sprintf("No unused disk matches (%d listed); disks added later are found when the node is listed again", len(disks))
 			if c := contested[name]; len(c) > 0 {
 				pp.Status.Message = fmt.Sprintf("No disk to claim: %s also matched by another pool (MatchedTwice), so neither claims it", plural(c, "is", "are"))
 			}

@@ -315,7 +315,7 @@ func TestListingIsDueOnlyWhileAPoolIsMissing(t *testing.T) {
 		{"one of two missing", []Pool{exists, bulk}, at(RelistEvery+time.Second, 3), true},
 		{"no discovery pool", nil, nil, false},
 	} {
-		if got := ListDue(tc.pools, tc.prev, 3, now); got != tc.want {
+		if got := ListDue(tc.pools, tc.prev, 3, now, RelistEvery); got != tc.want {
 			t.Errorf("%s: ListDue = %v, want %v", tc.name, got, tc.want)
 		}
 	}

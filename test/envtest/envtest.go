@@ -44,6 +44,8 @@ type Options struct {
 	LinstorPoll time.Duration
 	// LinstorGrace shortens how long LINSTOR may fail before conditions report it.
 	LinstorGrace time.Duration
+	// DiskRelist shortens how often storage discovery lists a node's unused disks.
+	DiskRelist time.Duration
 	// Setup registers extra controllers on the manager before it starts.
 	Setup func(ctrl.Manager) error
 	// ExtraCRDs are more CRD files or directories to install (third-party kinds).
@@ -121,6 +123,7 @@ func start(opts Options) (*Env, func() error, error) {
 		LinstorURL:   opts.LinstorURL,
 		LinstorPoll:  opts.LinstorPoll,
 		LinstorGrace: opts.LinstorGrace,
+		DiskRelist:   opts.DiskRelist,
 		Manager: ctrl.Options{
 			Scheme:                 scheme,
 			Metrics:                metricsserver.Options{BindAddress: "0"},

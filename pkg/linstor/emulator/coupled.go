@@ -8,6 +8,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/linstor-operator/linstor-operator/pkg/render"
@@ -24,6 +26,9 @@ type Cluster struct {
 	// CRDs of internal.linstor.linbit.com, loaded (and migrated) when a controller pod
 	// starts and written while it runs. It needs a client without a cache.
 	Database client.Client
+	// DisksFromNodes: each Node's DisksAnnotation describes its machine's disks; a new
+	// or changed value is applied with SetNodeDisks. Nodes are listed as metadata only.
+	DisksFromNodes bool
 }
 
 // Couple makes the emulator follow the pods the operator deploys, as a real LINSTOR
@@ -34,7 +39,8 @@ type Cluster struct {
 //     deploys one), reports the version of that pod's image, and forgets the master
 //     passphrase when its pod is replaced;
 //   - new nodes start OFFLINE until their satellite pod runs;
-//   - event streams end when the controller pod goes away or is replaced.
+//   - event streams end when the controller pod goes away or is replaced;
+//   - with DisksFromNodes, machines have the disks their Node's annotation lists.
 func (e *Emulator) Couple(ctx context.Context, k Cluster) {
 	e.mu.Lock()
 	e.coupled, e.db = true, k.Database
@@ -132,7 +138,44 @@ func (e *Emulator) SyncWithCluster(ctx context.Context, k Cluster) error {
 	e.mu.Lock()
 	e.controllerDown = !external && (controllerPod == "" || e.controllerFailure != "")
 	e.mu.Unlock()
+	if k.DisksFromNodes {
+		return errors.Join(dbErr, e.syncNodeDisks(ctx, k.Reader))
+	}
 	return dbErr
+}
+
+// syncNodeDisks applies the DisksAnnotation of every Node whose value changed since
+// it was last seen. A value that does not parse is ignored: the machine keeps its
+// disks. Nodes are listed as metadata, the annotations being all that is needed.
+func (e *Emulator) syncNodeDisks(ctx context.Context, r client.Reader) error {
+	var nodes metav1.PartialObjectMetadataList
+	nodes.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "NodeList"})
+	if err := r.List(ctx, &nodes); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	seen := map[string]bool{}
+	for _, n := range nodes.Items {
+		value, ok := n.Annotations[DisksAnnotation]
+		if !ok {
+			continue
+		}
+		seen[n.Name] = true
+		if last, known := e.diskAnnotations[n.Name]; known && last == value {
+			continue
+		}
+		e.diskAnnotations[n.Name] = value
+		if disks, err := ParseDisksAnnotation(value); err == nil {
+			e.setNodeDisks(n.Name, disks)
+		}
+	}
+	for name := range e.diskAnnotations {
+		if !seen[name] {
+			delete(e.diskAnnotations, name) // seen again, the value is applied again
+		}
+	}
+	return nil
 }
 
 func (e *Emulator) isStarting() bool {

@@ -37,10 +37,11 @@ var tables = []struct{ plural, kind string }{
 	{"nodeconnections", "NodeConnections"},
 }
 
+// nodeRow holds what LINSTOR stores of a node. The machine's disks are not LINSTOR's
+// (disks.go); rows written before that still carry a "disks" field, which is ignored.
 type nodeRow struct {
-	Node  lapi.Node                  `json:"node"`
-	Pools []lapi.StoragePool         `json:"pools"`
-	Disks []lapi.PhysicalStorageNode `json:"disks,omitempty"`
+	Node  lapi.Node          `json:"node"`
+	Pools []lapi.StoragePool `json:"pools"`
 }
 
 type replicaRow struct {
@@ -147,7 +148,7 @@ func (e *Emulator) persist(ctx context.Context, c client.Client) error {
 func (e *Emulator) rows(version string) map[string]string {
 	out := map[string]string{"LinstorVersion/version": mustJSON(map[string]string{"version": version})}
 	for name, n := range e.nodes {
-		row := nodeRow{Node: n.Node, Disks: n.disks}
+		row := nodeRow{Node: n.Node}
 		// What a satellite reports when it connects is not in LINSTOR's database.
 		row.Node.ConnectionStatus, row.Node.StorageProviders, row.Node.ResourceLayers = "", nil, nil
 		row.Node.UnsupportedProviders, row.Node.UnsupportedLayers = nil, nil
@@ -186,7 +187,7 @@ func (e *Emulator) load(rows map[string]string) error {
 		case "Nodes":
 			var row nodeRow
 			if err = json.Unmarshal([]byte(raw), &row); err == nil {
-				n := &node{Node: row.Node, online: !e.coupled, pools: map[string]*lapi.StoragePool{}, disks: row.Disks}
+				n := &node{Node: row.Node, online: !e.coupled, pools: map[string]*lapi.StoragePool{}}
 				for i := range row.Pools {
 					n.pools[strings.ToLower(row.Pools[i].StoragePoolName)] = &row.Pools[i]
 				}

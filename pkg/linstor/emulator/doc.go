@@ -24,8 +24,14 @@
 //  7. GET /v1/events/nodes streams node events (server-sent events) where the server
 //     sends them: create, modify, delete, evacuate, evict, restore; never for
 //     connection changes. A controller restart ends every stream.
+//  8. Disks belong to the machines, not to LINSTOR (disks.go): GET /v1/physical-storage
+//     lists them through lsblk's candidate filter, and device pools run pvcreate,
+//     vgcreate, lvcreate or `zpool create -f` on them (devicepool.go), with their
+//     partial effects. Volume groups and zpools outlive storage-pool and node
+//     deletion, controller restarts and database restores.
 //
-// Test hooks (methods on *Emulator) inject latency and 5xx per route, take nodes
-// offline, force version mismatches, place resources, log requests and count them
-// by route (RequestCounts).
+// Test hooks (methods on *Emulator) inject latency and 5xx per route (also after
+// serving the request: a lost answer), take nodes offline, force version mismatches,
+// place resources, describe each machine's disks, log requests and count them by
+// route (RequestCounts).
 package emulator

@@ -34,7 +34,13 @@ type Emulator struct {
 	nodeConns       map[[2]string]map[string]string
 	passphrase      string
 	passphraseOpen  bool
-	newNodeDisks    []lapi.PhysicalStorageNode
+	// hosts are the machines' disks by lower-cased node name (disks.go); they are not
+	// LINSTOR's and outlive its nodes and database.
+	hosts        map[string]*host
+	newNodeDisks func(node string) []Disk
+	overwritten  []string
+	// diskAnnotations: the DisksAnnotation value last seen per Node (coupled.go).
+	diskAnnotations map[string]string
 	// coupled: node state follows a Kubernetes cluster (see Couple).
 	coupled                 bool
 	controllerDown          bool
@@ -72,7 +78,6 @@ type node struct {
 	onlineSince time.Time
 	switches    int // satellite connection switches (net interface changes)
 	pools       map[string]*lapi.StoragePool
-	disks       []lapi.PhysicalStorageNode
 }
 
 type resourceDefinition struct {
@@ -144,6 +149,10 @@ type Fault struct {
 	Latency time.Duration
 	// Times limits how often the fault fires; 0 means until cleared.
 	Times int
+	// AfterServing, with Status, serves the request first (its effects happen and are
+	// committed) and then answers Status instead: the answer is lost on its way. Not
+	// for event streams.
+	AfterServing bool
 }
 
 // Request is one recorded request.
@@ -168,6 +177,8 @@ func New() *Emulator {
 		counts:          map[string]int{},
 		mux:             http.NewServeMux(),
 		subscribers:     map[*subscriber]struct{}{},
+		hosts:           map[string]*host{},
+		diskAnnotations: map[string]string{},
 	}
 	e.routes(e.mux)
 	return e
@@ -195,6 +206,15 @@ func (e *Emulator) Handler() http.Handler {
 			if f.Latency > 0 {
 				time.Sleep(f.Latency)
 			}
+			if f.Status != 0 && f.AfterServing {
+				lost := &discardWriter{header: http.Header{}, status: http.StatusOK}
+				e.mux.ServeHTTP(lost, r)
+				if r.Method != http.MethodGet && lost.status < 400 {
+					e.flush()
+				}
+				writeStatus(rec, f.Status, rc(lapiconst.MaskError|lapiconst.FailUnknownError, "injected fault on %s: the request was served, its answer lost", route))
+				return
+			}
 			if f.Status != 0 {
 				writeStatus(rec, f.Status, rc(lapiconst.MaskError|lapiconst.FailUnknownError, "injected fault on %s", route))
 				return
@@ -211,6 +231,26 @@ func (e *Emulator) Handler() http.Handler {
 // an error entry a 500): the emulator's own 503 and injected faults.
 func writeStatus(w http.ResponseWriter, status int, rcs ...apiCallRc) {
 	writeJSON(w, status, rcs)
+}
+
+// discardWriter takes the answer of a request whose answer is lost (Fault.AfterServing).
+type discardWriter struct {
+	header http.Header
+	status int
+	wrote  bool
+}
+
+func (d *discardWriter) Header() http.Header { return d.header }
+
+func (d *discardWriter) Write(p []byte) (int, error) {
+	d.wrote = true
+	return len(p), nil
+}
+
+func (d *discardWriter) WriteHeader(code int) {
+	if !d.wrote {
+		d.status, d.wrote = code, true
+	}
 }
 
 type statusRecorder struct {
@@ -381,13 +421,6 @@ func (e *Emulator) setOnline(n *node, online bool) {
 // SetSatelliteVersion sets the version a satellite runs; "" follows the controller.
 func (e *Emulator) SetSatelliteVersion(name, version string) error {
 	return e.withNode(name, func(n *node) { n.satelliteVersion = version })
-}
-
-// SetNewNodeDisks sets the unused block devices every newly created node reports.
-func (e *Emulator) SetNewNodeDisks(disks ...lapi.PhysicalStorageNode) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.newNodeDisks = append([]lapi.PhysicalStorageNode(nil), disks...)
 }
 
 // PlaceResource creates (if needed) a resource definition with one 1 GiB volume and
@@ -677,10 +710,16 @@ func (e *Emulator) failureSuffix() string {
 }
 
 // Reset forgets everything LINSTOR knows, as a freshly installed controller with an
-// empty database.
+// empty database. The machines start anew too: every host's disks return to how they
+// were last configured (SetNodeDisks, the Node annotation, the defaults), without the
+// volume groups and zpools made since, so a new installation finds clean disks.
+// Overwritten keeps its record.
 func (e *Emulator) Reset() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	for _, h := range e.hosts {
+		h.reset()
+	}
 	e.nodes, e.rds = map[string]*node{}, map[string]*resourceDefinition{}
 	e.nodeConns, e.controllerProps = map[[2]string]map[string]string{}, map[string]string{}
 	e.passphrase, e.passphraseOpen, e.persisted, e.tablesAt = "", false, nil, ""

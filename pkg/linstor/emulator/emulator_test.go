@@ -253,7 +253,7 @@ func TestConformance(t *testing.T) {
 		t.Errorf("physical storage view = %+v", view)
 	}
 	must(t, c.Nodes.CreateDevicePool(ctx, "n3", lapi.PhysicalStorageCreate{ProviderKind: lapi.LVM_THIN, DevicePaths: []string{"/dev/vdb"}, PoolName: "linstor_thin/thin", WithStoragePool: lapi.PhysicalStorageStoragePoolCreate{Name: "thin"}}))
-	mustFail(t, c.Nodes.CreateDevicePool(ctx, "n3", lapi.PhysicalStorageCreate{ProviderKind: lapi.LVM, DevicePaths: []string{"/dev/vdb"}, PoolName: "vg2"}), "not unused")
+	mustFail(t, c.Nodes.CreateDevicePool(ctx, "n3", lapi.PhysicalStorageCreate{ProviderKind: lapi.LVM, DevicePaths: []string{"/dev/vdb"}, PoolName: "vg2"}), "Failed to pvcreate on device: /dev/vdb")
 	sp3, err := c.Nodes.GetStoragePool(ctx, "n3", "thin")
 	must(t, err)
 	if sp3.TotalCapacity != 100<<20 {

@@ -241,7 +241,8 @@ func (e *Emulator) createNode(w http.ResponseWriter, r *http.Request) {
 	}
 	n := &node{Node: lapi.Node{
 		Name: in.Name, Type: typ, Props: nodeProps, Uuid: uuid.NewString(), NetInterfaces: nifs,
-	}, pools: map[string]*lapi.StoragePool{}, disks: append([]lapi.PhysicalStorageNode(nil), e.newNodeDisks...)}
+	}, pools: map[string]*lapi.StoragePool{}}
+	e.ensureHost(n.Name)
 	n.Props[curStltConnKey] = active
 	if holdsPools(typ) {
 		n.StorageProviders = []lapi.ProviderKind{lapi.DISKLESS, lapi.LVM, lapi.LVM_THIN, lapi.ZFS, lapi.ZFS_THIN, lapi.FILE, lapi.FILE_THIN}

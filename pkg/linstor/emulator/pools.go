@@ -5,7 +5,6 @@ import (
 	"maps"
 	"math"
 	"net/http"
-	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -182,27 +181,40 @@ func (e *Emulator) createPool(w http.ResponseWriter, r *http.Request, n *node) {
 	case !holdsPools(n.Type):
 		fail(lapiconst.FailInvldStorDriver, "Node '%s' of type %s cannot hold storage pools", n.Name, n.Type)
 		return
-	case n.pools[strings.ToLower(name)] != nil:
-		fail(lapiconst.FailExistsStorPool, "Node: %s, Storage pool name: %s already exists.", n.Name, name)
-		return
 	}
-	requested := rewriteDriverProps(in.Props)
+	answer, refused := e.addPool(n, name, kind, rewriteDriverProps(in.Props), defaultPoolCapacityKib)
+	if refused != nil {
+		answer = []apiCallRc{*refused}
+	}
+	writeRC(w, http.StatusCreated, answer...)
+}
+
+// addPool is the rest of CtrlStorPoolCrtApiCallHandler.createStorPoolInTransaction, for
+// a plain create and for a device pool's with_storage_pool: uniqueness, PrefNic, the
+// whitelist, then the pool and its answer. A refusal changes nothing.
+func (e *Emulator) addPool(n *node, name string, kind lapi.ProviderKind, requested map[string]string, capacityKib int64) ([]apiCallRc, *apiCallRc) {
+	refs := []string{"Node", n.Name, "StorPoolDfn", name}
+	refuse := func(entry apiCallRc) ([]apiCallRc, *apiCallRc) {
+		entry = entry.withRefs(refs...)
+		return nil, &entry
+	}
+	if n.pools[strings.ToLower(name)] != nil {
+		return refuse(rc(lapiconst.FailExistsStorPool|crtPool, "Node: %s, Storage pool name: %s already exists.", n.Name, name))
+	}
 	if pref, ok := requested["PrefNic"]; ok && findNetIf(n, pref) < 0 {
-		fail(lapiconst.FailInvldProp, "The network interface '%s' of node '%s' does not exist!", pref, n.Name)
-		return
+		return refuse(rc(lapiconst.FailInvldProp|crtPool, "The network interface '%s' of node '%s' does not exist!", pref, n.Name))
 	}
 	poolProps := map[string]string{}
 	set, bad := setProps(props.StoragePool, poolProps, requested)
 	if bad != nil {
-		writeRC(w, http.StatusCreated, propRefused(*bad, crtPool).withRefs(refs...))
-		return
+		return refuse(propRefused(*bad, crtPool))
 	}
 	if g := allocationGranularity[kind]; g != "" {
 		poolProps["StorDriver/internal/AllocationGranularity"] = g
 	}
 	p := &lapi.StoragePool{
 		StoragePoolName: name, NodeName: n.Name, ProviderKind: kind, Props: poolProps,
-		Uuid: uuid.NewString(), TotalCapacity: defaultPoolCapacityKib, FreeSpaceMgrName: n.Name + ";" + name,
+		Uuid: uuid.NewString(), TotalCapacity: capacityKib, FreeSpaceMgrName: n.Name + ";" + name,
 		SupportsSnapshots: supportsSnapshots(kind), StaticTraits: staticTraits(kind),
 	}
 	n.pools[strings.ToLower(name)] = p
@@ -217,7 +229,7 @@ func (e *Emulator) createPool(w http.ResponseWriter, r *http.Request, n *node) {
 	if !e.online(n.Name) {
 		answer = append(answer[:len(answer)-1], offlineUpdate(n.Name, crtPool, "Registration of storage pool '%s' on node '%s'", name, n.Name)...)
 	}
-	writeRC(w, http.StatusCreated, answer...)
+	return answer, nil
 }
 
 func supportsSnapshots(k lapi.ProviderKind) bool {
@@ -305,156 +317,6 @@ func writePoolNotFound(w http.ResponseWriter, nodeName, pool string) {
 	writeRC(w, http.StatusOK, rc(lapiconst.WarnNotFound|delPool, "Deletion of storage pool '%s' on node '%s' had no effect.", pool, nodeName).
 		withCause("Storage pool '%s' on node '%s' does not exist.", pool, nodeName).withDetails("Node: %s, Storage pool name: %s", nodeName, pool).
 		withRefs("Node", nodeName, "StorPoolDfn", pool))
-}
-
-// minCandidateSize: lsblk candidates smaller than 1 GiB are not offered
-// (LsBlkUtils.filterDeviceCandidates; whole disks, no FSTYPE, no children, not DRBD).
-const minCandidateSize = 1 << 30
-
-// candidates lists a node's unused disks as the satellite's lsblk filter does; an
-// offline satellite is not asked and contributes nothing.
-func (e *Emulator) candidates(n *node) []lapi.PhysicalStorageNode {
-	if !e.online(n.Name) {
-		return nil
-	}
-	var out []lapi.PhysicalStorageNode
-	for _, d := range n.disks {
-		if d.Size > minCandidateSize {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-// viewPhysicalStorage groups every ONLINE node's candidates by size and rotational,
-// sorted by size (CtrlPhysicalStorageApiCallHandler.groupPhysicalStorageByDevice).
-func (e *Emulator) viewPhysicalStorage(w http.ResponseWriter, _ *http.Request) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	type key struct {
-		size int64
-		rot  bool
-	}
-	groups := map[key]*lapi.PhysicalStorageViewItem{}
-	var order []key
-	for _, n := range e.sortedNodes() {
-		for _, d := range e.candidates(n) {
-			k := key{d.Size, d.Rotational}
-			g, ok := groups[k]
-			if !ok {
-				g = &lapi.PhysicalStorageViewItem{Size: d.Size, Rotational: d.Rotational, Nodes: map[string][]lapi.PhysicalStorageDevice{}}
-				groups[k] = g
-				order = append(order, k)
-			}
-			g.Nodes[n.Name] = append(g.Nodes[n.Name], d.PhysicalStorageDevice)
-		}
-	}
-	sort.SliceStable(order, func(i, j int) bool { return order[i].size < order[j].size })
-	out := []lapi.PhysicalStorageViewItem{}
-	for _, k := range order {
-		out = append(out, *groups[k])
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-// getPhysicalStorage: an offline satellite cannot be asked; the server fails the
-// request with an unknown error.
-func (e *Emulator) getPhysicalStorage(w http.ResponseWriter, r *http.Request, n *node) {
-	if !e.online(n.Name) {
-		writeRC(w, http.StatusOK, rc(lapiconst.FailUnknownError, "An unknown error occurred.").withCause("No active connection to satellite '%s'", n.Name))
-		return
-	}
-	out := append([]lapi.PhysicalStorageNode{}, e.candidates(n)...)
-	writeJSON(w, http.StatusOK, out)
-}
-
-// createDevicePool follows rest/v1/PhysicalStorage and the satellite's
-// CreateDevicePool: LVM, LVM_THIN and ZFS(_THIN) only, a pool name defaulting to
-// linstor_<first device>, devices that must be unused candidates, and, when asked, the
-// storage pool on top (with the storage pool rules). An offline satellite is skipped:
-// 201 with nothing done.
-func (e *Emulator) createDevicePool(w http.ResponseWriter, r *http.Request, n *node) {
-	var in lapi.PhysicalStorageCreate
-	if !decode(w, r, &in, http.StatusInternalServerError) {
-		return
-	}
-	const op = lapiconst.MaskPhysicalDevice | lapiconst.MaskCrt
-	if _, ok := providerKinds[strings.ToUpper(string(in.ProviderKind))]; !ok {
-		writeJSON(w, http.StatusBadRequest, []apiCallRc{rc(lapiconst.FailInvldLayerKind, "Given provider kind '%s' is invalid", in.ProviderKind)})
-		return
-	}
-	if name := in.WithStoragePool.Name; name != "" && checkName(name, 3, 48, "-") != "" {
-		writeJSON(w, http.StatusBadRequest, []apiCallRc{rc(lapiconst.FailInvldStorPoolName, "The given storage pool name '%s' is invalid.", name)})
-		return
-	}
-	if len(in.DevicePaths) == 0 {
-		writeRC(w, http.StatusCreated, rc(lapiconst.FailUnknownError, "Field 'device_paths' is null or empty."))
-		return
-	}
-	if !e.online(n.Name) {
-		writeRC(w, http.StatusCreated)
-		return
-	}
-	switch in.ProviderKind {
-	case lapi.LVM, lapi.LVM_THIN, lapi.ZFS, lapi.ZFS_THIN:
-	default:
-		writeRC(w, http.StatusCreated, rc(lapiconst.FailInvldProvider, "(%s) Create device pool not supported for provider: %s", n.Name, in.ProviderKind))
-		return
-	}
-	poolName := in.PoolName
-	if poolName == "" {
-		poolName = "linstor_" + path.Base(in.DevicePaths[0])
-	}
-	var size int64
-	wanted := map[string]bool{}
-	for _, p := range in.DevicePaths {
-		wanted[p] = true
-	}
-	var remaining []lapi.PhysicalStorageNode
-	for _, d := range n.disks {
-		if wanted[d.Device] && d.Size > minCandidateSize {
-			size += d.Size
-			delete(wanted, d.Device)
-		} else {
-			remaining = append(remaining, d)
-		}
-	}
-	if len(wanted) > 0 {
-		// pvcreate fails on a device that is missing or in use; the satellite copies the error.
-		writeRC(w, http.StatusCreated, rc(lapiconst.FailUnknownError, "(%s) Failed to create physical volume on %v", n.Name, slices.Sorted(maps.Keys(wanted))).
-			withCause("The devices are not unused block devices of the node"))
-		return
-	}
-	storPoolName := poolName
-	if in.ProviderKind == lapi.LVM_THIN && !strings.Contains(poolName, "/") {
-		storPoolName = "linstor_" + poolName + "/" + poolName
-	}
-	answer := []apiCallRc{rc(op|lapiconst.Created, "(%s) VG for devices %v with name '%s' created.", n.Name, in.DevicePaths, poolName).withRefs("PoolName", poolName)}
-	if name := in.WithStoragePool.Name; name != "" {
-		if n.pools[strings.ToLower(name)] != nil {
-			writeRC(w, http.StatusCreated, rc(lapiconst.FailExistsStorPool|crtPool, "Node: %s, Storage pool name: %s already exists.", n.Name, name))
-			return
-		}
-		poolProps := map[string]string{}
-		in.WithStoragePool.Props = copyMap(in.WithStoragePool.Props)
-		if in.WithStoragePool.Props == nil {
-			in.WithStoragePool.Props = map[string]string{}
-		}
-		in.WithStoragePool.Props[poolNameKey] = storPoolName
-		if _, bad := setProps(props.StoragePool, poolProps, in.WithStoragePool.Props); bad != nil {
-			writeRC(w, http.StatusCreated, propRefused(*bad, crtPool))
-			return
-		}
-		poolProps["StorDriver/internal/AllocationGranularity"] = allocationGranularity[in.ProviderKind]
-		n.pools[strings.ToLower(name)] = &lapi.StoragePool{
-			StoragePoolName: name, NodeName: n.Name, ProviderKind: in.ProviderKind, Props: poolProps, Uuid: uuid.NewString(),
-			TotalCapacity: size / 1024, FreeSpaceMgrName: n.Name + ";" + name, SupportsSnapshots: supportsSnapshots(in.ProviderKind),
-			StaticTraits: staticTraits(in.ProviderKind),
-		}
-		answer = append(answer, rc(lapiconst.Created|crtPool, "New storage pool '%s' on node '%s' registered.", name, n.Name))
-	}
-	n.disks = remaining
-	writeRC(w, http.StatusCreated, answer...)
 }
 
 func provisioning(k lapi.ProviderKind) string {

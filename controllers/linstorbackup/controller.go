@@ -235,7 +235,18 @@ func (r *Reconciler) prune(ctx context.Context, b *linstorv1.LinstorBackup) erro
 			done = append(done, x)
 		}
 	}
-	sort.Slice(done, func(i, j int) bool { return done[i].Status.CompletedAt.Before(done[j].Status.CompletedAt) })
+	// Completion times have seconds: two backups done in the same second are ordered by
+	// creation, then name, so the one pruned is the older one whatever the List order.
+	sort.Slice(done, func(i, j int) bool {
+		a, b := done[i], done[j]
+		if !a.Status.CompletedAt.Equal(b.Status.CompletedAt) {
+			return a.Status.CompletedAt.Before(b.Status.CompletedAt)
+		}
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Name < b.Name
+	})
 	// The newest backups stay, and so does any backup an upgrade in progress may restore.
 	upgradeBackup := ""
 	if cluster.Status.Upgrade != nil {

@@ -172,7 +172,7 @@ func Decide(in Input) Plan {
 		case attempted && in.Listed == nil:
 			// Wait for a listing to know what the last claim did.
 		case attempted:
-			retryClaim(pp, prev, listed)
+			retryClaim(in, pp, prev, listed)
 		case (hasPrev && (prev.State == linstorv1.PoolCreated || prev.State == linstorv1.PoolRegistering)) || len(claimedFor[p.Name]) > 0:
 			pp.Action = Register
 			pp.Status.State = linstorv1.PoolRegistering
@@ -224,9 +224,10 @@ func Decide(in Input) Plan {
 }
 
 // retryClaim decides after a claim whose outcome is unknown or failed: the same disks
-// again while all of them are still unused, else nothing, saying why.
-func retryClaim(pp *PoolPlan, prev linstorv1.DiscoveryPoolStatus, listed map[string]Disk) {
-	var gone []string
+// again while all of them are still unused and still this pool's alone, else nothing,
+// saying why.
+func retryClaim(in Input, pp *PoolPlan, prev linstorv1.DiscoveryPoolStatus, listed map[string]Disk) {
+	var gone, unwanted []string
 	var disks []Disk
 	for _, dev := range prev.Claimed {
 		d, ok := listed[dev]
@@ -234,13 +235,22 @@ func retryClaim(pp *PoolPlan, prev linstorv1.DiscoveryPoolStatus, listed map[str
 			gone = append(gone, dev)
 			continue
 		}
+		if m := classify(in, d); m.explicit || len(m.matchedBy) != 1 || m.matchedBy[0] != prev.Name {
+			unwanted = append(unwanted, dev)
+		}
 		disks = append(disks, d)
 	}
-	if len(gone) > 0 {
+	switch {
+	case len(gone) > 0:
 		pp.Status.State = linstorv1.PoolClaimFailed
 		pp.Status.Message = fmt.Sprintf("The claim of %s did not create the pool, and %s no longer listed as unused: LINSTOR did part of the work (a PV or zpool may exist). "+
 			"No other disk is claimed for this pool on this node. Inspect the node (pvs, vgs, zpool status); once the disks are unused again, the claim is retried",
 			strings.Join(prev.Claimed, ", "), plural(gone, "is", "are"))
+		return
+	case len(unwanted) > 0:
+		pp.Status.State = linstorv1.PoolClaimFailed
+		pp.Status.Message = fmt.Sprintf("The claim of %s did not create the pool and is not retried: %s no longer matched by this pool alone (the spec changed). "+
+			"No other disk is claimed for this pool on this node while these are remembered; remove the pool from the spec to forget them", strings.Join(prev.Claimed, ", "), plural(unwanted, "is", "are"))
 		return
 	}
 	pp.Action = Claim
@@ -251,6 +261,30 @@ func retryClaim(pp *PoolPlan, prev linstorv1.DiscoveryPoolStatus, listed map[str
 	pp.Status.State = linstorv1.PoolClaiming
 	pp.Status.Attempts = prev.Attempts + 1
 	pp.Status.Message = fmt.Sprintf("Claiming %s again (attempt %d): all of them are still unused", strings.Join(prev.Claimed, ", "), pp.Status.Attempts)
+}
+
+// match is how the pools see one disk.
+type match struct {
+	explicit  bool     // listed in a pool's hostDevices
+	owner     string   // that pool
+	matchedBy []string // discovery pools whose matcher takes it
+	why       []string // "<pool>: <what did not match>" for the others
+}
+
+func classify(in Input, d Disk) match {
+	var m match
+	m.owner, m.explicit = in.HostDevices[d.Device]
+	if stable := StableName(d); !m.explicit && stable != "" {
+		m.owner, m.explicit = in.HostDevices[stable]
+	}
+	for _, p := range in.Pools {
+		if reason := mismatch(&p.Match, d, StableName(d)); reason != "" {
+			m.why = append(m.why, p.Name+": "+reason)
+		} else {
+			m.matchedBy = append(m.matchedBy, p.Name)
+		}
+	}
+	return m
 }
 
 func plural(items []string, one, many string) string {
@@ -273,20 +307,10 @@ func assign(in Input, decided map[string]*PoolPlan, matching []*PoolPlan) []lins
 	out := make([]linstorv1.DiskStatus, 0, len(disks))
 	for _, d := range disks {
 		st := diskStatus(d)
-		owner, explicit := in.HostDevices[d.Device]
-		if !explicit && st.StableName != "" {
-			owner, explicit = in.HostDevices[st.StableName]
-		}
-		var matchedBy, why []string
-		for _, p := range in.Pools {
-			if reason := mismatch(&p.Match, d, st.StableName); reason != "" {
-				why = append(why, p.Name+": "+reason)
-			} else {
-				matchedBy = append(matchedBy, p.Name)
-			}
-		}
+		m := classify(in, d)
+		owner, matchedBy, why := m.owner, m.matchedBy, m.why
 		switch {
-		case explicit:
+		case m.explicit:
 			st.State, st.Reason = linstorv1.DiskSkipped, "HostDevice"
 			st.Message = fmt.Sprintf("Listed in the hostDevices of storage pool %s: no discovery pool claims it", owner)
 		case len(matchedBy) > 1:
@@ -305,6 +329,8 @@ func assign(in Input, decided map[string]*PoolPlan, matching []*PoolPlan) []lins
 			switch {
 			case takes[pool]:
 				candidates[pool] = append(candidates[pool], len(out))
+			case pp.Action == Claim && slices.Contains(pp.Status.Claimed, d.Device):
+				st.State, st.Message = linstorv1.DiskClaimed, fmt.Sprintf("Claimed again for storage pool %s (attempt %d)", pool, pp.Status.Attempts)
 			case pp.Status.State == linstorv1.PoolCreated:
 				st.State, st.Reason = linstorv1.DiskSkipped, "PoolExists"
 				st.Message = fmt.Sprintf("Storage pool %s already exists: LINSTOR cannot add a disk to an existing pool. Extend its volume group or zpool by hand (vgextend, zpool add) to use it", pool)

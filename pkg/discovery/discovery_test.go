@@ -246,8 +246,15 @@ func TestAClaimIsRetriedOnlyWithTheSameStillUnusedDisks(t *testing.T) {
 			if pp.Action != tc.action || strings.Join(pp.Devices, ",") != tc.devices || pp.Status.State != tc.want {
 				t.Fatalf("got %v %v %s (%s)", pp.Action, pp.Devices, pp.Status.State, pp.Status.Message)
 			}
-			if tc.action == Claim && pp.Status.Attempts != 2 {
-				t.Errorf("attempts = %d", pp.Status.Attempts)
+			if tc.action == Claim {
+				if pp.Status.Attempts != 2 {
+					t.Errorf("attempts = %d", pp.Status.Attempts)
+				}
+				for _, dev := range []string{nvme0.Device, nvme1.Device} {
+					if d := disk(t, p, dev); d.State != linstorv1.DiskClaimed || d.Pool != "fast" {
+						t.Errorf("retried disk %s: %+v", dev, d)
+					}
+				}
 			}
 			for _, d := range p.Disks {
 				if d.Device == big.Device && d.State != linstorv1.DiskSkipped {
@@ -318,5 +325,37 @@ func TestListingIsDueOnlyWhileAPoolIsMissing(t *testing.T) {
 		if got := ListDue(tc.pools, tc.prev, 3, now, RelistEvery); got != tc.want {
 			t.Errorf("%s: ListDue = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestAClaimIsNotRetriedOnDisksTheSpecNoLongerGivesThePool(t *testing.T) {
+	prev := &linstorv1.DiscoveryStatus{
+		Pools: []linstorv1.DiscoveryPoolStatus{{Name: "fast", State: linstorv1.PoolClaimFailed, Claimed: []string{nvme0.Device}, Attempts: 1}},
+		Disks: []linstorv1.DiskStatus{claimed(nvme0, "fast")},
+	}
+	narrowed := fast
+	narrowed.Match.Models = []string{"INTEL*"}
+	samsung := Pool{Name: "samsung", Match: linstorv1.DiskDiscovery{Models: []string{"SAMSUNG*"}}}
+	for _, tc := range []struct {
+		name  string
+		in    Input
+		cause string
+	}{
+		{"no longer matches", Input{Pools: []Pool{narrowed}, Listed: []Disk{nvme0, nvme1}, Previous: prev}, "/dev/nvme0n1 is no longer matched by this pool alone"},
+		{"now matched twice", Input{Pools: []Pool{fast, samsung}, Listed: []Disk{nvme0}, Previous: prev}, "/dev/nvme0n1 is no longer matched by this pool alone"},
+		{"now a host device", Input{Pools: []Pool{fast}, HostDevices: map[string]string{nvme0.Device: "manual"}, Listed: []Disk{nvme0}, Previous: prev}, "/dev/nvme0n1 is no longer matched by this pool alone"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Decide(tc.in)
+			pp := poolPlan(t, p, "fast")
+			if pp.Action != None || pp.Status.State != linstorv1.PoolClaimFailed || !strings.Contains(pp.Status.Message, tc.cause) {
+				t.Fatalf("fast: %v %s %q", pp.Action, pp.Status.State, pp.Status.Message)
+			}
+			for _, d := range p.Disks {
+				if d.State == linstorv1.DiskClaimed && d.Device != nvme0.Device {
+					t.Errorf("claimed %s", d.Device)
+				}
+			}
+		})
 	}
 }

@@ -48,7 +48,61 @@ type ComponentSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Template Patch",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	PodTemplate *runtime.RawExtension `json:"podTemplate,omitempty"`
+
+	// patches change the objects the operator renders for this component (its
+	// workload, Services, ConfigMaps), in order, after podTemplate: kustomize-style
+	// patches for what podTemplate cannot reach. The result is held to the
+	// cluster's podTemplatePolicy like podTemplate.
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Patches",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Patches []Patch `json:"patches,omitempty"`
 }
+
+// Patch changes the rendered objects its target selects.
+type Patch struct {
+	// target selects the rendered objects to patch. Unset selects the component's
+	// workload (its Deployment or DaemonSet).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Target"
+	Target *PatchTarget `json:"target,omitempty"`
+
+	// patch is a strategic-merge patch (a YAML or JSON object, for example
+	// "spec: {template: {spec: {hostNetwork: true}}}") or a JSON 6902 patch (a YAML or
+	// JSON list of operations).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=65536
+	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Patch",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	Patch string `json:"patch"`
+}
+
+// PatchTarget selects rendered objects by kind and, optionally, name.
+type PatchTarget struct {
+	// kind of the rendered objects, for example DaemonSet, Deployment, Service or ConfigMap.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Z][A-Za-z0-9]*$`
+	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Kind",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	Kind string `json:"kind"`
+
+	// name of the rendered object; unset selects every object of the kind.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Name",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	Name string `json:"name,omitempty"`
+}
+
+// IPFamily is an IP address family.
+// +kubebuilder:validation:Enum=IPv4;IPv6
+type IPFamily string
+
+const (
+	IPv4 IPFamily = "IPv4"
+	IPv6 IPFamily = "IPv6"
+)
 
 // LocalSecretReference names a Secret in the namespace of the referring object.
 type LocalSecretReference struct {

@@ -1,6 +1,7 @@
 package v1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -12,6 +13,24 @@ type LinstorClusterSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Satellite Node Selector",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:selector:core:v1:Node"}
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// nodeAffinity selects the nodes that run a LINSTOR satellite by node selector terms
+	// (any term matches), in addition to nodeSelector. A node that stops being selected
+	// has its LinstorSatellite removed under its deletion policy.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Satellite Node Affinity",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	NodeAffinity *corev1.NodeSelector `json:"nodeAffinity,omitempty"`
+
+	// repository replaces the registry and repository path of every image of the
+	// release's image set, for a mirror: "registry.example.com/linstor" turns
+	// "quay.io/piraeusdatastore/piraeus-server:v1.33.3" into
+	// "registry.example.com/linstor/piraeus-server:v1.33.3"; tags and digests are kept.
+	// Images set in a component's image field are used as written.
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]+([._-][a-z0-9]+)*(\.[a-z0-9]+([._-][a-z0-9]+)*)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*$`
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Image Repository",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Repository string `json:"repository,omitempty"`
 
 	// controller configures the LINSTOR controller Deployment.
 	// +optional
@@ -139,12 +158,15 @@ type CSISpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Image",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Image string `json:"image,omitempty"`
 
-	// controller configures the CSI controller Deployment (its "enabled" and "image" are ignored).
+	// controller configures the CSI controller Deployment; enabled: false leaves it out
+	// (the node plugin still mounts volumes provisioned before), and image overrides the
+	// CSI plugin image in it.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="CSI Controller"
 	Controller *ComponentSpec `json:"controller,omitempty"`
 
-	// node configures the CSI node DaemonSet (its "enabled" and "image" are ignored).
+	// node configures the CSI node DaemonSet; enabled: false leaves it out (no pod can
+	// then mount a LINSTOR volume), and image overrides the CSI plugin image in it.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="CSI Node"
 	Node *ComponentSpec `json:"node,omitempty"`
@@ -247,6 +269,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.mode != 'Secret' || has(self.secretName)",message="secretName is required when mode is Secret"
 // +kubebuilder:validation:XValidation:rule="self.mode != 'CertManager' || has(self.issuerRef)",message="issuerRef is required when mode is CertManager"
 // +kubebuilder:validation:XValidation:rule="self.mode == 'CertManager' || !has(self.issuerRef)",message="issuerRef is only allowed when mode is CertManager"
+// +kubebuilder:validation:XValidation:rule="!has(self.caReference) || self.mode == 'Secret' || self.mode == 'CertManager'",message="caReference is only allowed when mode is Secret or CertManager: Generated certificates are verified by the operator's own CA"
 type TLSConfig struct {
 	// mode is Disabled, Generated (the operator issues and rotates certificates),
 	// Secret (user-provided) or CertManager.
@@ -276,6 +299,38 @@ type TLSConfig struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Issuer",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	IssuerRef *IssuerReference `json:"issuerRef,omitempty"`
+
+	// caReference names the CA certificate that verifies the peers of this channel when
+	// it is not the ca.crt of the channel's Secrets (mode Secret or CertManager), for
+	// example a company CA kept in a ConfigMap.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="CA Reference",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	CAReference *CAReference `json:"caReference,omitempty"`
+}
+
+// CAReference names a key of a Secret or ConfigMap in the cluster's namespace holding
+// PEM CA certificates.
+type CAReference struct {
+	// kind is Secret (the default) or ConfigMap.
+	// +kubebuilder:validation:Enum=Secret;ConfigMap
+	// +kubebuilder:default=Secret
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Kind",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Secret","urn:alm:descriptor:com.tectonic.ui:select:ConfigMap"}
+	Kind string `json:"kind,omitempty"`
+	// name of the Secret or ConfigMap.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Name",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	Name string `json:"name"`
+	// key holding the certificates; ca.crt when unset.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +kubebuilder:default=ca.crt
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Key",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	Key string `json:"key,omitempty"`
 }
 
 // IssuerReference names a cert-manager Issuer or ClusterIssuer.

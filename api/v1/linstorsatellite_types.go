@@ -45,6 +45,21 @@ type LinstorSatelliteSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Template Patch"
 	PodTemplate *runtime.RawExtension `json:"podTemplate,omitempty"`
 
+	// patches are the merged patches for this node's satellite objects: the cluster's
+	// spec.satellite.patches, then those of each LinstorSatelliteConfiguration in name order.
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Patches"
+	Patches []Patch `json:"patches,omitempty"`
+
+	// ipFamilies the LINSTOR controller may use to reach this satellite, in order of
+	// preference; unset uses the node's first internal address.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=2
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="IP Families"
+	IPFamilies []IPFamily `json:"ipFamilies,omitempty"`
+
 	// maxConcurrentEvacuations limits how many nodes of the cluster evacuate at once.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100

@@ -45,6 +45,23 @@ type LinstorSatelliteConfigurationSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Template Patch",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	PodTemplate *runtime.RawExtension `json:"podTemplate,omitempty"`
 
+	// patches change the satellite objects of the selected nodes (the DaemonSet, its
+	// ConfigMaps), applied after the cluster's spec.satellite.patches, configurations
+	// in name order.
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Patches",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Patches []Patch `json:"patches,omitempty"`
+
+	// ipFamilies the LINSTOR controller may use to reach the satellites of the
+	// selected nodes, in order of preference (IPv4, IPv6); unset uses the node's first
+	// internal address. The last configuration by name that sets it wins.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=2
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="IP Families",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	IPFamilies []IPFamily `json:"ipFamilies,omitempty"`
+
 	// deletionPolicy: Retain (default), Evacuate or Delete.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Deletion Policy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Retain","urn:alm:descriptor:com.tectonic.ui:select:Evacuate","urn:alm:descriptor:com.tectonic.ui:select:Delete"}

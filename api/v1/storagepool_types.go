@@ -164,7 +164,7 @@ type DiskDiscovery struct {
 }
 
 // NodeProperty is a LINSTOR node property with a literal value or one taken from the Kubernetes node.
-// +kubebuilder:validation:XValidation:rule="!(has(self.value) && has(self.valueFrom))",message="value and valueFrom are mutually exclusive"
+// +kubebuilder:validation:XValidation:rule="[has(self.value), has(self.valueFrom), has(self.expandFrom)].filter(x, x).size() <= 1",message="value, valueFrom and expandFrom are mutually exclusive"
 type NodeProperty struct {
 	// name of the LINSTOR property, for example "Aux/topology/rack".
 	// +kubebuilder:validation:MinLength=1
@@ -179,6 +179,43 @@ type NodeProperty struct {
 	// valueFrom takes the value from a label or annotation of the node.
 	// +optional
 	ValueFrom *NodePropertySource `json:"valueFrom,omitempty"`
+	// expandFrom takes the values of every label or annotation of the node whose key
+	// matches a pattern: one property per match (nameTemplate), or one property joining
+	// them (delimiter). A node with no match gets no property.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Expand From",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	ExpandFrom *NodePropertyExpansion `json:"expandFrom,omitempty"`
+}
+
+// NodePropertyExpansion reads several labels or annotations of the Kubernetes node.
+// +kubebuilder:validation:XValidation:rule="!(has(self.nameTemplate) && has(self.delimiter))",message="nameTemplate and delimiter are mutually exclusive: nameTemplate makes one property per match, delimiter joins the matches into one"
+type NodePropertyExpansion struct {
+	// nodeFieldRef selects labels or annotations by a key with one "*", such as
+	// "metadata.labels['topology.example.com/*']".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^metadata\.(labels|annotations)\['[^'*]*\*[^'*]*'\]$`
+	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node Field",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	NodeFieldRef string `json:"nodeFieldRef"`
+	// nameTemplate makes one property per match, named the property's name followed by
+	// this template; "$1" is the part of the key the "*" matched, "$2" the value.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Name Template",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	NameTemplate string `json:"nameTemplate,omitempty"`
+	// valueTemplate is the value of each match; "$1" is the part of the key the "*"
+	// matched, "$2" the value. Unset means "$2".
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Value Template",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	ValueTemplate string `json:"valueTemplate,omitempty"`
+	// delimiter joins the values of all matches, in key order, into one property
+	// (when nameTemplate is unset). Unset joins with ",".
+	// +kubebuilder:validation:MaxLength=16
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Delimiter",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	Delimiter string `json:"delimiter,omitempty"`
 }
 
 // NodePropertySource reads a property value from the Kubernetes node.

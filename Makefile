@@ -35,8 +35,9 @@ help: ## Display this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: controller-gen ## Generate CRDs, RBAC and webhook configuration.
+manifests: controller-gen ## Generate CRDs, RBAC and webhook configuration (CRDs trimmed by hack/crdtrim).
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd webhook paths="./..." output:crd:artifacts:config=config/crd/bases
+	go run ./hack/crdtrim config/crd/bases
 
 .PHONY: generate
 generate: controller-gen ## Generate DeepCopy methods.
@@ -90,8 +91,12 @@ run: manifests generate fmt vet ## Run the operator against the cluster in KUBEC
 	go run . --metrics-bind-address=0 --leader-elect=false --namespace=$(or $(NAMESPACE),linstor)
 
 .PHONY: demo
-demo: kwok-assets ## Run the operator on a local kwok cluster (NODES=3) with the LINSTOR emulator (Ctrl-C stops it).
+demo: kwok-assets kubectl ## Run the operator on a local kwok cluster (NODES=3) with the LINSTOR emulator (Ctrl-C stops it).
 	go run ./cmd/demo
+
+.PHONY: kubectl
+kubectl: ## Build kubectl from the same Kubernetes source (cached in bin/k8s/<version>); `make demo` prints a command using it.
+	K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) hack/build-k8s-binaries.sh kubectl >/dev/null
 
 .PHONY: demo-down
 demo-down: ## Stop what a killed `make demo` left running.

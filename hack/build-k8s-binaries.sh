@@ -2,9 +2,11 @@
 # Builds the Kubernetes control plane (and etcd) from source through the Go
 # module proxy and caches each binary under bin/k8s/<version>/. setup-envtest
 # cannot download here, so this is how envtest and the simulated cluster get
-# a real kube-apiserver. A binary that already exists is never rebuilt.
+# a real kube-apiserver. kubectl comes from the same source tree, for the command
+# `make demo` prints on a machine that has none. A binary that already exists is
+# never rebuilt.
 #
-# Usage: hack/build-k8s-binaries.sh [kube-apiserver|etcd|kube-controller-manager|kube-scheduler]...
+# Usage: hack/build-k8s-binaries.sh [kube-apiserver|etcd|kube-controller-manager|kube-scheduler|kubectl]...
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,7 +34,7 @@ targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(kube-apiserver etcd)
 for t in "${targets[@]}"; do
   case $t in
-    kube-apiserver|kube-controller-manager|kube-scheduler)
+    kube-apiserver|kube-controller-manager|kube-scheduler|kubectl)
       build "$t" k8s "k8s.io/kubernetes/cmd/$t" "$ldflags" ;;
     etcd)
       build etcd etcd go.etcd.io/etcd/server/v3 "-s -w" ;;

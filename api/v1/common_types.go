@@ -20,7 +20,8 @@ type ComponentSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Image",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Image string `json:"image,omitempty"`
 
-	// resources of the component's main container.
+	// resources of the component's main container; see `kubectl explain
+	// pod.spec.containers.resources`.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Resources",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:resourceRequirements"}
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
@@ -30,15 +31,18 @@ type ComponentSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node Selector",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:selector:core:v1:Node","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
-	// tolerations of the component's pods.
+	// tolerations of the component's pods; see `kubectl explain pod.spec.tolerations`.
 	// +kubebuilder:validation:MaxItems=64
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Tolerations",xDescriptors={"urn:alm:descriptor:io.kubernetes:Tolerations","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Tolerations",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
-	// affinity of the component's pods.
+	// affinity of the component's pods; see `kubectl explain pod.spec.affinity`.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Affinity",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:nodeAffinity","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Affinity",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,path=nodeAffinity,displayName="Node Affinity",description="Nodes the pods prefer or require, by node labels.",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:nodeAffinity"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,path=podAffinity,displayName="Pod Affinity",description="Pods the pods prefer or require to run near.",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podAffinity"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,path=podAntiAffinity,displayName="Pod Anti-Affinity",description="Pods the pods prefer or require to run away from.",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podAntiAffinity"}
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
 
 	// podTemplate is a strategic-merge patch applied to the rendered pod
@@ -111,6 +115,7 @@ type LocalSecretReference struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
 	Name string `json:"name"`
 }
 
@@ -121,10 +126,12 @@ type Property struct {
 	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9_./:-]*$`
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Name",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Name string `json:"name"`
 
 	// value of the property.
 	// +kubebuilder:validation:MaxLength=4096
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Value",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Value string `json:"value,omitempty"`
 }

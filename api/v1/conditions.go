@@ -29,7 +29,8 @@ const (
 	// ReasonServiceAccountMissing: an operand's ServiceAccount (shipped with the
 	// operator) does not exist, so its pods are refused.
 	ReasonServiceAccountMissing = "ServiceAccountMissing"
-	// ReasonWrongNamespace: the LinstorCluster is outside the operator's namespace.
+	// ReasonWrongNamespace: the LinstorCluster (or a LinstorSatelliteConfiguration or
+	// LinstorNodeConnection) is outside the operator's namespace, so it is ignored.
 	ReasonWrongNamespace     = "WrongNamespace"
 	ReasonControllerNotReady = "ControllerNotReady"
 	ReasonLinstorUnreachable = "LinstorUnreachable"
@@ -51,6 +52,12 @@ const (
 	ReasonHoldsLastReplica = "HoldsLastReplica"
 	// ReasonOverridden: part of a configuration is overridden by a later one.
 	ReasonOverridden = "Overridden"
+	// ReasonPropertiesSkipped: an expandFrom generated property names LINSTOR refuses;
+	// those are left out, the rest applies.
+	ReasonPropertiesSkipped = "PropertiesSkipped"
+	// ReasonNoAddressInIPFamilies: the node has no InternalIP of the satellite's
+	// ipFamilies, so it is not registered in LINSTOR.
+	ReasonNoAddressInIPFamilies = "NoAddressInIPFamilies"
 	// ReasonRemovalHeld: too many satellites would be evacuated or deleted at once.
 	ReasonRemovalHeld = "RemovalHeld"
 	// ReasonRestoreNeedsConfirmation: a restore would replace the live database.

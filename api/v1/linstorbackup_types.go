@@ -21,7 +21,7 @@ type LinstorBackupSpec struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(h|m|s))+$`
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Timeout"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Timeout",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
@@ -57,33 +57,40 @@ type LinstorBackupStatus struct {
 
 	// phase of the backup.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Phase"
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Phase",xDescriptors={"urn:alm:descriptor:io.kubernetes.phase"}
 	Phase BackupPhase `json:"phase,omitempty"`
 	// linstorVersion ran when the backup was taken: restore it with that version.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="LINSTOR Version"
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="LINSTOR Version",xDescriptors={"urn:alm:descriptor:text"}
 	LinstorVersion string `json:"linstorVersion,omitempty"`
 	// crds and objects count what the database held.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Database Tables",xDescriptors={"urn:alm:descriptor:text"}
 	CRDs int32 `json:"crds,omitempty"`
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Database Objects",xDescriptors={"urn:alm:descriptor:text"}
 	Objects int32 `json:"objects,omitempty"`
 	// size of the compressed copy in bytes.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Size (bytes)",xDescriptors={"urn:alm:descriptor:text"}
 	Size int64 `json:"size,omitempty"`
 	// checksum of the compressed copy ("sha256:<hex>"), verified after writing and before a restore.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Checksum",xDescriptors={"urn:alm:descriptor:text"}
 	Checksum string `json:"checksum,omitempty"`
 	// secrets hold the copy in order, in chunks; they are owned by this LinstorBackup.
 	// +optional
 	Secrets []string `json:"secrets,omitempty"`
 	// startedAt and completedAt bound the time the controller was stopped for it.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Started At",xDescriptors={"urn:alm:descriptor:text"}
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Completed At",xDescriptors={"urn:alm:descriptor:text"}
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
 	// message says what happens or what went wrong.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Message",xDescriptors={"urn:alm:descriptor:io.kubernetes.phase:reason"}
 	Message string `json:"message,omitempty"`
 }
 

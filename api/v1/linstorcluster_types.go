@@ -16,7 +16,8 @@ type LinstorClusterSpec struct {
 
 	// nodeAffinity selects the nodes that run a LINSTOR satellite by node selector terms
 	// (any term matches), in addition to nodeSelector. A node that stops being selected
-	// has its LinstorSatellite removed under its deletion policy.
+	// has its LinstorSatellite removed under its deletion policy. See `kubectl explain
+	// pod.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Satellite Node Affinity",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	NodeAffinity *corev1.NodeSelector `json:"nodeAffinity,omitempty"`
@@ -78,7 +79,7 @@ type LinstorClusterSpec struct {
 	// encrypts LINSTOR's volume keys. When unset the operator creates "linstor-passphrase".
 	// Losing it makes encrypted volumes unreadable: the operator protects the Secret with a finalizer.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Passphrase Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Passphrase Secret",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	PassphraseSecretRef *LocalSecretReference `json:"passphraseSecretRef,omitempty"`
 
 	// properties are LINSTOR controller properties. Removing one here removes it from LINSTOR;
@@ -87,7 +88,7 @@ type LinstorClusterSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=256
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Controller Properties"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Controller Properties",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Properties []Property `json:"properties,omitempty"`
 
 	// externalController points the operator at a LINSTOR controller it does not run.
@@ -198,19 +199,19 @@ type DatabaseSpec struct {
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:Pattern=`^(jdbc:[a-z0-9]+:|etcd://)\S+$`
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Connection URL",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Connection URL",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:fieldDependency:type:external"}
 	ConnectionURL string `json:"connectionURL,omitempty"`
 
 	// clientCertificateSecretRef names a Secret with ca.crt, tls.crt and tls.key for the database connection.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Client Certificate Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Client Certificate Secret",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldDependency:type:external"}
 	ClientCertificateSecretRef *LocalSecretReference `json:"clientCertificateSecretRef,omitempty"`
 
 	// keepBackups deletes the oldest completed LinstorBackups of this cluster beyond this
 	// many. Unset keeps them all.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backups to Keep",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backups to Keep",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:fieldDependency:type:k8s"}
 	KeepBackups *int32 `json:"keepBackups,omitempty"`
 
 	// restoreFrom names a Completed LinstorBackup (in this namespace) to restore: the
@@ -220,13 +221,13 @@ type DatabaseSpec struct {
 	// spec.version to the backup's version to stay there.
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Restore From Backup",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Restore From Backup",xDescriptors={"urn:alm:descriptor:io.kubernetes:linstor.io:v1:LinstorBackup","urn:alm:descriptor:com.tectonic.ui:advanced","urn:alm:descriptor:com.tectonic.ui:fieldDependency:type:k8s"}
 	RestoreFrom string `json:"restoreFrom,omitempty"`
 
 	// externalBackupAcknowledged: with an external database the operator cannot back it
 	// up; upgrades wait until this is true, stating the admin has a current backup.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="External Database Backup Acknowledged",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="External Database Backup Acknowledged",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch","urn:alm:descriptor:com.tectonic.ui:fieldDependency:type:external"}
 	ExternalBackupAcknowledged bool `json:"externalBackupAcknowledged,omitempty"`
 }
 
@@ -237,6 +238,7 @@ type TLSSpec struct {
 	// internal secures controller-satellite traffic.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Internal TLS"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,path=clientSecretName,displayName="Client Secret",description="Only the api channel has client certificates.",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:hidden"}
 	Internal *TLSConfig `json:"internal,omitempty"`
 
 	// api secures the REST API with HTTPS and client certificates.
@@ -283,7 +285,7 @@ type TLSConfig struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret","urn:alm:descriptor:com.tectonic.ui:fieldDependency:mode:Secret"}
 	SecretName string `json:"secretName,omitempty"`
 
 	// clientSecretName (api only) holds ca.crt, tls.crt and tls.key of the client
@@ -292,12 +294,12 @@ type TLSConfig struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Client Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Client Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret","urn:alm:descriptor:com.tectonic.ui:fieldDependency:mode:Secret"}
 	ClientSecretName string `json:"clientSecretName,omitempty"`
 
 	// issuerRef is the cert-manager issuer (mode CertManager).
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Issuer",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Issuer",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldDependency:mode:CertManager"}
 	IssuerRef *IssuerReference `json:"issuerRef,omitempty"`
 
 	// caReference names the CA certificate that verifies the peers of this channel when
@@ -339,11 +341,13 @@ type IssuerReference struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Issuer Name",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Name string `json:"name"`
 	// kind is Issuer or ClusterIssuer.
 	// +kubebuilder:validation:Enum=Issuer;ClusterIssuer
 	// +kubebuilder:default=Issuer
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Issuer Kind",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Issuer","urn:alm:descriptor:com.tectonic.ui:select:ClusterIssuer"}
 	Kind string `json:"kind,omitempty"`
 }
 
@@ -358,7 +362,7 @@ type ExternalControllerSpec struct {
 
 	// clientCertificateSecretRef holds ca.crt, tls.crt and tls.key for an HTTPS API.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Client Certificate Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Client Certificate Secret"
 	ClientCertificateSecretRef *LocalSecretReference `json:"clientCertificateSecretRef,omitempty"`
 }
 
@@ -386,7 +390,7 @@ type UpgradeSpec struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(h|m|s))+$`
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Phase Timeout"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Phase Timeout",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	PhaseTimeout *metav1.Duration `json:"phaseTimeout,omitempty"`
 }
 
@@ -410,7 +414,6 @@ type LinstorClusterStatus struct {
 
 	// satellites counts satellites by readiness.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Satellites"
 	Satellites SatelliteCounts `json:"satellites,omitempty"`
 
 	// satellitesSummary is "ready/total", for the printer column.
@@ -419,37 +422,31 @@ type LinstorClusterStatus struct {
 
 	// capacity totals the storage pools of all satellites.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Capacity"
 	Capacity *CapacityStatus `json:"capacity,omitempty"`
 
 	// deployed is the LINSTOR version each part is deployed at. During an upgrade the
 	// controller moves first and the satellites follow.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Deployed Versions"
 	Deployed *DeployedVersions `json:"deployed,omitempty"`
 
 	// upgrade reports a LINSTOR version change: waiting for approval, refused, or in
 	// progress phase by phase. It survives operator restarts: the upgrade resumes.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Upgrade"
 	Upgrade *UpgradeStatus `json:"upgrade,omitempty"`
 
 	// restore reports the last restore from a LinstorBackup.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restore"
 	Restore *RestoreStatus `json:"restore,omitempty"`
 
 	// tls reports the TLS mode each channel runs with, and the mode of channels
 	// spec.tls leaves unset.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="TLS"
 	TLS *TLSStatus `json:"tls,omitempty"`
 
 	// certificates lists the TLS Secrets in use, with their expiry.
 	// +listType=map
 	// +listMapKey=secretName
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Certificates"
 	Certificates []CertificateStatus `json:"certificates,omitempty"`
 }
 
@@ -457,9 +454,11 @@ type LinstorClusterStatus struct {
 type DeployedVersions struct {
 	// controller is the LINSTOR controller's version.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Controller Version",xDescriptors={"urn:alm:descriptor:text"}
 	Controller string `json:"controller,omitempty"`
 	// satellites is the version of every satellite (LINSTOR refuses mixed versions).
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Satellite Version",xDescriptors={"urn:alm:descriptor:text"}
 	Satellites string `json:"satellites,omitempty"`
 }
 
@@ -483,30 +482,38 @@ const (
 // UpgradeStatus is the state of a LINSTOR version change.
 type UpgradeStatus struct {
 	// phase of the upgrade.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Upgrade Phase",xDescriptors={"urn:alm:descriptor:io.kubernetes.phase"}
 	Phase UpgradePhase `json:"phase"`
 	// from is the version running when the upgrade started.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Upgrade From",xDescriptors={"urn:alm:descriptor:text"}
 	From string `json:"from,omitempty"`
 	// to is the version the upgrade moves to (a stepping stone, or the final version).
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Upgrade To",xDescriptors={"urn:alm:descriptor:text"}
 	To string `json:"to,omitempty"`
 	// startedAt is when the upgrade (or the current attempt) started.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Upgrade Started At",xDescriptors={"urn:alm:descriptor:text"}
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
 	// phaseStartedAt is when the current phase started; phases are bounded in time.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Phase Started At",xDescriptors={"urn:alm:descriptor:text"}
 	PhaseStartedAt *metav1.Time `json:"phaseStartedAt,omitempty"`
 	// backupName is the LinstorBackup taken before the database migration.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Upgrade Backup",xDescriptors={"urn:alm:descriptor:io.kubernetes:linstor.io:v1:LinstorBackup"}
 	BackupName string `json:"backupName,omitempty"`
 	// message says what happens, what blocks, or what to do.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Upgrade Message",xDescriptors={"urn:alm:descriptor:io.kubernetes.phase:reason"}
 	Message string `json:"message,omitempty"`
 }
 
 // RestoreStatus is the state of a restore.
 type RestoreStatus struct {
 	// backupName is the LinstorBackup restored (or being restored).
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restored Backup",xDescriptors={"urn:alm:descriptor:io.kubernetes:linstor.io:v1:LinstorBackup"}
 	BackupName string `json:"backupName"`
 	// clusterUID is the UID of the LinstorCluster the restore was asked of: a
 	// recreated object never inherits a restore.
@@ -516,15 +523,19 @@ type RestoreStatus struct {
 	// (nothing touched yet), Restoring (the database is being replaced; LINSTOR stays
 	// stopped until it is complete), Restored or Failed (refused, nothing touched).
 	// +kubebuilder:validation:Enum=AwaitingConfirmation;Stopping;Restoring;Restored;Failed
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restore Phase",xDescriptors={"urn:alm:descriptor:io.kubernetes.phase"}
 	Phase string `json:"phase"`
 	// linstorVersion the backup was taken with, and that runs after the restore.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restored LINSTOR Version",xDescriptors={"urn:alm:descriptor:text"}
 	LinstorVersion string `json:"linstorVersion,omitempty"`
 	// completedAt is when the database was replaced.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restore Completed At",xDescriptors={"urn:alm:descriptor:text"}
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
 	// message says what happens or what went wrong.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restore Message",xDescriptors={"urn:alm:descriptor:io.kubernetes.phase:reason"}
 	Message string `json:"message,omitempty"`
 }
 
@@ -536,27 +547,33 @@ type TLSStatus struct {
 	// controller and every satellite and moves the API to HTTPS: set the channel's mode
 	// to do it). With spec.externalController unset channels are Disabled whatever it says.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Default TLS Mode",xDescriptors={"urn:alm:descriptor:text"}
 	DefaultMode TLSMode `json:"defaultMode,omitempty"`
 	// internal is the mode controller-satellite traffic runs with.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Internal TLS Mode",xDescriptors={"urn:alm:descriptor:text"}
 	Internal TLSMode `json:"internal,omitempty"`
 	// api is the mode of the REST API; empty with an external controller, whose URL
 	// says whether it is HTTPS.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="API TLS Mode",xDescriptors={"urn:alm:descriptor:text"}
 	API TLSMode `json:"api,omitempty"`
 }
 
 // CertificateStatus reports one TLS Secret the cluster uses.
 type CertificateStatus struct {
 	// secretName of the Secret holding the certificate.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Certificate Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
 	SecretName string `json:"secretName"`
 	// notAfter is when the certificate expires. Generated certificates are renewed when
 	// a third of their life is left.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Expires",xDescriptors={"urn:alm:descriptor:text"}
 	NotAfter *metav1.Time `json:"notAfter,omitempty"`
 	// fingerprint identifies the Secret's content (SHA-256, shortened); it changes when
 	// the certificate is renewed, and pods mounting it are rolled.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Fingerprint",xDescriptors={"urn:alm:descriptor:text"}
 	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
@@ -564,9 +581,11 @@ type CertificateStatus struct {
 type SatelliteCounts struct {
 	// ready satellites are ONLINE at the controller's version.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Satellites Ready",xDescriptors={"urn:alm:descriptor:text"}
 	Ready int32 `json:"ready,omitempty"`
 	// total satellites the operator manages.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Satellites",xDescriptors={"urn:alm:descriptor:text"}
 	Total int32 `json:"total,omitempty"`
 }
 
@@ -574,9 +593,11 @@ type SatelliteCounts struct {
 type CapacityStatus struct {
 	// total capacity of all storage pools.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Total Capacity",xDescriptors={"urn:alm:descriptor:text"}
 	Total *resource.Quantity `json:"total,omitempty"`
 	// free capacity of all storage pools.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Free Capacity",xDescriptors={"urn:alm:descriptor:text"}
 	Free *resource.Quantity `json:"free,omitempty"`
 }
 
@@ -586,8 +607,11 @@ type CapacityStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:storageversion
 // +kubebuilder:resource:shortName=lc,categories=linstor
-// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Progressing",type=string,JSONPath=`.status.conditions[?(@.type=="Progressing")].status`
+// +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
+// +kubebuilder:printcolumn:name="Upgrade",type=string,JSONPath=`.status.upgrade.phase`
 // +kubebuilder:printcolumn:name="Satellites",type=string,JSONPath=`.status.satellitesSummary`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +operator-sdk:csv:customresourcedefinitions:displayName="LINSTOR Cluster",resources={{Deployment,v1},{DaemonSet,v1},{Service,v1},{ConfigMap,v1},{Secret,v1},{LinstorSatellite,v1}}

@@ -34,6 +34,7 @@ type SelectorTerm struct {
 	// matchLabels expressions, all of which must hold.
 	// +kubebuilder:validation:MaxItems=16
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Match Labels"
 	MatchLabels []MatchLabelExpression `json:"matchLabels"`
 }
 
@@ -48,15 +49,18 @@ type MatchLabelExpression struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=317
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Label Key",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Key string `json:"key"`
 	// op: Exists, DoesNotExist, In, NotIn (on both nodes), Same, NotSame (values of the two nodes).
 	// +kubebuilder:default=Exists
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Operator",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Exists","urn:alm:descriptor:com.tectonic.ui:select:DoesNotExist","urn:alm:descriptor:com.tectonic.ui:select:In","urn:alm:descriptor:com.tectonic.ui:select:NotIn","urn:alm:descriptor:com.tectonic.ui:select:Same","urn:alm:descriptor:com.tectonic.ui:select:NotSame"}
 	Op MatchOperator `json:"op,omitempty"`
 	// values for In and NotIn.
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=63
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Values"
 	Values []string `json:"values,omitempty"`
 }
 
@@ -67,11 +71,13 @@ type ConnectionPath struct {
 	// +kubebuilder:validation:MaxLength=48
 	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9_-]*$`
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Path Name",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Name string `json:"name"`
 	// interface is the LINSTOR net interface name used on both nodes.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=48
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Net Interface",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Interface string `json:"interface"`
 }
 

@@ -86,6 +86,7 @@ type ClusterReference struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="LINSTOR Cluster",xDescriptors={"urn:alm:descriptor:io.kubernetes:linstor.io:v1:LinstorCluster"}
 	Name string `json:"name"`
 }
 
@@ -102,9 +103,11 @@ type LinstorSatelliteStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// connectionStatus of the LINSTOR node: ONLINE, OFFLINE, VERSION_MISMATCH, ...
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Connection Status",xDescriptors={"urn:alm:descriptor:text"}
 	ConnectionStatus string `json:"connectionStatus,omitempty"`
 	// version of the satellite as LINSTOR reports it.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="LINSTOR Version",xDescriptors={"urn:alm:descriptor:text"}
 	Version string `json:"version,omitempty"`
 	// storagePools as LINSTOR reports them.
 	// +listType=map
@@ -162,6 +165,7 @@ const (
 type DiscoveryPoolStatus struct {
 	// name of the storage pool.
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Discovery Pool",xDescriptors={"urn:alm:descriptor:text"}
 	Name string `json:"name"`
 	// state: Created, WaitingForDisks, DryRun, Claiming, Registering or ClaimFailed.
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Discovery Pool State"
@@ -179,9 +183,11 @@ type DiscoveryPoolStatus struct {
 	Claimed []string `json:"claimed,omitempty"`
 	// attempts counts the claims sent to LINSTOR; after the first, kernel paths are used.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Claim Attempts",xDescriptors={"urn:alm:descriptor:text"}
 	Attempts int32 `json:"attempts,omitempty"`
 	// claimTime is when the disks were last sent to LINSTOR.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Claimed At",xDescriptors={"urn:alm:descriptor:text"}
 	ClaimTime *metav1.Time `json:"claimTime,omitempty"`
 }
 
@@ -206,19 +212,25 @@ type DiskStatus struct {
 	// stableName is the /dev/disk/by-id name derived from the disk's WWN or serial, when
 	// it can be; claims use it.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Disk Stable Name",xDescriptors={"urn:alm:descriptor:text"}
 	StableName string `json:"stableName,omitempty"`
 	// size of the disk.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Disk Size",xDescriptors={"urn:alm:descriptor:text"}
 	Size *resource.Quantity `json:"size,omitempty"`
 	// rotational is true for a spinning disk.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Rotational",xDescriptors={"urn:alm:descriptor:text"}
 	Rotational bool `json:"rotational,omitempty"`
 	// model, serial and wwn as lsblk reports them.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Disk Model",xDescriptors={"urn:alm:descriptor:text"}
 	Model string `json:"model,omitempty"`
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Disk Serial",xDescriptors={"urn:alm:descriptor:text"}
 	Serial string `json:"serial,omitempty"`
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Disk WWN",xDescriptors={"urn:alm:descriptor:text"}
 	WWN string `json:"wwn,omitempty"`
 	// state: Claimed, WouldClaim or Skipped.
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Disk State"
@@ -235,6 +247,7 @@ type DiskStatus struct {
 	Reason string `json:"reason,omitempty"`
 	// message explains the state, naming the pools and what did not match.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Disk Message",xDescriptors={"urn:alm:descriptor:text"}
 	Message string `json:"message,omitempty"`
 }
 
@@ -242,15 +255,19 @@ type DiskStatus struct {
 type StoragePoolStatus struct {
 	// name of the pool.
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Storage Pool",xDescriptors={"urn:alm:descriptor:text"}
 	Name string `json:"name"`
 	// providerKind as LINSTOR names it, for example LVM_THIN.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Provider Kind",xDescriptors={"urn:alm:descriptor:text"}
 	ProviderKind string `json:"providerKind,omitempty"`
 	// freeCapacity of the pool.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Free Capacity",xDescriptors={"urn:alm:descriptor:text"}
 	FreeCapacity *resource.Quantity `json:"freeCapacity,omitempty"`
 	// totalCapacity of the pool.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Total Capacity",xDescriptors={"urn:alm:descriptor:text"}
 	TotalCapacity *resource.Quantity `json:"totalCapacity,omitempty"`
 }
 
@@ -260,7 +277,9 @@ type StoragePoolStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:storageversion
 // +kubebuilder:resource:shortName=ls,categories=linstor
-// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.connectionStatus`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`
+// +kubebuilder:printcolumn:name="Connection",type=string,JSONPath=`.status.connectionStatus`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
 // +kubebuilder:printcolumn:name="Pools",type=string,JSONPath=`.status.poolsSummary`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

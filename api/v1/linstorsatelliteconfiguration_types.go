@@ -1,6 +1,7 @@
 package v1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,13 @@ type LinstorSatelliteConfigurationSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node Selector",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:selector:core:v1:Node"}
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// nodeAffinity selects the nodes this configuration applies to by node selector
+	// terms (any term matches), in addition to nodeSelector. See `kubectl explain
+	// pod.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node Affinity",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	NodeAffinity *corev1.NodeSelector `json:"nodeAffinity,omitempty"`
 
 	// storagePools to create on each selected node.
 	// +listType=map
@@ -96,6 +104,11 @@ type LinstorSatelliteConfigurationStatus struct {
 	// +listType=set
 	// +optional
 	MatchedNodes []string `json:"matchedNodes,omitempty"`
+	// matchedNodeCount is the length of matchedNodes, for the printer column (a column
+	// showing the list itself grows with the cluster).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Matched Nodes",xDescriptors={"urn:alm:descriptor:text"}
+	MatchedNodeCount int32 `json:"matchedNodeCount"`
 }
 
 // LinstorSatelliteConfiguration configures satellites on the nodes it selects.
@@ -105,7 +118,8 @@ type LinstorSatelliteConfigurationStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:storageversion
 // +kubebuilder:resource:shortName=lsc,categories=linstor
-// +kubebuilder:printcolumn:name="Nodes",type=string,JSONPath=`.status.matchedNodes`
+// +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.matchedNodeCount`
+// +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.conditions[?(@.type=="Applied")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +operator-sdk:csv:customresourcedefinitions:displayName="LINSTOR Satellite Configuration",resources={{LinstorSatellite,v1}}
 type LinstorSatelliteConfiguration struct {

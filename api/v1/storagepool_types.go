@@ -14,29 +14,37 @@ type StoragePool struct {
 	// +kubebuilder:validation:MaxLength=48
 	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9_-]*$`
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pool Name",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Name string `json:"name"`
 
 	// lvmPool uses thick LVM logical volumes.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="LVM Pool"
 	LvmPool *LvmPool `json:"lvmPool,omitempty"`
 	// lvmThinPool uses LVM thin volumes.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="LVM Thin Pool"
 	LvmThinPool *LvmThinPool `json:"lvmThinPool,omitempty"`
 	// zfsPool uses ZFS zvols.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="ZFS Pool",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	ZfsPool *ZfsPool `json:"zfsPool,omitempty"`
 	// zfsThinPool uses sparse ZFS zvols.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="ZFS Thin Pool",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	ZfsThinPool *ZfsPool `json:"zfsThinPool,omitempty"`
 	// filePool uses preallocated files in a directory.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="File Pool",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	FilePool *FilePool `json:"filePool,omitempty"`
 	// fileThinPool uses sparse files in a directory.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="File Thin Pool"
 	FileThinPool *FilePool `json:"fileThinPool,omitempty"`
 
 	// source creates the volume group or zpool from host devices when it does not exist.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Source Devices"
 	Source *StoragePoolSource `json:"source,omitempty"`
 
 	// properties set on the LINSTOR storage pool.
@@ -44,6 +52,7 @@ type StoragePool struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=64
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pool Properties",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Properties []Property `json:"properties,omitempty"`
 }
 
@@ -54,6 +63,7 @@ type LvmPool struct {
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9+_.-]+$`
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="volumeGroup is immutable"
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Volume Group",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	VolumeGroup string `json:"volumeGroup,omitempty"`
 }
 
@@ -64,12 +74,14 @@ type LvmThinPool struct {
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9+_.-]+$`
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="volumeGroup is immutable"
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Volume Group",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	VolumeGroup string `json:"volumeGroup,omitempty"`
 	// thinPool logical volume name; defaults to the pool name.
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9+_.-]+$`
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="thinPool is immutable"
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Thin Pool",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	ThinPool string `json:"thinPool,omitempty"`
 }
 
@@ -80,6 +92,7 @@ type ZfsPool struct {
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.:/-]+$`
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="zPool is immutable"
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="ZFS Pool Name",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	ZPool string `json:"zPool,omitempty"`
 }
 
@@ -90,6 +103,7 @@ type FilePool struct {
 	// +kubebuilder:validation:Pattern=`^/[^\s]*$`
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="directory is immutable"
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Directory",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Directory string `json:"directory,omitempty"`
 }
 
@@ -104,12 +118,14 @@ type StoragePoolSource struct {
 	// +kubebuilder:validation:items:MaxLength=256
 	// +listType=set
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Host Devices"
 	HostDevices []string `json:"hostDevices,omitempty"`
 
 	// discover claims the node's unused disks that match, as LINSTOR lists them (whole
 	// disks of more than 1 GiB with no partition, filesystem or holder). A disk must
 	// match every field that is set. See docs/storage-discovery.md.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Discover Disks"
 	Discover *DiskDiscovery `json:"discover,omitempty"`
 }
 
@@ -125,7 +141,7 @@ type DiskDiscovery struct {
 	// +optional
 	MaxSize *resource.Quantity `json:"maxSize,omitempty"`
 	// rotational: true only spinning disks, false only solid-state ones; unset, either.
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Discover: Rotational"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Discover: Rotational",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:checkbox"}
 	// +optional
 	Rotational *bool `json:"rotational,omitempty"`
 	// models are shell patterns matched against the model LINSTOR reports (lsblk
@@ -171,13 +187,16 @@ type NodeProperty struct {
 	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9_./:-]*$`
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Name",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Name string `json:"name"`
 	// value of the property.
 	// +kubebuilder:validation:MaxLength=4096
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Value",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Value string `json:"value,omitempty"`
 	// valueFrom takes the value from a label or annotation of the node.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Value From Node"
 	ValueFrom *NodePropertySource `json:"valueFrom,omitempty"`
 	// expandFrom takes the values of every label or annotation of the node whose key
 	// matches a pattern: one property per match (nameTemplate), or one property joining
@@ -225,6 +244,7 @@ type NodePropertySource struct {
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:Pattern=`^metadata\.(name|uid|labels\['[^']+'\]|annotations\['[^']+'\])$`
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node Field",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	NodeFieldRef string `json:"nodeFieldRef"`
 }
 
@@ -238,20 +258,24 @@ type NetInterface struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9_-]*$`
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Name",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Name string `json:"name"`
 	// interfaceName selects the host interface by name, for example "eth1".
 	// +kubebuilder:validation:MaxLength=15
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.:@-]+$`
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Interface Name",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	InterfaceName string `json:"interfaceName,omitempty"`
 	// cidr selects the interface whose address lies in this network, for example "10.0.1.0/24".
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="cidr must be a network in CIDR notation, such as 10.0.1.0/24"
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network (CIDR)",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	CIDR string `json:"cidr,omitempty"`
 	// active makes this interface carry controller-satellite traffic. At most one is active;
 	// when none is, the pod IP is used.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Active",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Active bool `json:"active,omitempty"`
 }
 

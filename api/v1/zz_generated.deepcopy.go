@@ -949,6 +949,11 @@ func (in *LinstorSatelliteConfigurationSpec) DeepCopyInto(out *LinstorSatelliteC
 			(*out)[key] = val
 		}
 	}
+	if in.NodeAffinity != nil {
+		in, out := &in.NodeAffinity, &out.NodeAffinity
+		*out = new(corev1.NodeSelector)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.StoragePools != nil {
 		in, out := &in.StoragePools, &out.StoragePools
 		*out = make([]StoragePool, len(*in))

@@ -150,3 +150,62 @@ func TestNoAnnotationWhenV1alpha1ExpressesEverything(t *testing.T) {
 		t.Errorf("spoke = %+v", out.Spec)
 	}
 }
+
+// The parity fields of v1 have no v1alpha1 equivalent: an edit through v1alpha1 keeps
+// them, and a property read from the node (expandFrom, like valueFrom) never shows up
+// in v1alpha1 as a literal with an empty value.
+func TestParityFieldsSurviveV1alpha1(t *testing.T) {
+	expand := linstorv1.NodeProperty{Name: "Aux/topology/", ExpandFrom: &linstorv1.NodePropertyExpansion{NodeFieldRef: "metadata.labels['topology.example.com/*']", NameTemplate: "$1"}}
+	cfg := &linstorv1.LinstorSatelliteConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "s"},
+		Spec: linstorv1.LinstorSatelliteConfigurationSpec{
+			Properties: []linstorv1.NodeProperty{{Name: "Aux/x", Value: "1"}, expand},
+			IPFamilies: []linstorv1.IPFamily{linstorv1.IPv6, linstorv1.IPv4},
+			Patches:    []linstorv1.Patch{{Patch: "spec: {template: {spec: {hostNetwork: true}}}"}},
+		},
+	}
+	read := &LinstorSatelliteConfiguration{}
+	if err := read.ConvertFrom(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, shown := read.Spec.NodeProperties["Aux/topology/"]; shown || read.Spec.NodeProperties["Aux/x"] != "1" {
+		t.Fatalf("v1alpha1 nodeProperties = %v, want only the literal", read.Spec.NodeProperties)
+	}
+
+	out := roundTripEdit(t, cfg, &LinstorSatelliteConfiguration{}, func(s *LinstorSatelliteConfiguration) {
+		s.Spec.NodeProperties["Aux/y"] = "2"
+		s.Spec.NodeSelector = map[string]string{"a": "b"}
+	}, &linstorv1.LinstorSatelliteConfiguration{})
+	want := []linstorv1.NodeProperty{{Name: "Aux/x", Value: "1"}, {Name: "Aux/y", Value: "2"}, expand}
+	if same, _ := lossless.SameJSON(out.Spec.Properties, want); !same {
+		t.Errorf("properties = %+v, want %+v", out.Spec.Properties, want)
+	}
+	if len(out.Spec.IPFamilies) != 2 || len(out.Spec.Patches) != 1 || out.Spec.NodeSelector["a"] != "b" {
+		t.Errorf("spec = %+v, want the edit and the v1-only ipFamilies and patches", out.Spec)
+	}
+
+	// A literal of the expansion's name written through v1alpha1 replaces it: the list
+	// is keyed by name, so keeping both would be refused.
+	out = roundTripEdit(t, cfg, &LinstorSatelliteConfiguration{}, func(s *LinstorSatelliteConfiguration) {
+		s.Spec.NodeProperties["Aux/topology/"] = "flat"
+	}, &linstorv1.LinstorSatelliteConfiguration{})
+	want = []linstorv1.NodeProperty{{Name: "Aux/topology/", Value: "flat"}, {Name: "Aux/x", Value: "1"}}
+	if same, _ := lossless.SameJSON(out.Spec.Properties, want); !same {
+		t.Errorf("properties = %+v, want %+v", out.Spec.Properties, want)
+	}
+
+	cluster := &linstorv1.LinstorCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "c"},
+		Spec: linstorv1.LinstorClusterSpec{
+			NodeAffinity: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: "storage", Operator: corev1.NodeSelectorOpExists}}}}},
+			Satellite: &linstorv1.SatelliteSpec{ComponentSpec: linstorv1.ComponentSpec{Image: "sat", Patches: []linstorv1.Patch{{Patch: "{}"}}}},
+		},
+	}
+	outCluster := roundTripEdit(t, cluster, &LinstorCluster{}, func(s *LinstorCluster) {
+		s.Spec.SatelliteImage = "sat2"
+	}, &linstorv1.LinstorCluster{})
+	if outCluster.Spec.NodeAffinity == nil || outCluster.Spec.Satellite.Image != "sat2" || len(outCluster.Spec.Satellite.Patches) != 1 {
+		t.Errorf("spec = %+v, want the edit, nodeAffinity and satellite patches", outCluster.Spec)
+	}
+}

@@ -73,10 +73,10 @@ func SatelliteConfigurationFieldPath(hub *linstorv1.LinstorSatelliteConfiguratio
 	if strings.HasPrefix(path, "spec.nodeSelector") {
 		return path, true
 	}
-	// Properties taken from the node (valueFrom) are v1 only.
+	// Properties taken from the node (valueFrom, expandFrom) are v1 only.
 	return nodeFieldPath(path, hub.StoragePools, func(token string) (string, bool) {
 		p, ok := at(hub.Properties, token)
-		return p.Name, ok && p.ValueFrom == nil
+		return p.Name, ok && !hubOnly(&p)
 	})
 }
 

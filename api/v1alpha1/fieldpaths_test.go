@@ -20,7 +20,8 @@ func TestFieldPathsNameWhatTheUserWrote(t *testing.T) {
 	}
 	config := &linstorv1.LinstorSatelliteConfigurationSpec{
 		StoragePools: pools,
-		Properties:   []linstorv1.NodeProperty{{Name: "Aux/lit"}, {Name: "Aux/from", ValueFrom: &linstorv1.NodePropertySource{NodeFieldRef: "metadata.name"}}},
+		Properties: []linstorv1.NodeProperty{{Name: "Aux/lit"}, {Name: "Aux/from", ValueFrom: &linstorv1.NodePropertySource{NodeFieldRef: "metadata.name"}},
+			{Name: "Aux/many/", ExpandFrom: &linstorv1.NodePropertyExpansion{NodeFieldRef: "metadata.labels['x/*']", NameTemplate: "$1"}}},
 	}
 	satellite := &linstorv1.LinstorSatelliteSpec{StoragePools: pools, Properties: []linstorv1.Property{{Name: "Aux/x"}}}
 	for _, tc := range []struct {
@@ -40,6 +41,7 @@ func TestFieldPathsNameWhatTheUserWrote(t *testing.T) {
 		{"pool properties are v1 only", "spec.storagePools[0].properties[0].name", "", false, func(p string) (string, bool) { return SatelliteConfigurationFieldPath(config, p) }},
 		{"literal node property", "spec.properties[0].value", "spec.nodeProperties[Aux/lit]", true, func(p string) (string, bool) { return SatelliteConfigurationFieldPath(config, p) }},
 		{"valueFrom is v1 only", "spec.properties[1].valueFrom", "", false, func(p string) (string, bool) { return SatelliteConfigurationFieldPath(config, p) }},
+		{"expandFrom is v1 only", "spec.properties[2].name", "", false, func(p string) (string, bool) { return SatelliteConfigurationFieldPath(config, p) }},
 		{"cluster name", "spec.clusterRef.name", "spec.clusterName", true, func(p string) (string, bool) { return SatelliteFieldPath(satellite, p) }},
 		{"satellite pool volume group", "spec.storagePools[0].lvmThinPool.volumeGroup", "spec.lvmThinPools[0].volumeGroup", true, func(p string) (string, bool) { return SatelliteFieldPath(satellite, p) }},
 		{"index out of range", "spec.storagePools[9].name", "", false, func(p string) (string, bool) { return SatelliteFieldPath(satellite, p) }},

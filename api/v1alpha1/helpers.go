@@ -44,14 +44,19 @@ func nodePropertiesFromMap(m map[string]string) []linstorv1.NodeProperty {
 	return out
 }
 
-// nodePropertiesToMap keeps literal values; valueFrom cannot be expressed in v1alpha1.
+// hubOnly: v1alpha1 has literal node properties only; a value taken from the node
+// (valueFrom, expandFrom) cannot be expressed there.
+func hubOnly(p *linstorv1.NodeProperty) bool { return p.ValueFrom != nil || p.ExpandFrom != nil }
+
+// nodePropertiesToMap keeps literal values; hub-only properties are left out rather
+// than shown as literals with an empty value.
 func nodePropertiesToMap(props []linstorv1.NodeProperty) map[string]string {
 	if props == nil {
 		return nil
 	}
 	out := make(map[string]string, len(props))
 	for _, p := range props {
-		if p.ValueFrom == nil {
+		if !hubOnly(&p) {
 			out[p.Name] = p.Value
 		}
 	}
@@ -59,11 +64,16 @@ func nodePropertiesToMap(props []linstorv1.NodeProperty) map[string]string {
 }
 
 // overlayNodeProperties takes the literal properties from the spoke and keeps the
-// hub-only valueFrom properties of base.
+// hub-only properties of base, except where the spoke now sets a literal of the same
+// name (the list is keyed by name: the edit wins).
 func overlayNodeProperties(base, from []linstorv1.NodeProperty) []linstorv1.NodeProperty {
 	out := append([]linstorv1.NodeProperty(nil), from...)
+	literal := map[string]bool{}
+	for _, p := range from {
+		literal[p.Name] = true
+	}
 	for _, p := range base {
-		if p.ValueFrom != nil {
+		if hubOnly(&p) && !literal[p.Name] {
 			out = append(out, p)
 		}
 	}

@@ -483,9 +483,8 @@ func (b *bench) endPhase(name string, from, to int) {
 }
 
 // applySamples creates config/samples' LinstorCluster and LinstorSatelliteConfiguration.
-// Their node selector (node-role.kubernetes.io/storage) and data network (10.0.0.0/16)
-// fit every node kwokcluster.Node makes, as in the demo, so every node gets a satellite
-// and a pool; it checks that rather than trusting it. It returns the number of pools
+// Any node selector they have must fit every node kwokcluster.Node makes, as in the
+// demo, so every node gets a satellite and a pool; it checks that rather than trusting it. It returns the number of pools
 // expected.
 func applySamples(ctx context.Context, c client.Client, root, namespace string, nodes int) (int, error) {
 	var poolsPerNode int

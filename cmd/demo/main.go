@@ -85,7 +85,7 @@ func run(nodeCount int) error {
 	if err := sim.ApplySamples(ctx, c, root, namespace); err != nil {
 		return err
 	}
-	fmt.Printf("\n  kubectl --kubeconfig %s get linstorclusters,linstorsatellites,pods -A\n  operator log: %s\n\n", env.Cluster.Kubeconfig, logPath)
+	fmt.Printf("\n  %s --kubeconfig %s get linstorclusters,linstorsatellites,pods -A\n  operator log: %s\n\n", kubectl(root), env.Cluster.Kubeconfig, logPath)
 
 	announced, last, lastAt := false, "", time.Time{}
 	ticker := time.NewTicker(time.Second)
@@ -146,6 +146,17 @@ func progress(ctx context.Context, c client.Client) (string, bool) {
 	}
 	return fmt.Sprintf("LinstorCluster Available=%s (%s) LINSTOR %s, satellites %d/%d ONLINE, pools %d/%d, capacity %s",
 		status, reason, cl.Status.Version, online, len(sats.Items), poolsReady, poolsWanted, capacity), status == "True"
+}
+
+// kubectl is the kubectl `make demo` built from the cluster's Kubernetes source, by
+// absolute path, so that the printed command works verbatim from any directory on a
+// machine without one.
+func kubectl(root string) string {
+	path := filepath.Join(root, "bin", "k8s", kwokcluster.KubernetesVersion, "kubectl")
+	if _, err := os.Stat(path); err != nil {
+		return "kubectl" // run without make: `make kubectl` builds it
+	}
+	return path
 }
 
 func step(msg string, start time.Time) {

@@ -83,18 +83,19 @@ func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) 
 		return ctrl.Result{}, nil // the pods would mount a certificate that is not there
 	}
 	var objs render.Objects
+	release := r.Images.WithRepository(s.cluster.Spec.Repository)
 	for _, part := range []func() (render.Objects, error){
 		func() (render.Objects, error) {
 			// The controller ships backups to remote storage: it needs the cluster proxy.
-			imgs := r.Images
+			imgs := release
 			if s.deployed != nil {
 				imgs = imgs.ForLinstor(s.deployed.Controller)
 			}
 			objs, err := render.Controller(s.cluster, imgs)
 			return render.WithEnv(objs, r.ProxyEnv), err
 		},
-		func() (render.Objects, error) { return render.CSI(s.cluster, r.Images, inClusterURL(s.cluster)) },
-		func() (render.Objects, error) { return render.HAController(s.cluster, r.Images) },
+		func() (render.Objects, error) { return render.CSI(s.cluster, release, inClusterURL(s.cluster)) },
+		func() (render.Objects, error) { return render.HAController(s.cluster, release) },
 		func() (render.Objects, error) { return render.SatelliteConfig(s.cluster), nil },
 		// Who may reach the controller's API; pruned when spec.networkPolicy is Disabled.
 		func() (render.Objects, error) { return render.NetworkPolicy(s.cluster), nil },
@@ -105,6 +106,13 @@ func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) 
 			return ctrl.Result{}, nil // a spec problem: retrying cannot fix it, the condition says what to do
 		}
 		objs = append(objs, o...)
+	}
+	// The user's patches come last, on the pods as they will run; a bad one stops the
+	// whole apply, so no component runs half-patched.
+	objs, err := render.WithClusterPatches(s.cluster, render.WithCAReferences(s.cluster, objs))
+	if err != nil {
+		s.renderErr = err
+		return ctrl.Result{}, nil
 	}
 	s.missingAccounts = r.missingAccounts(ctx, s.cluster.Namespace, objs)
 	objs = render.WithSecretFingerprints(objs, s.tlsFingerprints)
@@ -163,6 +171,7 @@ func (r *Reconciler) reconcileSatellites(ctx context.Context, s *scope) (ctrl.Re
 	}
 	wanted := map[string]bool{}
 	matched := map[string][]string{} // configuration -> nodes it applies to
+	skipped := map[string][]string{} // configuration -> expandFrom properties left out
 	var errs []string
 	// A satellite started before the cluster records its internal certificate would be
 	// restarted once it is recorded (its pod mounts the certificate's fingerprint): new
@@ -175,16 +184,20 @@ func (r *Reconciler) reconcileSatellites(ctx context.Context, s *scope) (ctrl.Re
 	deferred := false
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
-		spec, applied, err := satellite.Desired(s.cluster, configs.Items, node)
-		for _, cfg := range applied {
+		decision, err := satellite.Desired(s.cluster, configs.Items, node)
+		spec := decision.Spec
+		for _, cfg := range decision.Applied {
 			matched[cfg] = append(matched[cfg], node.Name)
+		}
+		for cfg, why := range decision.Skipped {
+			skipped[cfg] = append(skipped[cfg], why...)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("node %s: %v", node.Name, err))
 			wanted[node.Name] = true // keep the existing satellite while the configuration is broken
 			continue
 		}
-		if spec.ClusterRef.Name == "" {
+		if !decision.Selected {
 			continue
 		}
 		wanted[node.Name] = true
@@ -238,7 +251,7 @@ func (r *Reconciler) reconcileSatellites(ctx context.Context, s *scope) (ctrl.Re
 	}
 	conflicts := satellite.ActiveConflicts(s.cluster, configs.Items, nodes.Items)
 	for i := range configs.Items {
-		if err := r.updateConfigurationStatus(ctx, &configs.Items[i], matched[configs.Items[i].Name], conflicts[configs.Items[i].Name]); err != nil {
+		if err := r.updateConfigurationStatus(ctx, &configs.Items[i], matched[configs.Items[i].Name], conflicts[configs.Items[i].Name], skipped[configs.Items[i].Name]); err != nil {
 			errs = append(errs, err.Error())
 		}
 	}
@@ -264,10 +277,11 @@ func certificateRecorded(c *linstorv1.LinstorCluster, name string) bool {
 
 // updateConfigurationStatus reports which nodes a configuration applies to. It writes
 // only when something changed, so a steady state makes no writes.
-func (r *Reconciler) updateConfigurationStatus(ctx context.Context, cfg *linstorv1.LinstorSatelliteConfiguration, nodes []string, conflict string) error {
+func (r *Reconciler) updateConfigurationStatus(ctx context.Context, cfg *linstorv1.LinstorSatelliteConfiguration, nodes []string, conflict string, skipped []string) error {
 	before := cfg.DeepCopy()
 	sort.Strings(nodes)
 	cfg.Status.MatchedNodes = nodes
+	cfg.Status.MatchedNodeCount = int32(len(nodes))
 	cfg.Status.ObservedGeneration = cfg.Generation
 	applied := metav1.Condition{
 		Type: linstorv1.ConditionApplied, Status: metav1.ConditionTrue, Reason: linstorv1.ReasonAsExpected,
@@ -275,6 +289,12 @@ func (r *Reconciler) updateConfigurationStatus(ctx context.Context, cfg *linstor
 	}
 	if conflict != "" {
 		applied.Reason, applied.Message = linstorv1.ReasonOverridden, fmt.Sprintf("Applies to %d nodes, but %s", len(nodes), conflict)
+	}
+	if len(skipped) > 0 {
+		if conflict == "" {
+			applied.Reason = linstorv1.ReasonPropertiesSkipped
+		}
+		applied.Message += "; " + skippedMessage(skipped)
 	}
 	phases.SetCondition(&cfg.Status.Conditions, applied)
 	if equality.Semantic.DeepEqual(before.Status, cfg.Status) {

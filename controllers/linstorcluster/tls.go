@@ -106,6 +106,10 @@ func (r *Reconciler) reconcileTLS(ctx context.Context, s *scope) (ctrl.Result, e
 	}
 	sort.Slice(statuses, func(i, j int) bool { return statuses[i].SecretName < statuses[j].SecretName })
 	s.certificates = statuses
+	if err := r.checkCAReferences(ctx, s); err != nil {
+		s.tlsErr = err
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
 	return ctrl.Result{}, nil
 }
 
@@ -223,7 +227,7 @@ func (r *Reconciler) checkProvided(ctx context.Context, s *scope, want tlsSecret
 		return nil, err
 	}
 	for _, key := range []string{"ca.crt", corev1.TLSCertKey, corev1.TLSPrivateKeyKey} {
-		if len(secret.Data[key]) == 0 {
+		if len(secret.Data[key]) == 0 && !(key == "ca.crt" && hasCAReference(s.cluster, want.name)) {
 			return nil, fmt.Errorf("spec.tls: Secret %s has no %s", want.name, key)
 		}
 	}

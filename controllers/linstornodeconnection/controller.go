@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,6 +28,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/props"
 	"github.com/linstor-operator/linstor-operator/pkg/nodeconnection"
+	"github.com/linstor-operator/linstor-operator/pkg/satellite"
 )
 
 // Finalizer removes the object's properties from LINSTOR before it goes.
@@ -55,6 +57,8 @@ type Reconciler struct {
 	Observer *observer.Observer
 	// Backoff spaces retries while LINSTOR fails.
 	Backoff phases.Backoff
+	// Namespace is the operator's namespace: a connection elsewhere is ignored, and says so.
+	Namespace string
 }
 
 // +kubebuilder:rbac:groups=linstor.io,resources=linstornodeconnections,verbs=get;list;watch;update;patch
@@ -72,6 +76,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	deleting := !lnc.DeletionTimestamp.IsZero()
 	if deleting && !controllerutil.ContainsFinalizer(lnc, Finalizer) {
 		return ctrl.Result{}, nil
+	}
+	if why, err := r.misplaced(ctx, lnc); err != nil || why != "" {
+		return ctrl.Result{}, r.ignore(ctx, lnc, why, err)
 	}
 	if !deleting && controllerutil.AddFinalizer(lnc, Finalizer) {
 		if err := r.Client.Update(ctx, lnc); err != nil {
@@ -122,6 +129,42 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	r.Backoff.Succeeded(lnc.UID)
 	return ctrl.Result{RequeueAfter: phases.Resync}, nil
+}
+
+// misplaced says why lnc is ignored for its namespace ("" when it is not).
+func (r *Reconciler) misplaced(ctx context.Context, lnc *linstorv1.LinstorNodeConnection) (string, error) {
+	var clusters linstorv1.LinstorClusterList
+	if err := r.Client.List(ctx, &clusters); err != nil {
+		return "", err
+	}
+	return satellite.Misplaced("LinstorNodeConnection", lnc.Namespace, r.Namespace, clusters.Items), nil
+}
+
+// ignore reports a misplaced connection: Configured=False (WrongNamespace) and one
+// Warning event when the condition first says so; a resync writes nothing. It touches
+// no LINSTOR: the connection was never applied from here, so a deletion just goes.
+func (r *Reconciler) ignore(ctx context.Context, lnc *linstorv1.LinstorNodeConnection, why string, err error) error {
+	switch {
+	case err != nil:
+		return err
+	case !lnc.DeletionTimestamp.IsZero():
+		controllerutil.RemoveFinalizer(lnc, Finalizer)
+		return client.IgnoreNotFound(r.Client.Update(ctx, lnc))
+	}
+	before := lnc.DeepCopy()
+	already := meta.FindStatusCondition(lnc.Status.Conditions, linstorv1.ConditionConfigured)
+	phases.SetCondition(&lnc.Status.Conditions, metav1.Condition{Type: linstorv1.ConditionConfigured, Status: metav1.ConditionFalse,
+		Reason: linstorv1.ReasonWrongNamespace, ObservedGeneration: lnc.Generation, Message: why})
+	if equality.Semantic.DeepEqual(before.Status, lnc.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, lnc, client.MergeFrom(before)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if already == nil || already.Reason != linstorv1.ReasonWrongNamespace {
+		r.Recorder.Event(lnc, corev1.EventTypeWarning, linstorv1.ReasonWrongNamespace, why)
+	}
+	return nil
 }
 
 // tooManyPairsError: the selector selects more pairs than MaxPairs.

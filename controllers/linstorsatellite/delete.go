@@ -180,8 +180,8 @@ func (r *Reconciler) stillWanted(ctx context.Context, s *scope) bool {
 	if err := r.Client.List(ctx, &configs, client.InNamespace(s.sat.Namespace)); err != nil {
 		return false
 	}
-	spec, _, err := satellite.Desired(s.cluster, configs.Items, node)
-	if err != nil || spec.ClusterRef.Name == "" {
+	decision, err := satellite.Desired(s.cluster, configs.Items, node)
+	if err != nil || !decision.Selected {
 		return false
 	}
 	r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "RemovalCancelled", "Node %s is selected again: its LINSTOR node is kept and its satellite recreated", s.sat.Name)

@@ -47,11 +47,15 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, s *scope) (ctrl.Resu
 	s.node = node
 	// Satellites run the version the cluster's upgrade state says (all at once: LINSTOR
 	// refuses mixed versions).
-	imgs := r.Images
+	imgs := r.Images.WithRepository(s.cluster.Spec.Repository)
 	if d := s.cluster.Status.Deployed; d != nil {
 		imgs = imgs.ForLinstor(d.Satellites)
 	}
 	objs, err := render.Satellite(s.cluster, s.sat, node, imgs)
+	if err == nil {
+		// The merged patches come last, on the pod as it will run.
+		objs, err = render.WithSatellitePatches(s.cluster, s.sat, render.WithCAReferences(s.cluster, objs))
+	}
 	if err != nil {
 		s.workloadErr, s.renderInvalid = err, true
 		return ctrl.Result{}, nil // a spec problem: the condition says what to fix
@@ -100,9 +104,9 @@ func (r *Reconciler) reconcileNode(ctx context.Context, s *scope) (ctrl.Result, 
 	}
 	s.fresh = r.Observer.Fresh(s.key, s.sat.Name) != nil
 	node := s.node
-	addr := netif.InternalIP(node)
-	if addr == nil {
-		s.nodeErr = fmt.Errorf("kubernetes node %s reports no InternalIP address", node.Name)
+	addr, err := netif.InternalIP(node, s.sat.Spec.IPFamilies)
+	if err != nil {
+		s.nodeErr = err
 		s.stop = true
 		return ctrl.Result{}, nil // the Node watch brings the address
 	}
@@ -156,7 +160,7 @@ func (r *Reconciler) wrote(s *scope) {
 // reconcileNetInterfaces brings the node's interfaces to the plan. An interface that
 // cannot be resolved leaves everything registered as it is and says why.
 func (r *Reconciler) reconcileNetInterfaces(ctx context.Context, s *scope, lnode lapi.Node, port int32, encryption string) (ctrl.Result, error) {
-	plan, err := netif.Plan(s.node, s.sat.Spec.NetInterfaces)
+	plan, err := netif.Plan(s.node, s.sat.Spec.NetInterfaces, s.sat.Spec.IPFamilies)
 	if err != nil {
 		s.netifErr, s.netifInvalid = err, true
 		return ctrl.Result{}, nil

@@ -2,6 +2,7 @@ package linstorsatellite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/phases"
+	"github.com/linstor-operator/linstor-operator/pkg/netif"
 )
 
 // updateStatus turns the pass's observations into status with one merge patch.
@@ -102,7 +104,10 @@ func problem(s *scope) string {
 func setDegradedCondition(sat *linstorv1.LinstorSatellite, s *scope) {
 	cond := metav1.Condition{Type: linstorv1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: sat.Generation}
 	reason := linstorv1.ReasonLinstorError
+	var noAddress *netif.NoAddressError
 	switch {
+	case errors.As(s.nodeErr, &noAddress) && len(noAddress.Have) > 0:
+		reason = linstorv1.ReasonNoAddressInIPFamilies
 	case s.cluster == nil || s.nodeErr != nil || s.netifInvalid || s.renderInvalid:
 		reason = linstorv1.ReasonInvalidSpec
 	case s.deleteReason != "":

@@ -148,9 +148,14 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorSatellite controller: %w", err)
 	}
+	if err := (&linstorcluster.MisplacedConfigurationReconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("linstor-operator"), Namespace: opts.Namespace,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the misplaced LinstorSatelliteConfiguration controller: %w", err)
+	}
 	if err := (&linstornodeconnection.Reconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("linstor-operator"),
-		Linstor: connector, Observer: obs,
+		Linstor: connector, Observer: obs, Namespace: opts.Namespace,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorNodeConnection controller: %w", err)
 	}
@@ -184,8 +189,9 @@ func scopedCache(c cache.Options, namespace string) cache.Options {
 		// User-provided Secrets (passphrase, certificates) carry no label of ours.
 		&corev1.Secret{}: in(labels.Everything()),
 		// The operands' accounts ship with the operator (config/rbac), unlabelled by it.
-		&corev1.ServiceAccount{}:      in(labels.Everything()),
-		&corev1.ConfigMap{}:           in(owned),
+		&corev1.ServiceAccount{}: in(labels.Everything()),
+		// A TLS channel's caReference may name a user's ConfigMap, unlabelled by us.
+		&corev1.ConfigMap{}:           in(labels.Everything()),
 		&corev1.Service{}:             in(owned),
 		&appsv1.Deployment{}:          in(owned),
 		&appsv1.DaemonSet{}:           in(owned),

@@ -124,8 +124,8 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	}
 
 	e.Emulator = emulator.New()
-	// Every machine has three unused virtio disks: /dev/vdb, which the samples' pools
-	// are built from, and two of other sizes left for discovery. A Node annotated with
+	// Every machine has three unused virtio disks of different sizes, for device pools
+	// and discovery (the samples' pool is a file pool and needs none). A Node annotated with
 	// emulator.DisksAnnotation gets the disks it lists instead.
 	e.Emulator.SetNewNodeDisksFunc(func(node string) []emulator.Disk {
 		return []emulator.Disk{

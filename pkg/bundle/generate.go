@@ -109,6 +109,11 @@ func Generate(o Options) error {
 	if csv.Annotations["alm-examples"], err = almExamples(o.Root); err != nil {
 		return err
 	}
+	// After install, the console offers to create the LinstorCluster, pre-filled with
+	// its sample (the same object as its alm-example).
+	if csv.Annotations[InitializationResourceAnnotation], err = initializationResource(o.Root); err != nil {
+		return err
+	}
 
 	// The CRDs in the bundle convert through the webhook; OLM points it at its service.
 	for _, crd := range crds {
@@ -290,14 +295,45 @@ func almExamples(root string) (string, error) {
 	}
 	var objs []map[string]any
 	for _, f := range files {
-		u := map[string]any{}
-		if err := readYAML(f, &u); err != nil {
+		u, err := readSample(f)
+		if err != nil {
 			return "", err
 		}
-		delete(u["metadata"].(map[string]any), "namespace")
 		objs = append(objs, u)
 	}
-	raw, err := yaml.Marshal(objs)
+	return toJSON(objs)
+}
+
+// InitializationResourceAnnotation names, on the CSV, the object the console asks to
+// create once the operator is installed (a JSON object; without a namespace the
+// console uses the install namespace, where LINSTOR runs).
+const InitializationResourceAnnotation = "operatorframework.io/initialization-resource"
+
+func initializationResource(root string) (string, error) {
+	u, err := readSample(filepath.Join(root, "config/samples/linstor_v1_linstorcluster.yaml"))
+	if err != nil {
+		return "", err
+	}
+	return toJSON(u)
+}
+
+// readSample reads a sample without its namespace: the console creates it in the
+// namespace the user is in.
+func readSample(path string) (map[string]any, error) {
+	u := map[string]any{}
+	if err := readYAML(path, &u); err != nil {
+		return nil, err
+	}
+	meta, ok := u["metadata"].(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: no metadata", path)
+	}
+	delete(meta, "namespace")
+	return u, nil
+}
+
+func toJSON(v any) (string, error) {
+	raw, err := yaml.Marshal(v)
 	if err != nil {
 		return "", err
 	}

@@ -60,10 +60,11 @@ func readMarkers(dir string) (map[string]*kindInfo, error) {
 	}
 	kinds := map[string]*kindInfo{}
 	for name, doc := range pkg.docs {
-		args, ok := markerArgs(doc)
-		if !ok {
+		all := markerArgs(doc)
+		if len(all) == 0 {
 			continue
 		}
+		args := all[0]
 		info := &kindInfo{DisplayName: args["displayName"], Description: prose(doc)}
 		for _, m := range regexp.MustCompile(`\{(\w+),(\w+)\}`).FindAllStringSubmatch(args["resources"], -1) {
 			info.Resources = append(info.Resources, operatorsv1alpha1.APIResourceReference{Kind: m[1], Version: m[2], Name: ""})
@@ -80,6 +81,15 @@ func readMarkers(dir string) (map[string]*kindInfo, error) {
 }
 
 // walk collects field descriptors of typeName, prefixing paths with prefix.
+//
+// A field may carry several markers. One without path= describes the field itself;
+// one with path=<sub> describes a path below it (sub is "nodeAffinity" or "[0].key"):
+// that reaches into types of other packages (corev1.Affinity), and overrides what the
+// field's own type says at one place it is used (the marker nearest the root wins).
+//
+// A fieldDependency x-descriptor is written relative to the object holding the
+// described field ("fieldDependency:mode:Secret"), because our types are reused at
+// several paths; the console wants the path from spec, so the prefix is added here.
 func (p apiPackage) walk(typeName, prefix string, info *kindInfo, part string) error {
 	ts, ok := p.types[typeName]
 	if !ok {
@@ -103,20 +113,22 @@ func (p apiPackage) walk(typeName, prefix string, info *kindInfo, part string) e
 		if inline {
 			path = strings.TrimSuffix(prefix, ".")
 		}
-		if args, ok := markerArgs(field.Doc); ok && !inline {
-			xd := parseList(args["xDescriptors"])
-			switch args["type"] {
-			case "spec":
-				if part == "spec" {
-					info.Spec = append(info.Spec, operatorsv1alpha1.SpecDescriptor{Path: path, DisplayName: args["displayName"], Description: prose(field.Doc), XDescriptors: xd})
-				}
-			case "status":
-				if part == "status" {
-					info.Status = append(info.Status, operatorsv1alpha1.StatusDescriptor{Path: path, DisplayName: args["displayName"], Description: prose(field.Doc), XDescriptors: xd})
-				}
-			default:
+		var below []map[string]string
+		for _, args := range markerArgs(field.Doc) {
+			if inline {
+				break
+			}
+			if args["type"] != "spec" && args["type"] != "status" {
 				return fmt.Errorf("%s.%s: marker type must be spec or status", typeName, jsonName)
 			}
+			if args["type"] != part {
+				continue
+			}
+			if _, ok := args["path"]; ok {
+				below = append(below, args)
+				continue
+			}
+			info.add(part, path, args, prose(field.Doc))
 		}
 		if named := structName(field.Type); named != "" {
 			next := path + "."
@@ -130,8 +142,50 @@ func (p apiPackage) walk(typeName, prefix string, info *kindInfo, part string) e
 				return err
 			}
 		}
+		for _, args := range below {
+			sub := args["path"]
+			if !strings.HasPrefix(sub, "[") {
+				sub = "." + sub
+			}
+			info.add(part, path+sub, args, args["description"])
+		}
 	}
 	return nil
+}
+
+const fieldDependency = "urn:alm:descriptor:com.tectonic.ui:fieldDependency:"
+
+// add records the descriptor of path, replacing one recorded before for the same path.
+func (k *kindInfo) add(part, path string, args map[string]string, description string) {
+	xd := parseList(args["xDescriptors"])
+	holder := ""
+	if i := strings.LastIndex(path, "."); i >= 0 {
+		holder = path[:i+1]
+	}
+	for i, x := range xd {
+		if rel, ok := strings.CutPrefix(x, fieldDependency); ok {
+			xd[i] = fieldDependency + holder + rel
+		}
+	}
+	if part == "spec" {
+		d := operatorsv1alpha1.SpecDescriptor{Path: path, DisplayName: args["displayName"], Description: description, XDescriptors: xd}
+		for i := range k.Spec {
+			if k.Spec[i].Path == path {
+				k.Spec[i] = d
+				return
+			}
+		}
+		k.Spec = append(k.Spec, d)
+		return
+	}
+	d := operatorsv1alpha1.StatusDescriptor{Path: path, DisplayName: args["displayName"], Description: description, XDescriptors: xd}
+	for i := range k.Status {
+		if k.Status[i].Path == path {
+			k.Status[i] = d
+			return
+		}
+	}
+	k.Status = append(k.Status, d)
 }
 
 // structName returns the same-package type a field refers to, through pointers and
@@ -150,10 +204,12 @@ func structName(expr ast.Expr) string {
 
 var markerArg = regexp.MustCompile(`(\w+)=("[^"]*"|\{[^}]*(\}[^}]*)*\}|[^,]+)`)
 
-func markerArgs(doc *ast.CommentGroup) (map[string]string, bool) {
+// markerArgs returns the arguments of every csv marker of doc, in order.
+func markerArgs(doc *ast.CommentGroup) []map[string]string {
 	if doc == nil {
-		return nil, false
+		return nil
 	}
+	var out []map[string]string
 	for _, c := range doc.List {
 		text := strings.TrimSpace(strings.TrimPrefix(c.Text, "//"))
 		rest, ok := strings.CutPrefix(text, csvMarker)
@@ -164,9 +220,9 @@ func markerArgs(doc *ast.CommentGroup) (map[string]string, bool) {
 		for _, m := range markerArg.FindAllStringSubmatch(rest, -1) {
 			args[m[1]] = strings.Trim(m[2], `"`)
 		}
-		return args, true
+		out = append(out, args)
 	}
-	return nil, false
+	return out
 }
 
 func parseList(v string) []string {

@@ -17,7 +17,6 @@ const (
 	HAController         Component = "HA_CONTROLLER"
 	DRBDShutdownGuard    Component = "DRBD_SHUTDOWN_GUARD"
 	DRBDReactor          Component = "DRBD_REACTOR"
-	KTLSUtils            Component = "KTLS_UTILS"
 	CSIAttacher          Component = "CSI_ATTACHER"
 	CSILivenessProbe     Component = "CSI_LIVENESSPROBE"
 	CSIProvisioner       Component = "CSI_PROVISIONER"
@@ -44,7 +43,6 @@ var defaults = map[Component]string{
 	HAController:      piraeus + "piraeus-ha-controller:v1.2.1",
 	DRBDShutdownGuard: piraeus + "drbd-shutdown-guard:v1.0.0",
 	DRBDReactor:       piraeus + "drbd-reactor:v1.4.1",
-	KTLSUtils:         piraeus + "ktls-utils:v0.11",
 	CSIAttacher:       sigStorage + "csi-attacher:v4.7.0",
 	CSILivenessProbe:  sigStorage + "livenessprobe:v2.14.0",
 	CSIProvisioner:    sigStorage + "csi-provisioner:v5.1.0",
@@ -52,6 +50,14 @@ var defaults = map[Component]string{
 	CSIResizer:        sigStorage + "csi-resizer:v1.12.0",
 	CSINodeRegistrar:  sigStorage + "csi-node-driver-registrar:v2.12.0",
 	CSIHealthMonitor:  sigStorage + "csi-external-health-monitor-controller:v0.13.0",
+}
+
+// retired are components earlier releases listed and nothing renders any more. Their
+// RELATED_IMAGE_ variables are ignored, not refused: a mirror configuration written for
+// an earlier release (a Subscription's spec.config.env) must not stop the operator.
+var retired = map[string]bool{
+	// ktls-utils (tlshd) serves DRBD's kernel TLS, which the operator does not offer.
+	"KTLS_UTILS": true,
 }
 
 // loaderDistros are the DRBD module loader flavours, by the osImage that selects them,
@@ -110,7 +116,7 @@ func FromEnv(environ []string) (Set, error) {
 			continue
 		}
 		key := strings.TrimPrefix(name, relatedImagePrefix)
-		if key == "OPERATOR" {
+		if key == "OPERATOR" || retired[key] {
 			continue
 		}
 		if value == "" || strings.ContainsAny(value, " \t\n") {

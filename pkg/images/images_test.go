@@ -62,6 +62,14 @@ func TestFromEnv(t *testing.T) {
 			return s.DRBDModuleLoader("Ubuntu 22.04.4 LTS")
 		}, ""},
 		{"operator image ignored", []string{"RELATED_IMAGE_OPERATOR=x"}, func(s Set) string { return s.Image(LinstorCSI) }, ""},
+		// An earlier release's mirror configuration keeps working; the name is no image of this one.
+		{"retired component ignored", []string{"RELATED_IMAGE_KTLS_UTILS=mirror.local/ktls-utils:v0.11"}, func(s Set) string {
+			var related []string
+			for _, r := range s.Related() {
+				related = append(related, r[0])
+			}
+			return strings.Join(related, ",")
+		}, ""},
 		{"typo in a component", []string{"RELATED_IMAGE_LINSTOR_CONTROLER=x"}, nil, `unknown component "LINSTOR_CONTROLER"`},
 		{"unknown loader", []string{"RELATED_IMAGE_DRBD_MODULE_LOADER_SUSE=x"}, nil, `unknown DRBD module loader flavour "suse"`},
 		{"empty value", []string{"RELATED_IMAGE_LINSTOR_CSI="}, nil, "is not an image reference"},
@@ -72,6 +80,11 @@ func TestFromEnv(t *testing.T) {
 		"override a loader":      "mirror.local/drbd:1",
 		"operator image ignored": "quay.io/piraeusdatastore/piraeus-csi:v1.6.3",
 	}
+	var related []string
+	for _, r := range Default().Related() {
+		related = append(related, r[0])
+	}
+	want["retired component ignored"] = strings.Join(related, ",")
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := FromEnv(tc.env)
@@ -93,7 +106,7 @@ func TestFromEnv(t *testing.T) {
 
 func TestRelatedListsEveryImage(t *testing.T) {
 	related := Default().Related()
-	// 14 components plus 10 DRBD loader flavours.
+	// 13 components plus 10 DRBD loader flavours.
 	if len(related) != len(defaults)+10 {
 		t.Errorf("related images = %d, want %d", len(related), len(defaults)+10)
 	}

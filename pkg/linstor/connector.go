@@ -74,7 +74,7 @@ func (c *Connector) Connect(ctx context.Context, cluster *linstorv1.LinstorClust
 	rt := c.plain
 	if strings.HasPrefix(url, "https://") && render.UsesAPIClientCertificate(cluster) {
 		var err error
-		if rt, err = c.clientCertTransport(ctx, cluster.Namespace, render.APIClientSecretName(cluster)); err != nil {
+		if rt, err = c.clientCertTransport(ctx, cluster.Namespace, render.APIClientSecretName(cluster), render.APICAReference(cluster)); err != nil {
 			return nil, err
 		}
 	}
@@ -86,8 +86,13 @@ func (c *Connector) Connect(ctx context.Context, cluster *linstorv1.LinstorClust
 	return &Connection{Client: lc, HTTP: hc, URL: url}, nil
 }
 
-func (c *Connector) clientCertTransport(ctx context.Context, namespace, name string) (http.RoundTripper, error) {
+// clientCertTransport presents the client certificate of Secret name and verifies the
+// server against ca (spec.tls.api.caReference) when set, else the Secret's ca.crt.
+func (c *Connector) clientCertTransport(ctx context.Context, namespace, name string, ca *linstorv1.CAReference) (http.RoundTripper, error) {
 	key := namespace + "/" + name
+	if ca != nil {
+		key += "/" + ca.Kind + "/" + ca.Name + "/" + render.CAKey(ca)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cached, ok := c.certs[key]; ok && time.Since(cached.fetched) < clientCertTTL {
@@ -97,7 +102,15 @@ func (c *Connector) clientCertTransport(ctx context.Context, namespace, name str
 	if err := c.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret); err != nil {
 		return nil, fmt.Errorf("reading the LINSTOR client certificate Secret %s: %w", key, err)
 	}
-	cfg, err := ClientTLSConfig(secret)
+	roots := secret.Data["ca.crt"]
+	if ca != nil {
+		pem, err := ReadCAReference(ctx, c.Reader, namespace, ca)
+		if err != nil {
+			return nil, fmt.Errorf("spec.tls.api.caReference: %w", err)
+		}
+		roots = pem
+	}
+	cfg, err := clientTLSConfig(secret, roots)
 	if err != nil {
 		return nil, fmt.Errorf("Secret %s: %w", key, err)
 	}
@@ -116,13 +129,19 @@ func (c *Connector) clientCertTransport(ctx context.Context, namespace, name str
 
 // ClientTLSConfig trusts the Secret's ca.crt and presents its tls.crt and tls.key.
 func ClientTLSConfig(secret *corev1.Secret) (*tls.Config, error) {
+	return clientTLSConfig(secret, secret.Data["ca.crt"])
+}
+
+// clientTLSConfig trusts the PEM certificates ca and presents the Secret's tls.crt and
+// tls.key.
+func clientTLSConfig(secret *corev1.Secret, ca []byte) (*tls.Config, error) {
 	pair, err := tls.X509KeyPair(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey])
 	if err != nil {
 		return nil, fmt.Errorf("client certificate: %w", err)
 	}
 	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(secret.Data["ca.crt"]) {
-		return nil, errors.New("ca.crt holds no PEM certificate")
+	if !roots.AppendCertsFromPEM(ca) {
+		return nil, errors.New("the CA holds no PEM certificate")
 	}
 	return &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
 }

@@ -37,13 +37,14 @@ type Desired struct {
 }
 
 // Plan resolves the configured interfaces on a node. The default interface is always
-// part of the plan; it is active unless a configured interface is.
+// part of the plan, at the node's InternalIP of the preferred family (families, see
+// InternalIP); it is active unless a configured interface is.
 // An interface that cannot be resolved is an error naming it: the caller keeps what is
 // registered rather than guess.
-func Plan(node *corev1.Node, specs []linstorv1.NetInterface) ([]Desired, error) {
-	internal := InternalIP(node)
-	if internal == nil {
-		return nil, fmt.Errorf("kubernetes node %s reports no InternalIP address", node.Name)
+func Plan(node *corev1.Node, specs []linstorv1.NetInterface, families []linstorv1.IPFamily) ([]Desired, error) {
+	internal, err := InternalIP(node, families)
+	if err != nil {
+		return nil, err
 	}
 	host, err := HostInterfaces(node)
 	if err != nil {
@@ -128,16 +129,64 @@ func HostInterfaces(node *corev1.Node) (map[string][]netip.Addr, error) {
 	return out, nil
 }
 
-// InternalIP is the node's first InternalIP, or nil.
-func InternalIP(node *corev1.Node) net.IP {
+// InternalIP is the address the satellite is registered at: the node's first InternalIP
+// of the first family in families that the node has one of (its first InternalIP of
+// any family when families is empty). The satellite pod runs on the host network, so
+// this is also its pod IP. A node with no such address is a *NoAddressError: the
+// caller registers nothing rather than an address of a family the admin excluded.
+func InternalIP(node *corev1.Node, families []linstorv1.IPFamily) (net.IP, error) {
+	var all []net.IP
 	for _, a := range node.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			if ip := net.ParseIP(a.Address); ip != nil {
-				return ip
+		if a.Type != corev1.NodeInternalIP {
+			continue
+		}
+		if ip := net.ParseIP(a.Address); ip != nil {
+			all = append(all, ip)
+		}
+	}
+	if len(families) == 0 && len(all) > 0 {
+		return all[0], nil
+	}
+	for _, f := range families {
+		for _, ip := range all {
+			if Family(ip) == f {
+				return ip, nil
 			}
 		}
 	}
-	return nil
+	return nil, &NoAddressError{Node: node.Name, Families: families, Have: all}
+}
+
+// Family is the address family of ip. An IPv4-mapped IPv6 address is IPv4: it reaches
+// an IPv4 socket, and Go prints it dotted, which is what LINSTOR receives.
+func Family(ip net.IP) linstorv1.IPFamily {
+	if ip.To4() != nil {
+		return linstorv1.IPv4
+	}
+	return linstorv1.IPv6
+}
+
+// NoAddressError: the node has no InternalIP (of the wanted families).
+type NoAddressError struct {
+	Node     string
+	Families []linstorv1.IPFamily
+	Have     []net.IP
+}
+
+func (e *NoAddressError) Error() string {
+	if len(e.Have) == 0 {
+		return fmt.Sprintf("kubernetes node %s reports no InternalIP address", e.Node)
+	}
+	have := make([]string, len(e.Have))
+	for i, ip := range e.Have {
+		have[i] = ip.String()
+	}
+	families := make([]string, len(e.Families))
+	for i, f := range e.Families {
+		families[i] = string(f)
+	}
+	return fmt.Sprintf("kubernetes node %s has no InternalIP address of ipFamilies %s (it has %s): the satellite is not registered in LINSTOR until the node has one or ipFamilies allows these",
+		e.Node, strings.Join(families, ", "), strings.Join(have, ", "))
 }
 
 // Changes are the LINSTOR calls that bring a node's interfaces to the plan.

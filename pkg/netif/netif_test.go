@@ -21,15 +21,19 @@ func node(annotation string, addrs ...corev1.NodeAddress) *corev1.Node {
 	return n
 }
 
-var internal = corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "10.0.0.5"}
+var (
+	internal  = corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "10.0.0.5"}
+	internal6 = corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "fd00::5"}
+)
 
 func TestPlan(t *testing.T) {
 	cases := []struct {
-		name    string
-		node    *corev1.Node
-		specs   []linstorv1.NetInterface
-		want    string // name=address* (active) in order
-		wantErr string
+		name     string
+		node     *corev1.Node
+		specs    []linstorv1.NetInterface
+		families []linstorv1.IPFamily
+		want     string // name=address* (active) in order
+		wantErr  string
 	}{
 		{name: "default only", node: node("", internal), want: "default=10.0.0.5*"},
 		{name: "by name", node: node("eth0=10.0.0.5, eth1=192.168.7.5", internal),
@@ -55,10 +59,23 @@ func TestPlan(t *testing.T) {
 			wantErr: "reserved"},
 		{name: "bad annotation", node: node("eth0:10.0.0.5", internal), wantErr: `"eth0:10.0.0.5" is not name=address`},
 		{name: "no internal ip", node: node(""), wantErr: "no InternalIP"},
+		// ipFamilies choose the default interface's address among the InternalIPs.
+		{name: "no ipFamilies: the first InternalIP, whatever its family", node: node("", internal6, internal),
+			want: "default=fd00::5*"},
+		{name: "ipFamilies IPv4 skips an IPv6 listed first", node: node("", internal6, internal),
+			families: []linstorv1.IPFamily{linstorv1.IPv4}, want: "default=10.0.0.5*"},
+		{name: "ipFamilies IPv6 first", node: node("", internal, internal6),
+			families: []linstorv1.IPFamily{linstorv1.IPv6, linstorv1.IPv4}, want: "default=fd00::5*"},
+		{name: "ipFamilies IPv6 first, falling back to IPv4", node: node("", internal),
+			families: []linstorv1.IPFamily{linstorv1.IPv6, linstorv1.IPv4}, want: "default=10.0.0.5*"},
+		{name: "an IPv4-mapped address is IPv4", node: node("", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "::ffff:10.0.0.9"}),
+			families: []linstorv1.IPFamily{linstorv1.IPv4}, want: "default=10.0.0.9*"},
+		{name: "an ExternalIP of the family does not count", node: node("", internal, corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: "2001:db8::1"}),
+			families: []linstorv1.IPFamily{linstorv1.IPv6}, wantErr: "kubernetes node n1 has no InternalIP address of ipFamilies IPv6 (it has 10.0.0.5)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Plan(tc.node, tc.specs)
+			got, err := Plan(tc.node, tc.specs, tc.families)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)

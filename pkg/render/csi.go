@@ -29,9 +29,25 @@ func CSIEnabled(cluster *linstorv1.LinstorCluster) bool {
 	return c == nil || c.Enabled == nil || *c.Enabled
 }
 
+// componentEnabled: a CSI workload runs unless its enabled is false.
+func componentEnabled(c *linstorv1.ComponentSpec) bool {
+	return c == nil || c.Enabled == nil || *c.Enabled
+}
+
+// componentImage is a CSI workload's own image override, or "".
+func componentImage(c *linstorv1.ComponentSpec) string {
+	if c == nil {
+		return ""
+	}
+	return c.Image
+}
+
 // CSI renders the LINSTOR CSI driver: the CSIDriver object, the controller Deployment
-// with its sidecars, the node DaemonSet, and their RBAC. linstorURL is where the plugin
-// reaches LINSTOR.
+// with its sidecars and the node DaemonSet. linstorURL is where the plugin reaches
+// LINSTOR. csi.controller.enabled and csi.node.enabled leave their workload out; the
+// CSIDriver stays while either runs (the kubelet asks it how to mount, the
+// provisioner's objects name it). The plugin image is the workload's own image, else
+// csi.image, else the release's.
 func CSI(cluster *linstorv1.LinstorCluster, imgs images.Set, linstorURL string) (Objects, error) {
 	if !CSIEnabled(cluster) {
 		return nil, nil
@@ -39,6 +55,10 @@ func CSI(cluster *linstorv1.LinstorCluster, imgs images.Set, linstorURL string) 
 	spec := cluster.Spec.CSI
 	if spec == nil {
 		spec = &linstorv1.CSISpec{}
+	}
+	ctrlOn, nodeOn := componentEnabled(spec.Controller), componentEnabled(spec.Node)
+	if !ctrlOn && !nodeOn {
+		return nil, nil
 	}
 	l := labels(cluster, "linstor-csi")
 	plugin := image(spec.Image, imgs.Image(images.LinstorCSI))
@@ -78,7 +98,7 @@ func CSI(cluster *linstorv1.LinstorCluster, imgs images.Set, linstorURL string) 
 			SecurityContext: &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{
 				{
-					Name: "linstor-csi", Image: plugin,
+					Name: "linstor-csi", Image: image(componentImage(spec.Controller), plugin),
 					Args:            []string{"--csi-endpoint=unix://$(ADDRESS)", "--node=$(KUBE_NODE_NAME)", "--linstor-endpoint=$(LS_CONTROLLERS)", "--log-level=info"},
 					Env:             append([]corev1.EnvVar{{Name: "ADDRESS", Value: csiSocketDir + "csi.sock"}}, env...),
 					VolumeMounts:    []corev1.VolumeMount{{Name: "socket-dir", MountPath: csiSocketDir}},
@@ -130,7 +150,7 @@ func CSI(cluster *linstorv1.LinstorCluster, imgs images.Set, linstorURL string) 
 					SecurityContext: restricted(),
 				},
 				{
-					Name: "linstor-csi", Image: plugin,
+					Name: "linstor-csi", Image: image(componentImage(spec.Node), plugin),
 					Args: []string{"--csi-endpoint=unix://$(ADDRESS)", "--node=$(KUBE_NODE_NAME)", "--linstor-endpoint=$(LS_CONTROLLERS)", "--log-level=info"},
 					Env:  append([]corev1.EnvVar{{Name: "ADDRESS", Value: pluginDir + "csi.sock"}}, env...),
 					// Mounting DRBD devices into pods needs a privileged container with
@@ -174,7 +194,14 @@ func CSI(cluster *linstorv1.LinstorCluster, imgs images.Set, linstorURL string) 
 		},
 	}
 
-	return Objects{driver, controller, node}, nil
+	out := Objects{driver}
+	if ctrlOn {
+		out = append(out, controller)
+	}
+	if nodeOn {
+		out = append(out, node)
+	}
+	return out, nil
 }
 
 // HAControllerName names the HA controller DaemonSet.

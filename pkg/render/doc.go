@@ -9,4 +9,6 @@
 //     change anything the typed fields do not cover, except adding privilege unless
 //     the LinstorCluster allows it (PodTemplateEscalation, against the pod of step 1).
 //  3. Return objects in apply order (ServiceAccount and RBAC before workloads).
+//  4. The controllers then apply the component's patches (WithClusterPatches,
+//     WithSatellitePatches; patches.go), held to the same policy.
 package render

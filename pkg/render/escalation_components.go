@@ -117,10 +117,11 @@ func withoutPatches(cluster *linstorv1.LinstorCluster) *linstorv1.LinstorCluster
 		s.CSI = &linstorv1.CSISpec{}
 	}
 	s.CSI.Enabled = ptr.To(true)
-	for _, c := range []*linstorv1.ComponentSpec{s.CSI.Controller, s.CSI.Node} {
-		if c != nil {
-			c.PodTemplate = nil
+	for _, c := range []**linstorv1.ComponentSpec{&s.CSI.Controller, &s.CSI.Node} {
+		if *c == nil {
+			*c = &linstorv1.ComponentSpec{}
 		}
+		(*c).Enabled, (*c).PodTemplate = ptr.To(true), nil
 	}
 	if s.HighAvailabilityController == nil {
 		s.HighAvailabilityController = &linstorv1.ComponentSpec{}

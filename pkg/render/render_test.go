@@ -181,7 +181,7 @@ func TestSatelliteWithInternalTLS(t *testing.T) {
 	}
 	objs = WithSecretFingerprints(objs, map[string]string{"sat-tls": "abc", "unrelated": "def"})
 	golden(t, "satellite-tls", append(objs, SatelliteConfig(c)...))
-	if SatelliteConfig(cluster(linstorv1.LinstorClusterSpec{TLS: &linstorv1.TLSSpec{Internal: &linstorv1.TLSConfig{Mode: linstorv1.TLSDisabled}}})) != nil {
+	if hasObject(SatelliteConfig(cluster(linstorv1.LinstorClusterSpec{TLS: &linstorv1.TLSSpec{Internal: &linstorv1.TLSConfig{Mode: linstorv1.TLSDisabled}}})), SatelliteConfigName) {
 		t.Error("a satellite configuration was rendered without internal TLS")
 	}
 }

@@ -26,24 +26,27 @@ const (
 	SatelliteConfigName = "linstor-satellite-config"
 )
 
-// SatelliteConfig renders the satellites' linstor_satellite.toml; without internal TLS
-// the defaults serve and there is nothing to render.
+// SatelliteConfig renders the configuration every satellite pod shares: drbd-reactor's
+// (ReactorConfig), and with internal TLS the satellites' linstor_satellite.toml (without
+// it the defaults serve and there is none).
 func SatelliteConfig(cluster *linstorv1.LinstorCluster) Objects {
+	objs := Objects{ReactorConfig(cluster)}
 	if !InternalTLSEnabled(cluster) {
-		return nil
+		return objs
 	}
-	return Objects{&corev1.ConfigMap{
+	return append(objs, &corev1.ConfigMap{
 		TypeMeta:   typeMeta("v1", "ConfigMap"),
 		ObjectMeta: metav1.ObjectMeta{Name: SatelliteConfigName, Namespace: cluster.Namespace, Labels: labels(cluster, SatelliteComponent)},
 		Data:       map[string]string{"linstor_satellite.toml": satelliteTOML()},
-	}}
+	})
 }
 
 // SatelliteDaemonSetName is the DaemonSet of one node's satellite.
 func SatelliteDaemonSetName(node string) string { return "linstor-satellite." + node }
 
 // Satellite renders the satellite of one node: a DaemonSet pinned to the node, on the
-// host network, with the DRBD module loader decided by ResolveDRBDLoader.
+// host network, with the DRBD module loader decided by ResolveDRBDLoader, the DRBD
+// shutdown guard where the host runs systemd, and the drbd-reactor metrics sidecar.
 func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellite, node *corev1.Node, imgs images.Set) (Objects, error) {
 	l := labels(cluster, SatelliteComponent)
 	h := fnv.New32a()
@@ -55,15 +58,20 @@ func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellit
 	if defaults != nil {
 		override = defaults.Image
 	}
-	hostDir := func(name, path string) corev1.Volume {
-		return hostPath(name, path, corev1.HostPathDirectory)
-	}
 	port := int32(SatellitePort)
+	host := images.Host(node.Status.NodeInfo.OSImage)
+	// The satellite's host mounts (docs/satellite.md says why each one is there).
 	mounts := []corev1.VolumeMount{
 		{Name: "dev", MountPath: "/dev"},
 		{Name: "lib-modules", MountPath: "/lib/modules", ReadOnly: true},
 		{Name: "var-lib-drbd", MountPath: "/var/lib/drbd"},
 		{Name: "var-lib-linstor-pools", MountPath: "/var/lib/linstor-pools"},
+		{Name: "var-lib-linstor-d", MountPath: "/var/lib/linstor.d"},
+		{Name: "var-log-linstor-satellite", MountPath: "/var/log/linstor-satellite"},
+		{Name: "etc-lvm-archive", MountPath: "/etc/lvm/archive"},
+		{Name: "etc-lvm-backup", MountPath: "/etc/lvm/backup"},
+		{Name: "run-lock", MountPath: "/run/lock"},
+		{Name: "run-udev", MountPath: "/run/udev", ReadOnly: true},
 	}
 	// The DRBD module loader, decided from the node's OS and the merged configuration
 	// (a satellite written before the field existed falls back to the cluster's default).
@@ -71,14 +79,29 @@ func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellit
 	if configured == "" && defaults != nil {
 		configured = defaults.DRBDModuleLoader
 	}
-	loaderContainers, loaderVolumes := ResolveDRBDLoader(node.Status.NodeInfo.OSImage, configured, imgs).initContainers()
+	initContainers, loaderVolumes := ResolveDRBDLoader(node.Status.NodeInfo.OSImage, configured, imgs).initContainers()
 	volumes := append(append([]corev1.Volume{
-		hostDir("dev", "/dev"),
-		hostDir("lib-modules", "/lib/modules"),
+		hostPath("dev", "/dev", corev1.HostPathDirectory),
+		hostPath("lib-modules", "/lib/modules", corev1.HostPathDirectory),
 	}, loaderVolumes...),
 		hostPath("var-lib-drbd", "/var/lib/drbd", corev1.HostPathDirectoryOrCreate),
 		hostPath("var-lib-linstor-pools", "/var/lib/linstor-pools", corev1.HostPathDirectoryOrCreate),
+		hostPath("var-lib-linstor-d", "/var/lib/linstor.d", corev1.HostPathDirectoryOrCreate),
+		hostPath("var-log-linstor-satellite", "/var/log/linstor-satellite", corev1.HostPathDirectoryOrCreate),
+		hostPath("etc-lvm-archive", host.LVMDir+"/archive", corev1.HostPathDirectoryOrCreate),
+		hostPath("etc-lvm-backup", host.LVMDir+"/backup", corev1.HostPathDirectoryOrCreate),
+		hostPath("run-lock", "/run/lock", corev1.HostPathDirectoryOrCreate),
+		// Read-only, and created empty where the host has no udev: a mount added by an
+		// operator upgrade must never keep a running satellite from starting again.
+		hostPath("run-udev", "/run/udev", corev1.HostPathDirectoryOrCreate),
 	)
+	if host.Systemd {
+		guard, guardVolumes := shutdownGuard(imgs.Image(images.DRBDShutdownGuard))
+		initContainers = append(initContainers, guard)
+		volumes = append(volumes, guardVolumes...)
+	}
+	reactor, reactorVolume := reactorContainer(imgs.Image(images.DRBDReactor))
+	volumes = append(volumes, reactorVolume)
 	if InternalTLSEnabled(cluster) {
 		port = SatelliteSecurePort
 		v, m := pemVolumes("internal-tls", InternalTLSSecretName(cluster), internalPEMDir, internalJKSDir)
@@ -101,7 +124,7 @@ func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellit
 					{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node.Name}},
 				}}},
 			}}},
-			InitContainers: loaderContainers,
+			InitContainers: initContainers,
 			Containers: []corev1.Container{{
 				Name:  SatelliteComponent,
 				Image: image(override, imgs.Image(images.LinstorSatellite)),
@@ -112,7 +135,7 @@ func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellit
 				SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
 				VolumeMounts:    mounts,
 				ReadinessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intOrName("linstor")}}, PeriodSeconds: 10},
-			}},
+			}, reactor},
 			Volumes: volumes,
 		},
 	}
@@ -137,6 +160,36 @@ func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellit
 			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType},
 		},
 	}}, nil
+}
+
+// ShutdownGuardContainer names the satellite's init container that installs the DRBD
+// shutdown guard on the host.
+const ShutdownGuardContainer = "drbd-shutdown-guard"
+
+// shutdownGuard is the init container that installs drbd-shutdown-guard as a systemd
+// unit of the host (in /run, so it lasts until the next boot), and the host paths it
+// writes. When the node shuts down, the unit stops before the kubelet and forces every
+// DRBD resource to Secondary: a resource suspended without quorum would otherwise hold
+// the file systems mounted on it and hang the shutdown. It runs privileged, as its
+// project documents: it writes into the host's systemd directory and relabels its files
+// for SELinux (a confined container may do neither), and asks systemd over D-Bus to
+// reload and start the unit, which systemd grants only to a privileged caller.
+func shutdownGuard(image string) (corev1.Container, []corev1.Volume) {
+	return corev1.Container{
+			Name:            ShutdownGuardContainer,
+			Image:           image,
+			SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true), ReadOnlyRootFilesystem: ptr.To(true)},
+			VolumeMounts: []corev1.VolumeMount{
+				{Name: "run-systemd-system", MountPath: "/run/systemd/system"},
+				{Name: "run-drbd-shutdown-guard", MountPath: "/run/drbd-shutdown-guard"},
+				{Name: "systemd-bus-socket", MountPath: "/run/dbus/system_bus_socket"},
+			},
+		}, []corev1.Volume{
+			hostPath("run-systemd-system", "/run/systemd/system", corev1.HostPathDirectory),
+			// The guard and the drbdsetup it calls, copied out of the image.
+			hostPath("run-drbd-shutdown-guard", "/run/drbd-shutdown-guard", corev1.HostPathDirectoryOrCreate),
+			hostPath("systemd-bus-socket", "/run/dbus/system_bus_socket", corev1.HostPathSocket),
+		}
 }
 
 // pinToNode makes every way the pod may be scheduled require its own node, whatever

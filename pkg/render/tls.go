@@ -281,6 +281,13 @@ func secretsOf(spec *corev1.PodSpec) []string {
 		if v.Secret != nil {
 			set[v.Secret.SecretName] = true
 		}
+		if v.Projected != nil {
+			for _, src := range v.Projected.Sources {
+				if src.Secret != nil {
+					set[src.Secret.Name] = true
+				}
+			}
+		}
 	}
 	for _, c := range append(append([]corev1.Container{}, spec.InitContainers...), spec.Containers...) {
 		for _, e := range c.Env {
@@ -295,4 +302,98 @@ func secretsOf(spec *corev1.PodSpec) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// InternalCAReference is the CA that verifies controller-satellite peers instead of the
+// ca.crt of the internal Secret: spec.tls.internal.caReference, in the modes that use it.
+func InternalCAReference(c *linstorv1.LinstorCluster) *linstorv1.CAReference {
+	if m := InternalTLSMode(c); m == linstorv1.TLSSecret || m == linstorv1.TLSCertManager {
+		return internalTLS(c).CAReference
+	}
+	return nil
+}
+
+// APICAReference is the CA that verifies the API's server and client certificates
+// instead of the ca.crt of the API Secrets: spec.tls.api.caReference, in the modes that
+// use it.
+func APICAReference(c *linstorv1.LinstorCluster) *linstorv1.CAReference {
+	if m := APITLSMode(c); m == linstorv1.TLSSecret || m == linstorv1.TLSCertManager {
+		return apiTLS(c).CAReference
+	}
+	return nil
+}
+
+// CAKey is the key of a CA reference, ca.crt when unset.
+func CAKey(ref *linstorv1.CAReference) string {
+	if ref.Key == "" {
+		return "ca.crt"
+	}
+	return ref.Key
+}
+
+// CAIsConfigMap: the reference names a ConfigMap (unset kind means Secret).
+func CAIsConfigMap(ref *linstorv1.CAReference) bool { return ref.Kind == "ConfigMap" }
+
+// WithCAReferences makes every container that verifies a TLS peer take its CA from the
+// channel's caReference: a volume of a channel Secret becomes a projected volume with
+// the Secret's certificate and key and the reference's key as ca.crt (where the LINSTOR
+// images read the CA), and the CA that golinstor clients read from LS_ROOT_CA comes
+// from the reference. Without a reference objs are returned as they are.
+func WithCAReferences(cluster *linstorv1.LinstorCluster, objs Objects) Objects {
+	refs := map[string]*linstorv1.CAReference{}
+	if ref := InternalCAReference(cluster); ref != nil {
+		refs[InternalTLSSecretName(cluster)] = ref
+	}
+	if ref := APICAReference(cluster); ref != nil {
+		refs[APITLSSecretName(cluster)] = ref
+		refs[APIClientSecretName(cluster)] = ref
+	}
+	if len(refs) == 0 {
+		return objs
+	}
+	for _, o := range objs {
+		tmpl := podTemplate(o)
+		if tmpl == nil {
+			continue
+		}
+		for i := range tmpl.Spec.Volumes {
+			v := &tmpl.Spec.Volumes[i]
+			if v.Secret == nil || refs[v.Secret.SecretName] == nil {
+				continue
+			}
+			ref := refs[v.Secret.SecretName]
+			v.VolumeSource = corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: v.Secret.SecretName},
+					Items: []corev1.KeyToPath{{Key: corev1.TLSCertKey, Path: corev1.TLSCertKey}, {Key: corev1.TLSPrivateKeyKey, Path: corev1.TLSPrivateKeyKey}}}},
+				caProjection(ref),
+			}}}
+		}
+		for _, list := range [][]corev1.Container{tmpl.Spec.InitContainers, tmpl.Spec.Containers} {
+			for i := range list {
+				for j := range list[i].Env {
+					e := &list[i].Env[j]
+					if e.Name != "LS_ROOT_CA" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || refs[e.ValueFrom.SecretKeyRef.Name] == nil {
+						continue
+					}
+					e.ValueFrom = caEnvSource(refs[e.ValueFrom.SecretKeyRef.Name])
+				}
+			}
+		}
+	}
+	return objs
+}
+
+func caProjection(ref *linstorv1.CAReference) corev1.VolumeProjection {
+	items := []corev1.KeyToPath{{Key: CAKey(ref), Path: "ca.crt"}}
+	if CAIsConfigMap(ref) {
+		return corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name}, Items: items}}
+	}
+	return corev1.VolumeProjection{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name}, Items: items}}
+}
+
+func caEnvSource(ref *linstorv1.CAReference) *corev1.EnvVarSource {
+	if CAIsConfigMap(ref) {
+		return &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name}, Key: CAKey(ref)}}
+	}
+	return &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name}, Key: CAKey(ref)}}
 }

@@ -158,9 +158,113 @@ func TestDefaultRendersTLSEverywhere(t *testing.T) {
 			if want := map[bool]int32{true: SatelliteSecurePort, false: SatellitePort}[tc.secure]; port != want {
 				t.Errorf("satellite port %d, want %d", port, want)
 			}
-			if got := len(SatelliteConfig(c)) == 1; got != tc.secure {
+			if got := hasObject(SatelliteConfig(c), SatelliteConfigName); got != tc.secure {
 				t.Errorf("satellite SSL configuration rendered: %t, want %t", got, tc.secure)
 			}
 		})
+	}
+}
+
+func TestCAReference(t *testing.T) {
+	cm := &linstorv1.CAReference{Kind: "ConfigMap", Name: "company-ca", Key: "bundle.pem"}
+	sec := &linstorv1.CAReference{Name: "api-ca"} // kind and key defaulted
+	c := cluster(linstorv1.LinstorClusterSpec{TLS: &linstorv1.TLSSpec{
+		Internal: &linstorv1.TLSConfig{Mode: linstorv1.TLSSecret, SecretName: "internal", CAReference: cm},
+		API:      &linstorv1.TLSConfig{Mode: linstorv1.TLSCertManager, IssuerRef: &linstorv1.IssuerReference{Name: "issuer"}, CAReference: sec},
+	}})
+	var objs Objects
+	for _, part := range []func() (Objects, error){
+		func() (Objects, error) { return Controller(c, images.Default()) },
+		func() (Objects, error) { return CSI(c, images.Default(), ServiceURL(c)) },
+		func() (Objects, error) { return HAController(c, images.Default()) },
+		func() (Objects, error) {
+			return Satellite(c, &linstorv1.LinstorSatellite{ObjectMeta: metav1.ObjectMeta{Name: "n", Namespace: "storage"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}, images.Default())
+		},
+	} {
+		o, err := part()
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, o...)
+	}
+	objs = WithSecretFingerprints(WithCAReferences(c, objs), map[string]string{"internal": "fp1"})
+
+	// projected describes a volume: "secret:name[keys] configMap:name[key->path]".
+	projected := func(tmpl *corev1.PodTemplateSpec, volume string) string {
+		for _, v := range tmpl.Spec.Volumes {
+			if v.Name != volume {
+				continue
+			}
+			if v.Projected == nil {
+				return "not projected"
+			}
+			var parts []string
+			for _, s := range v.Projected.Sources {
+				var name string
+				var items []corev1.KeyToPath
+				switch {
+				case s.Secret != nil:
+					name, items = "secret:"+s.Secret.Name, s.Secret.Items
+				case s.ConfigMap != nil:
+					name, items = "configMap:"+s.ConfigMap.Name, s.ConfigMap.Items
+				}
+				var keys []string
+				for _, i := range items {
+					keys = append(keys, i.Key+"->"+i.Path)
+				}
+				parts = append(parts, name+"["+strings.Join(keys, ",")+"]")
+			}
+			return strings.Join(parts, " ")
+		}
+		return "missing"
+	}
+	const internalWant = "secret:internal[tls.crt->tls.crt,tls.key->tls.key] configMap:company-ca[bundle.pem->ca.crt]"
+	ctrl := podTemplate(find[appsv1.Deployment](objs, ControllerName))
+	for volume, want := range map[string]string{
+		"internal-tls": internalWant,
+		"api-tls":      "secret:" + DefaultAPITLSSecret + "[tls.crt->tls.crt,tls.key->tls.key] secret:api-ca[ca.crt->ca.crt]",
+		"client-tls":   "secret:" + DefaultAPIClientTLSSecret + "[tls.crt->tls.crt,tls.key->tls.key] secret:api-ca[ca.crt->ca.crt]",
+	} {
+		if got := projected(ctrl, volume); got != want {
+			t.Errorf("controller volume %s: %s, want %s", volume, got, want)
+		}
+	}
+	sat := podTemplate(find[appsv1.DaemonSet](objs, SatelliteDaemonSetName("n")))
+	if got := projected(sat, "internal-tls"); got != internalWant {
+		t.Errorf("satellite volume: %s, want %s", got, internalWant)
+	}
+	// A renewed channel certificate still rolls the pods that mount it.
+	if got := sat.Annotations[AnnotationTLSHash]; got != "internal=fp1" {
+		t.Errorf("satellite fingerprint annotation %q", got)
+	}
+	// golinstor clients read the CA from LS_ROOT_CA.
+	for _, name := range []string{CSIControllerName, CSINodeName, HAControllerName} {
+		var tmpl *corev1.PodTemplateSpec
+		if d := find[appsv1.Deployment](objs, name); d != nil {
+			tmpl = &d.Spec.Template
+		} else {
+			tmpl = &find[appsv1.DaemonSet](objs, name).Spec.Template
+		}
+		for _, ctr := range tmpl.Spec.Containers {
+			for _, e := range ctr.Env {
+				if e.Name != "LS_ROOT_CA" {
+					continue
+				}
+				if ref := e.ValueFrom.SecretKeyRef; ref == nil || ref.Name != "api-ca" || ref.Key != "ca.crt" {
+					t.Errorf("%s/%s LS_ROOT_CA from %+v, want Secret api-ca key ca.crt", name, ctr.Name, e.ValueFrom)
+				}
+			}
+		}
+	}
+
+	// Generated certificates are verified by the operator's own CA: a reference left
+	// over from another mode changes nothing.
+	gen := cluster(linstorv1.LinstorClusterSpec{TLS: &linstorv1.TLSSpec{Internal: &linstorv1.TLSConfig{Mode: linstorv1.TLSGenerated, CAReference: cm}}})
+	if InternalCAReference(gen) != nil {
+		t.Error("a Generated channel uses a caReference")
+	}
+	plain, _ := Controller(gen, images.Default())
+	if got := projected(podTemplate(find[appsv1.Deployment](WithCAReferences(gen, plain), ControllerName)), "internal-tls"); got != "not projected" {
+		t.Errorf("Generated channel: %s", got)
 	}
 }

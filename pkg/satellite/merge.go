@@ -4,42 +4,59 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 )
 
-// Selects reports whether a node selector (empty selects all) matches the node.
-func Selects(selector map[string]string, node *corev1.Node) bool {
-	return labels.SelectorFromSet(selector).Matches(labels.Set(node.Labels))
+// Decision is what a node gets.
+type Decision struct {
+	// Selected is false when the node gets no satellite (Spec is then empty).
+	Selected bool
+	Spec     linstorv1.LinstorSatelliteSpec
+	// Applied names the configurations that select the node, in name order.
+	Applied []string
+	// Skipped says, per configuration, which properties its expandFrom generated that
+	// were left out, and why.
+	Skipped map[string][]string
 }
 
-// Desired returns the satellite spec for node, and false when the node gets none.
-func Desired(cluster *linstorv1.LinstorCluster, configs []linstorv1.LinstorSatelliteConfiguration, node *corev1.Node) (linstorv1.LinstorSatelliteSpec, []string, error) {
-	if !Selects(cluster.Spec.NodeSelector, node) {
-		return linstorv1.LinstorSatelliteSpec{}, nil, nil
+// maxPatches is the API's limit on LinstorSatellite spec.patches.
+const maxPatches = 256
+
+// Desired decides whether node gets a satellite (Selected) and its spec.
+func Desired(cluster *linstorv1.LinstorCluster, configs []linstorv1.LinstorSatelliteConfiguration, node *corev1.Node) (Decision, error) {
+	if ok, err := Selected(cluster, node); !ok || err != nil {
+		return Decision{}, err
 	}
 	sorted := append([]linstorv1.LinstorSatelliteConfiguration(nil), configs...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 
+	d := Decision{Selected: true}
 	spec := linstorv1.LinstorSatelliteSpec{ClusterRef: linstorv1.ClusterReference{Name: cluster.Name}, DeletionPolicy: linstorv1.DeletionRetain}
 	if cluster.Spec.Satellite != nil {
 		spec.DRBDModuleLoader = cluster.Spec.Satellite.DRBDModuleLoader
+		spec.Patches = append(spec.Patches, cluster.Spec.Satellite.Patches...)
 	}
 	var pools []linstorv1.StoragePool
 	var nics []linstorv1.NetInterface
 	props := map[string]linstorv1.NodeProperty{}
+	owner := map[string]string{} // property name -> configuration it comes from
 	var patch []byte
-	var applied []string
-	for _, cfg := range sorted {
-		if cfg.DeletionTimestamp != nil || !Selects(cfg.Spec.NodeSelector, node) {
+	for i := range sorted {
+		cfg := &sorted[i]
+		if ok, err := Applies(cfg, node); err != nil {
+			// Keep the node's satellite as it is rather than build it without this
+			// configuration's pools and properties.
+			return Decision{}, err
+		} else if !ok {
 			continue
 		}
-		applied = append(applied, cfg.Name)
+		d.Applied = append(d.Applied, cfg.Name)
 		pools = mergeByName(pools, cfg.Spec.StoragePools, func(p linstorv1.StoragePool) string { return p.Name })
 		if activeNIC(cfg.Spec.NetInterfaces) != "" {
 			// One interface carries the satellite connection. When configurations
@@ -51,7 +68,7 @@ func Desired(cluster *linstorv1.LinstorCluster, configs []linstorv1.LinstorSatel
 		}
 		nics = mergeByName(nics, cfg.Spec.NetInterfaces, func(n linstorv1.NetInterface) string { return n.Name })
 		for _, p := range cfg.Spec.Properties {
-			props[p.Name] = p
+			props[p.Name], owner[p.Name] = p, cfg.Name
 		}
 		if cfg.Spec.DeletionPolicy != "" {
 			spec.DeletionPolicy = cfg.Spec.DeletionPolicy
@@ -62,28 +79,88 @@ func Desired(cluster *linstorv1.LinstorCluster, configs []linstorv1.LinstorSatel
 		if cfg.Spec.DRBDModuleLoader != "" {
 			spec.DRBDModuleLoader = cfg.Spec.DRBDModuleLoader
 		}
+		if len(cfg.Spec.IPFamilies) > 0 {
+			spec.IPFamilies = append([]linstorv1.IPFamily(nil), cfg.Spec.IPFamilies...)
+		}
+		spec.Patches = append(spec.Patches, cfg.Spec.Patches...)
 		if cfg.Spec.PodTemplate != nil && len(cfg.Spec.PodTemplate.Raw) > 0 {
 			var err error
 			if patch, err = mergePatches(patch, cfg.Spec.PodTemplate.Raw); err != nil {
-				return spec, nil, fmt.Errorf("LinstorSatelliteConfiguration %s: spec.podTemplate: %w", cfg.Name, err)
+				return Decision{Selected: true, Applied: d.Applied}, fmt.Errorf("LinstorSatelliteConfiguration %s: spec.podTemplate: %w", cfg.Name, err)
 			}
 		}
 	}
+	if len(spec.Patches) > maxPatches {
+		// The LinstorSatellite would be refused; say which objects add up to it.
+		return Decision{Selected: true, Applied: d.Applied}, fmt.Errorf("spec.satellite.patches of the LinstorCluster and spec.patches of LinstorSatelliteConfigurations %s add up to %d patches, more than the %d a LinstorSatellite holds",
+			strings.Join(d.Applied, ", "), len(spec.Patches), maxPatches)
+	}
 	spec.StoragePools, spec.NetInterfaces = pools, nics
-	names := make([]string, 0, len(props))
-	for n := range props {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if v, ok := resolve(props[n], node); ok {
-			spec.Properties = append(spec.Properties, linstorv1.Property{Name: n, Value: v})
-		}
-	}
+	spec.Properties, d.Skipped = resolveAll(props, owner, node)
 	if patch != nil {
 		spec.PodTemplate = &runtime.RawExtension{Raw: patch}
 	}
-	return spec, applied, nil
+	d.Spec = spec
+	return d, nil
+}
+
+// resolveAll resolves the merged properties against the node, sorted by name. A name
+// set by a property itself (a literal or valueFrom) wins over the same name generated
+// by an expandFrom: the explicit one is what the admin wrote for that name.
+func resolveAll(merged map[string]linstorv1.NodeProperty, owner map[string]string, node *corev1.Node) ([]linstorv1.Property, map[string][]string) {
+	out := map[string]string{}
+	var skipped map[string][]string
+	for name, p := range merged {
+		if p.ExpandFrom != nil {
+			continue
+		}
+		if v, ok := resolve(p, node); ok {
+			out[name] = v
+		}
+	}
+	explicit := func(name string) bool {
+		p, ok := merged[name]
+		return ok && p.ExpandFrom == nil // named even when its valueFrom is missing on this node
+	}
+	// Expansions in name order, so two expansions generating the same name resolve the
+	// same way on every pass: the first by property name keeps it.
+	names := make([]string, 0, len(merged))
+	for n := range merged {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	generatedBy := map[string]string{}
+	for _, n := range names {
+		p := merged[n]
+		if p.ExpandFrom == nil {
+			continue
+		}
+		generated, why := expand(p, node)
+		for _, g := range generated {
+			if _, taken := out[g.Name]; taken || explicit(g.Name) {
+				if other, byExpansion := generatedBy[g.Name]; byExpansion {
+					why = append(why, fmt.Sprintf("property %q is also generated by the expandFrom of property %s, which comes first by name and is kept", g.Name, other))
+				}
+				continue
+			}
+			out[g.Name], generatedBy[g.Name] = g.Value, n
+		}
+		if len(why) > 0 {
+			if skipped == nil {
+				skipped = map[string][]string{}
+			}
+			skipped[owner[n]] = append(skipped[owner[n]], why...)
+		}
+	}
+	if len(out) == 0 {
+		return nil, skipped
+	}
+	result := make([]linstorv1.Property, 0, len(out))
+	for n, v := range out {
+		result = append(result, linstorv1.Property{Name: n, Value: v})
+	}
+	sort.Slice(result, func(i, j int) bool { return result[i].Name < result[j].Name })
+	return result, skipped
 }
 
 func mergeByName[T any](base, more []T, name func(T) string) []T {
@@ -148,13 +225,14 @@ func ActiveConflicts(cluster *linstorv1.LinstorCluster, configs []linstorv1.Lins
 	out := map[string]string{}
 	for i := range nodes {
 		node := &nodes[i]
-		if !Selects(cluster.Spec.NodeSelector, node) {
+		if ok, err := Selected(cluster, node); !ok || err != nil {
 			continue
 		}
 		winner, winnerNIC := "", ""
 		var losers []string
-		for _, cfg := range sorted {
-			if cfg.DeletionTimestamp != nil || !Selects(cfg.Spec.NodeSelector, node) {
+		for i := range sorted {
+			cfg := &sorted[i]
+			if ok, _ := Applies(cfg, node); !ok {
 				continue
 			}
 			if nic := activeNIC(cfg.Spec.NetInterfaces); nic != "" {

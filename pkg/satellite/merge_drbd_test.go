@@ -44,7 +44,8 @@ func TestDesiredDRBDModuleLoader(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cluster := &linstorv1.LinstorCluster{ObjectMeta: metav1.ObjectMeta{Name: "linstor"}, Spec: linstorv1.LinstorClusterSpec{Satellite: tc.clusterDefault}}
-			got, _, err := Desired(cluster, tc.configs, node)
+			d, err := Desired(cluster, tc.configs, node)
+			got := d.Spec
 			if err != nil {
 				t.Fatal(err)
 			}

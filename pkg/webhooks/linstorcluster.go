@@ -77,6 +77,7 @@ func (v *ClusterValidator) validate(ctx context.Context, cluster *linstorv1.Lins
 	errs := versionRules[linstorv1.LinstorClusterSpec, linstorv1.LinstorClusterStatus](ctx, "LinstorCluster", cluster, old, paths)
 	own := validateClusterSpec(&cluster.Spec)
 	own = append(own, clusterEscalations(cluster, old)...)
+	own = append(own, clusterPatchErrors(cluster, old)...)
 	if old == nil {
 		own = append(own, v.validateRestoreFrom(ctx, cluster)...)
 	} else {
@@ -91,6 +92,7 @@ func (v *ClusterValidator) validate(ctx context.Context, cluster *linstorv1.Lins
 func validateClusterSpec(spec *linstorv1.LinstorClusterSpec) field.ErrorList {
 	p := field.NewPath("spec")
 	errs := metav1validation.ValidateLabels(spec.NodeSelector, p.Child("nodeSelector"))
+	errs = append(errs, validateNodeSelector(p.Child("nodeAffinity"), spec.NodeAffinity)...)
 	if spec.Controller != nil {
 		errs = append(errs, validateComponent(p.Child("controller"), &spec.Controller.ComponentSpec)...)
 	}

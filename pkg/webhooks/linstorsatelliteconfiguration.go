@@ -41,6 +41,7 @@ func (v SatelliteConfigurationValidator) validate(ctx context.Context, cfg *lins
 	errs := versionRules[linstorv1.LinstorSatelliteConfigurationSpec, linstorv1.LinstorSatelliteConfigurationStatus](ctx, "LinstorSatelliteConfiguration", cfg, old, paths)
 	own := SpecErrors(cfg)
 	own = append(own, satelliteConfigurationEscalations(ctx, v.Reader, cfg, old)...)
+	own = append(own, satelliteConfigurationPatchEscalations(ctx, v.Reader, cfg, old)...)
 	if old != nil {
 		own = append(own, UpdateErrors(old, cfg)...)
 	}

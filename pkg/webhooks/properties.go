@@ -25,6 +25,9 @@ func validateProperties(path *field.Path, obj props.Object, list []linstorv1.Pro
 func validateNodeProperties(path *field.Path, list []linstorv1.NodeProperty) field.ErrorList {
 	var errs field.ErrorList
 	for i, p := range list {
+		if p.ExpandFrom != nil {
+			continue // its names are generated: validateNodePropertySources
+		}
 		errs = append(errs, propertyError(path.Index(i), props.Node, p.Name, p.Value, p.ValueFrom == nil)...)
 	}
 	return errs

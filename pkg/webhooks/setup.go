@@ -39,12 +39,15 @@ func Setup(mgr ctrl.Manager, namespace string) error {
 func SpecErrors(obj runtime.Object) field.ErrorList {
 	switch o := obj.(type) {
 	case *linstorv1.LinstorCluster:
-		return append(validateClusterSpec(&o.Spec), clusterEscalations(o, nil)...)
+		return append(append(validateClusterSpec(&o.Spec), clusterEscalations(o, nil)...), clusterPatchErrors(o, nil)...)
 	case *linstorv1.LinstorSatelliteConfiguration:
 		spec := field.NewPath("spec")
 		errs := metav1validation.ValidateLabels(o.Spec.NodeSelector, spec.Child("nodeSelector"))
+		errs = append(errs, validateNodeSelector(spec.Child("nodeAffinity"), o.Spec.NodeAffinity)...)
 		errs = append(errs, validatePodTemplatePatch(spec.Child("podTemplate"), o.Spec.PodTemplate)...)
+		errs = append(errs, satelliteConfigurationPatchErrors(o)...)
 		errs = append(errs, validateNodeProperties(spec.Child("properties"), o.Spec.Properties)...)
+		errs = append(errs, validateNodePropertySources(spec.Child("properties"), o.Spec.Properties)...)
 		errs = append(errs, validateStoragePools(spec.Child("storagePools"), o.Spec.StoragePools)...)
 		return append(errs, validateNetInterfaces(spec.Child("netInterfaces"), o.Spec.NetInterfaces)...)
 	case *linstorv1.LinstorNodeConnection:

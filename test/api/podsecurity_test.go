@@ -47,9 +47,12 @@ var podSecurityTable = []struct {
 	// drbdsetup reads DRBD state through the host's netlink.
 	{pod: render.HAControllerName, lowest: "privileged", baselineRefuses: []string{"hostNetwork=true", `privileged (container "linstor-ha-controller"`}},
 	// DRBD, LVM and ZFS on the host; LINSTOR addresses the node by its own IP (so its
-	// port is a host port); the DRBD module loader (an init container) needs SYS_MODULE.
+	// port and drbd-reactor's metrics port are host ports); the DRBD module loader (an
+	// init container) needs SYS_MODULE; the shutdown guard (an init container) installs a
+	// systemd unit on the host (docs/satellite.md).
 	{pod: render.SatelliteComponent, lowest: "privileged", baselineRefuses: []string{
-		"hostNetwork=true", "hostPath volumes", "hostPort", `privileged (container "linstor-satellite"`,
+		"hostNetwork=true", "hostPath volumes", `hostPort (containers "linstor-satellite", "drbd-reactor"`,
+		`privileged (containers "drbd-shutdown-guard", "linstor-satellite" must not`,
 		`non-default capabilities (container "drbd-module-loader" must not include "SYS_MODULE"`,
 	}},
 }

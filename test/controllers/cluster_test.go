@@ -92,6 +92,7 @@ func TestClusterRunsLinstor(t *testing.T) {
 		var cfg linstorv1.LinstorSatelliteConfiguration
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pools"}, &cfg)).To(Succeed())
 		g.Expect(cfg.Status.MatchedNodes).To(Equal([]string{"run-a", "run-b"}))
+		g.Expect(cfg.Status.MatchedNodeCount).To(Equal(int32(2)), "the printer column's count")
 		g.Expect(condition(cfg.Status.Conditions, linstorv1.ConditionApplied).Status).To(Equal(metav1.ConditionTrue))
 	}, timeout, tick).Should(Succeed())
 

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
@@ -25,6 +26,8 @@ import (
 const (
 	timeout = 60 * time.Second
 	tick    = 250 * time.Millisecond
+	// samplePool is the storage pool of config/samples' LinstorSatelliteConfiguration.
+	samplePool = "file-thin"
 )
 
 var ctx = context.Background()
@@ -83,7 +86,7 @@ func TestInstallBecomesAvailable(t *testing.T) {
 		linstorNodeOnline(g, name)
 		pools, err := env.Emulator.StoragePools(name)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(pools).To(ContainElement(HaveField("StoragePoolName", "thin")))
+		g.Expect(pools).To(ContainElement(HaveField("StoragePoolName", samplePool)))
 	}
 }
 
@@ -94,7 +97,7 @@ func TestAddedNodeGetsASatelliteWithItsPools(t *testing.T) {
 		linstorNodeOnline(g, "node-3")
 		pools, err := env.Emulator.StoragePools("node-3")
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(pools).To(ContainElement(And(HaveField("StoragePoolName", "thin"), HaveField("ProviderKind", lapi.LVM_THIN))))
+		g.Expect(pools).To(ContainElement(And(HaveField("StoragePoolName", samplePool), HaveField("ProviderKind", lapi.FILE_THIN))))
 		g.Expect(cluster(g).Status.Satellites).To(Equal(linstorv1.SatelliteCounts{Ready: 4, Total: 4}))
 	}, timeout, tick).Should(Succeed())
 }
@@ -159,10 +162,28 @@ func TestStoppedOperatorLeavesWorkloadsAloneAndCatchesUp(t *testing.T) {
 	g.Expect(runningPods(g, render.ControllerName)).To(Equal(controllerBefore))
 }
 
-// The samples' deletion policy is Evacuate: a node that leaves is evacuated and its
-// LINSTOR node deleted; the real garbage collector removes its satellite DaemonSet.
+// With deletion policy Evacuate (the samples keep the default, Retain), a node that
+// leaves is evacuated and its LINSTOR node deleted; the real garbage collector removes
+// its satellite DaemonSet.
 func TestRemovedNodeIsEvacuatedAndItsWorkloadCollected(t *testing.T) {
 	g := NewWithT(t)
+	var cfgs linstorv1.LinstorSatelliteConfigurationList
+	g.Expect(env.Client.List(ctx, &cfgs, client.InNamespace(namespace))).To(Succeed())
+	for i := range cfgs.Items {
+		cfg := &cfgs.Items[i]
+		g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cfg), cfg); err != nil {
+				return err
+			}
+			cfg.Spec.DeletionPolicy = linstorv1.DeletionEvacuate
+			return env.Client.Update(ctx, cfg)
+		})).To(Succeed())
+	}
+	g.Eventually(func(g Gomega) {
+		var sat linstorv1.LinstorSatellite
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "node-4"}, &sat)).To(Succeed())
+		g.Expect(sat.Spec.DeletionPolicy).To(Equal(linstorv1.DeletionEvacuate))
+	}, timeout, tick).Should(Succeed())
 	var ds appsv1.DaemonSet
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: render.SatelliteDaemonSetName("node-4")}, &ds)).To(Succeed())
 	g.Expect(env.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-4"}})).To(Succeed())

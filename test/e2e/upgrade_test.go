@@ -77,8 +77,8 @@ func installAt(t *testing.T, version string) {
 		g.Expect(c.Status.Satellites.Ready).To(Equal(int32(4)))
 		poolsCreated(g)
 	}, upgradeTimeout, tick).Should(Succeed())
-	g.Expect(env.Emulator.PlaceResource("pvc-keep", "node-0", "thin", true)).To(Succeed())
-	g.Expect(env.Emulator.PlaceResource("pvc-keep", "node-1", "thin", false)).To(Succeed())
+	g.Expect(env.Emulator.PlaceResource("pvc-keep", "node-0", samplePool, true)).To(Succeed())
+	g.Expect(env.Emulator.PlaceResource("pvc-keep", "node-1", samplePool, false)).To(Succeed())
 }
 
 // poolsCreated: every satellite reports the samples' pool with its capacity. A
@@ -88,7 +88,7 @@ func poolsCreated(g Gomega) {
 	g.Expect(env.Client.List(ctx, &sats, client.InNamespace(namespace))).To(Succeed())
 	g.Expect(sats.Items).NotTo(BeEmpty())
 	for _, sat := range sats.Items {
-		g.Expect(sat.Status.StoragePools).To(ContainElement(HaveField("Name", "thin")), "satellite %s", sat.Name)
+		g.Expect(sat.Status.StoragePools).To(ContainElement(HaveField("Name", samplePool)), "satellite %s", sat.Name)
 	}
 }
 
@@ -353,7 +353,7 @@ func TestNewOperatorReleaseUpgradesLinstor(t *testing.T) {
 		g.Expect(c.Status.Satellites.Ready).To(Equal(int32(4)))
 		poolsCreated(g)
 	}, upgradeTimeout, tick).Should(Succeed())
-	g.Expect(env.Emulator.PlaceResource("pvc-old", "node-2", "thin", true)).To(Succeed())
+	g.Expect(env.Emulator.PlaceResource("pvc-old", "node-2", samplePool, true)).To(Succeed())
 
 	start := time.Now()
 	g.Expect(env.StopOperator()).To(Succeed()) // OLM replaces the operator Deployment
@@ -402,7 +402,7 @@ func TestUserBackupAndRestoreRoundTrip(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(lc.Resources.Delete(ctx, "pvc-keep", "node-1")).To(Succeed())
 	g.Expect(env.Emulator.ResourcePlaced("pvc-keep", "node-1")).To(BeFalse())
-	g.Expect(env.Emulator.PlaceResource("pvc-new", "node-2", "thin", false)).To(Succeed())
+	g.Expect(env.Emulator.PlaceResource("pvc-new", "node-2", samplePool, false)).To(Succeed())
 	time.Sleep(2 * time.Second) // the controller writes its database
 
 	// Naming the backup does not replace a live database on its own: the restore waits
@@ -439,7 +439,7 @@ func TestUserBackupAndRestoreRoundTrip(t *testing.T) {
 	g.Expect(cluster(g).Annotations).NotTo(HaveKey(lifecycle.AnnotationConfirmRestore), "the confirmation is used up")
 
 	// Restored once only: a change made now survives while the field still names the backup.
-	g.Expect(env.Emulator.PlaceResource("pvc-after", "node-2", "thin", false)).To(Succeed())
+	g.Expect(env.Emulator.PlaceResource("pvc-after", "node-2", samplePool, false)).To(Succeed())
 	g.Consistently(func(g Gomega) {
 		g.Expect(cluster(g).Status.Restore.Phase).To(Equal(lifecycle.RestoreRestored))
 		g.Expect(env.Emulator.ResourcePlaced("pvc-after", "node-2")).To(BeTrue())

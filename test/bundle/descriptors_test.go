@@ -1,0 +1,626 @@
+package bundle
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// The OpenShift console's rules for descriptors, read from its source
+// (github.com/openshift/console, frontend/packages/...):
+//
+//   - operator-lifecycle-manager/src/components/descriptors/types.ts: the SpecCapability
+//     and StatusCapability enums, the only x-descriptors it knows.
+//   - .../descriptors/const.ts: COMMON_, OBJECT_, ARRAY_ and PRIMITIVE_COMPATIBLE_CAPABILITIES
+//     (which capability works on which schema type), DEPRECATED_CAPABILITIES, and the
+//     regular expressions of k8sResourcePrefix (group:version:Kind), select: and
+//     fieldDependency:<path>:<value>.
+//   - .../descriptors/utils.tsx getValidCapabilitiesForSchema: a capability on a schema
+//     type it is not compatible with is dropped ("will have no effect"); the type is
+//     rjsf's getSchemaType (no type and no properties: primitive).
+//   - .../operand/utils.ts capabilitiesToUISchema / descriptorsToUISchema: a
+//     k8sResourcePrefix capability wins and becomes a K8sResourceWidget listing objects of
+//     that kind (modelFor: known kinds only); select: options become a dropdown; the
+//     first fieldDependency only is used; a descriptor whose path is not in the schema
+//     is dropped with a warning.
+//   - .../descriptors/spec/spec-descriptor-input.tsx: nodeAffinity, podAffinity,
+//     podAntiAffinity, resourceRequirements and updateStrategy are whole-object fields
+//     (console-shared/src/components/dynamic-form/fields.tsx: NodeAffinityField edits
+//     requiredDuringScheduling... nodeSelectorTerms and preferred... terms, PodAffinityField
+//     the pod affinity terms, ResourceRequirementsField limits and requests); hidden,
+//     imagePullPolicy, booleanSwitch, checkbox, number, password, podCount, text and
+//     select are widgets of one value.
+//   - console-shared/src/components/dynamic-form/templates.tsx FieldTemplate: a
+//     dependency compares _.get(formData, ['spec', ...controlFieldPath]).toString() with
+//     the value, so the control path is from spec and cannot go through a list
+//     (stringPathToUISchemaPath turns [0] into "items", which formData does not have).
+//   - .../descriptors/status/index.tsx StatusDescriptorDetailsItem: a status value that is
+//     an object or a list renders nothing ("A valid x-descriptor must be provided for
+//     non-primitive properties") unless it is podStatuses; conditions are shown by
+//     operand/index.tsx from the conditions capability, on a list.
+//   - .../descriptors/utils.tsx groupDescriptorDetails: hidden descriptors are left out of
+//     the details page; "a.b" groups under "a", "a[0].b" lists every item.
+//   - console-shared/src/utils/utils.ts getSchemaAtPath: digits in a path step into items.
+const (
+	specPrefix = "urn:alm:descriptor:com.tectonic.ui:"
+	k8sPrefix  = "urn:alm:descriptor:io.kubernetes:"
+)
+
+// typeClass is what getValidCapabilitiesForSchema sees: object, array or primitive.
+type typeClass string
+
+const (
+	object    typeClass = "object"
+	array     typeClass = "array"
+	primitive typeClass = "primitive"
+)
+
+// capability is one row of the console's table.
+type capability struct {
+	urn    string // exact, or a prefix when prefix is set
+	prefix bool
+	spec   bool // a SpecCapability
+	status bool // a StatusCapability
+	on     typeClass
+	// shape checks what the widget needs of the schema beyond its type class.
+	shape func(d descriptorCtx) string
+	// whole: the widget edits the entire object, so its fields need no descriptors.
+	whole bool
+}
+
+var capabilities = []capability{
+	// COMMON_COMPATIBLE_CAPABILITIES: any type.
+	{urn: specPrefix + "advanced", spec: true},
+	{urn: specPrefix + "hidden", spec: true, status: true, whole: true},
+	{urn: specPrefix + "fieldDependency:", prefix: true, spec: true, shape: checkDependency},
+	// OBJECT_COMPATIBLE_CAPABILITIES.
+	{urn: specPrefix + "resourceRequirements", spec: true, on: object, whole: true, shape: hasProperties("limits", "requests")},
+	{urn: specPrefix + "nodeAffinity", spec: true, on: object, whole: true, shape: checkNodeAffinity},
+	{urn: specPrefix + "podAffinity", spec: true, on: object, whole: true, shape: checkPodAffinity},
+	{urn: specPrefix + "podAntiAffinity", spec: true, on: object, whole: true, shape: checkPodAffinity},
+	{urn: specPrefix + "updateStrategy", spec: true, on: object, whole: true, shape: hasProperties("type")},
+	{urn: specPrefix + "selector:", prefix: true, spec: true, on: object, shape: checkSelector},
+	{urn: specPrefix + "podStatuses", status: true, on: object},
+	// ARRAY_COMPATIBLE_CAPABILITIES.
+	{urn: specPrefix + "endpointList", spec: true, on: array},
+	{urn: "urn:alm:descriptor:io.kubernetes.conditions", status: true, on: array, shape: checkConditions},
+	// PRIMITIVE_COMPATIBLE_CAPABILITIES.
+	{urn: k8sPrefix, prefix: true, spec: true, status: true, on: primitive, shape: checkResourceKind},
+	{urn: specPrefix + "select:", prefix: true, spec: true, on: primitive, shape: checkSelect},
+	{urn: specPrefix + "imagePullPolicy", spec: true, on: primitive, shape: isType("string")},
+	{urn: specPrefix + "podCount", spec: true, status: true, on: primitive, shape: isType("integer")},
+	{urn: specPrefix + "booleanSwitch", spec: true, on: primitive, shape: isType("boolean")},
+	{urn: specPrefix + "checkbox", spec: true, on: primitive, shape: isType("boolean")},
+	{urn: specPrefix + "password", spec: true, status: true, on: primitive, shape: isType("string")},
+	{urn: specPrefix + "text", spec: true, on: primitive, shape: isType("string", "int-or-string")},
+	{urn: specPrefix + "number", spec: true, on: primitive, shape: isType("integer", "number")},
+	{urn: "urn:alm:descriptor:text", status: true, on: primitive},
+	{urn: "urn:alm:descriptor:org.w3:link", status: true, on: primitive, shape: isType("string")},
+	{urn: "urn:alm:descriptor:io.kubernetes.phase", status: true, on: primitive, shape: isType("string")},
+	{urn: "urn:alm:descriptor:io.kubernetes.phase:reason", status: true, on: primitive, shape: isType("string")},
+	{urn: "urn:alm:descriptor:prometheusEndpoint", status: true, on: primitive},
+}
+
+// deprecated are DEPRECATED_CAPABILITIES: logged by the console, and on their way out.
+var deprecated = []string{specPrefix + "arrayFieldGroup:", specPrefix + "fieldGroup:", specPrefix + "namespaceSelector", specPrefix + "label"}
+
+// coreKinds are the core/v1 kinds a k8sResourcePrefix may name here (the console's
+// modelFor knows them); kinds of linstor.io must be owned by the CSV.
+var coreKinds = []string{"Secret", "ConfigMap", "Node", "Namespace", "ServiceAccount", "Service", "PersistentVolumeClaim", "Pod"}
+
+// exemptBelow: fields at these paths ("*." matches any prefix) are Kubernetes types the
+// console has no widget for; the field itself needs a descriptor, what lies below it
+// does not: the form shows Kubernetes' own field names, documented by `kubectl explain`.
+var exemptBelow = map[string]string{
+	"*.tolerations": "corev1.Toleration: types.ts has no tolerations capability (io.kubernetes:Tolerations is a resource picker of a kind that does not exist)",
+	"nodeAffinity":  "corev1.NodeSelector: the nodeAffinity field edits a NodeAffinity (requiredDuringScheduling...), not bare nodeSelectorTerms",
+}
+
+func isExemptBelow(path string) bool {
+	for p := range exemptBelow {
+		if path == p || (strings.HasPrefix(p, "*.") && strings.HasSuffix(path, p[1:])) {
+			return true
+		}
+	}
+	return false
+}
+
+// exemptSpec: kinds whose spec users do not write.
+var exemptSpec = map[string]string{
+	"LinstorSatellite": "written by the operator from the LinstorCluster and the LinstorSatelliteConfigurations; an internal object (operators.operatorframework.io/internal-objects), never created from the console",
+}
+
+// exemptStatus: status fields not worth a line on the details page.
+var exemptStatus = map[string]string{
+	"*/observedGeneration":              "bookkeeping for controllers",
+	"LinstorCluster/satellitesSummary":  "the printer column's copy of satellites.ready and satellites.total, which have descriptors",
+	"LinstorCluster/restore.clusterUID": "guards a recreated object against an old restore; means nothing to a reader",
+	"LinstorSatellite/poolsSummary":     "the printer column's summary of storagePools, which have descriptors",
+}
+
+type descriptorCtx struct {
+	kind, path, urn string
+	schema          *apiextensionsv1.JSONSchemaProps
+	root            *apiextensionsv1.JSONSchemaProps // spec or status
+	owned           map[string]bool                  // kinds of linstor.io in the CSV
+}
+
+// classOf is rjsf's getSchemaType as getCompatibleCapabilities uses it.
+func classOf(s *apiextensionsv1.JSONSchemaProps) typeClass {
+	switch {
+	case s.Type == "array":
+		return array
+	case s.Type == "object" || (s.Type == "" && (len(s.Properties) > 0 || s.AdditionalProperties != nil)):
+		return object
+	}
+	return primitive
+}
+
+// schemaAt follows a descriptor path as getSchemaAtPath does.
+func schemaAt(root *apiextensionsv1.JSONSchemaProps, path string) *apiextensionsv1.JSONSchemaProps {
+	s := root
+	for _, step := range strings.FieldsFunc(path, func(r rune) bool { return r == '.' || r == '[' || r == ']' }) {
+		if s == nil {
+			return nil
+		}
+		if regexp.MustCompile(`^\d+$`).MatchString(step) {
+			if s.Items == nil || s.Items.Schema == nil {
+				return nil
+			}
+			s = s.Items.Schema
+			continue
+		}
+		p, ok := s.Properties[step]
+		if !ok {
+			return nil
+		}
+		s = &p
+	}
+	return s
+}
+
+func isType(types ...string) func(descriptorCtx) string {
+	return func(d descriptorCtx) string {
+		t := d.schema.Type
+		if t == "" && d.schema.XIntOrString {
+			t = "int-or-string"
+		}
+		if !slices.Contains(types, t) {
+			return fmt.Sprintf("is for %s values, the field is %q", strings.Join(types, " or "), t)
+		}
+		return ""
+	}
+}
+
+func hasProperties(names ...string) func(descriptorCtx) string {
+	return func(d descriptorCtx) string {
+		for _, n := range names {
+			if _, ok := d.schema.Properties[n]; !ok {
+				return "needs an object with " + strings.Join(names, ", ") + "; the field has no " + n
+			}
+		}
+		return ""
+	}
+}
+
+func checkNodeAffinity(d descriptorCtx) string {
+	req, ok := d.schema.Properties["requiredDuringSchedulingIgnoredDuringExecution"]
+	if _, terms := req.Properties["nodeSelectorTerms"]; !ok || !terms {
+		return "edits a NodeAffinity (requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms); the field is not one"
+	}
+	return hasProperties("preferredDuringSchedulingIgnoredDuringExecution")(d)
+}
+
+func checkPodAffinity(d descriptorCtx) string {
+	req, ok := d.schema.Properties["requiredDuringSchedulingIgnoredDuringExecution"]
+	if !ok || req.Items == nil || req.Items.Schema == nil {
+		return "edits a PodAffinity (a list of requiredDuringSchedulingIgnoredDuringExecution terms); the field is not one"
+	}
+	if _, ok := req.Items.Schema.Properties["topologyKey"]; !ok {
+		return "edits pod affinity terms with a topologyKey; the field has none"
+	}
+	return hasProperties("preferredDuringSchedulingIgnoredDuringExecution")(d)
+}
+
+// checkSelector: the details page renders the value with the Selector component, which
+// takes a LabelSelector or a plain label map.
+func checkSelector(d descriptorCtx) string {
+	if d.schema.AdditionalProperties != nil && d.schema.AdditionalProperties.Schema != nil && d.schema.AdditionalProperties.Schema.Type == "string" {
+		return ""
+	}
+	if _, ok := d.schema.Properties["matchLabels"]; ok {
+		return ""
+	}
+	return "needs a label map or a LabelSelector"
+}
+
+func checkConditions(d descriptorCtx) string {
+	if d.schema.Items == nil || d.schema.Items.Schema == nil {
+		return "needs a list of conditions"
+	}
+	for _, p := range []string{"type", "status"} {
+		if _, ok := d.schema.Items.Schema.Properties[p]; !ok {
+			return "needs a list of conditions with type and status"
+		}
+	}
+	return ""
+}
+
+// checkResourceKind: REGEXP_K8S_RESOURCE_SUFFIX takes [core:v1:]Kind or group:version:Kind,
+// the value is the object's name.
+func checkResourceKind(d descriptorCtx) string {
+	if msg := isType("string")(d); msg != "" {
+		return "names an object: " + msg
+	}
+	gvk := strings.TrimPrefix(strings.TrimPrefix(d.urn, k8sPrefix), "core:v1:")
+	gvk, _, _ = strings.Cut(gvk, "?")
+	parts := strings.Split(gvk, ":")
+	switch {
+	case len(parts) == 1 && slices.Contains(coreKinds, parts[0]):
+		return ""
+	case len(parts) == 3 && parts[0] == "linstor.io" && d.owned[parts[2]+"/"+parts[1]]:
+		return ""
+	}
+	return "names no kind the console knows: " + gvk
+}
+
+// checkSelect: the dropdown offers exactly the select: options; they must be the enum.
+func checkSelect(d descriptorCtx) string {
+	if msg := isType("string")(d); msg != "" {
+		return msg
+	}
+	var enum []string
+	for _, e := range d.schema.Enum {
+		enum = append(enum, strings.Trim(string(e.Raw), `"`))
+	}
+	if len(enum) == 0 {
+		return "offers a fixed list on a field without an enum"
+	}
+	return "" // the options are compared with the enum per descriptor, in check()
+}
+
+// checkDependency: <path>:<value>, from spec, no list in the path, value one the
+// control can take.
+func checkDependency(d descriptorCtx) string {
+	rest := strings.TrimPrefix(d.urn, specPrefix+"fieldDependency:")
+	path, value, ok := strings.Cut(rest, ":")
+	if !ok || path == "" || value == "" {
+		return "needs fieldDependency:<path>:<value>"
+	}
+	if strings.Contains(path, "[") {
+		return "control path " + path + " goes through a list, which the form cannot follow"
+	}
+	control := schemaAt(d.root, path)
+	if control == nil {
+		return "control path " + path + " is not in the schema"
+	}
+	switch {
+	case control.Type == "boolean" && (value == "true" || value == "false"):
+	case len(control.Enum) > 0:
+		found := false
+		for _, e := range control.Enum {
+			found = found || strings.Trim(string(e.Raw), `"`) == value
+		}
+		if !found {
+			return "control " + path + " never has the value " + value
+		}
+	case control.Type == "string":
+	default:
+		return "control " + path + " is not a boolean or string"
+	}
+	return ""
+}
+
+func lookup(urn string) (capability, bool) {
+	for _, c := range capabilities {
+		if urn == c.urn || (c.prefix && strings.HasPrefix(urn, c.urn) && urn != c.urn) {
+			return c, true
+		}
+	}
+	return capability{}, false
+}
+
+// check returns what is wrong with one descriptor.
+func check(d descriptorCtx, part string, xds []string) []string {
+	var out []string
+	bad := func(format string, a ...any) {
+		out = append(out, fmt.Sprintf("%s %s %s: ", d.kind, part, d.path)+fmt.Sprintf(format, a...))
+	}
+	if d.schema == nil {
+		bad("no such field in the CRD schema")
+		return out
+	}
+	var selects []string
+	dependencies := 0
+	for _, x := range xds {
+		if slices.ContainsFunc(deprecated, func(p string) bool { return strings.HasPrefix(x, p) }) {
+			bad("%s is deprecated by the console", x)
+			continue
+		}
+		c, ok := lookup(x)
+		if !ok || (part == "spec" && !c.spec) || (part == "status" && !c.status) {
+			bad("%s is not a console %s capability", x, part)
+			continue
+		}
+		if c.on != "" && c.on != classOf(d.schema) {
+			bad("%s works on %s fields, this one is %s", x, c.on, classOf(d.schema))
+			continue
+		}
+		if c.shape != nil {
+			dc := d
+			dc.urn = x
+			if msg := c.shape(dc); msg != "" {
+				bad("%s %s", x, msg)
+			}
+		}
+		if c.urn == specPrefix+"select:" {
+			selects = append(selects, strings.TrimPrefix(x, c.urn))
+		}
+		if c.urn == specPrefix+"fieldDependency:" {
+			dependencies++
+		}
+	}
+	if dependencies > 1 {
+		bad("the console uses the first fieldDependency only")
+	}
+	if len(selects) > 0 && len(d.schema.Enum) > 0 {
+		var enum []string
+		for _, e := range d.schema.Enum {
+			enum = append(enum, strings.Trim(string(e.Raw), `"`))
+		}
+		sort.Strings(enum)
+		sort.Strings(selects)
+		if !slices.Equal(enum, selects) {
+			bad("select options %v differ from the enum %v", selects, enum)
+		}
+	}
+	if part == "status" && !slices.Contains(xds, specPrefix+"hidden") {
+		conditions := slices.Contains(xds, "urn:alm:descriptor:io.kubernetes.conditions")
+		pods := slices.Contains(xds, specPrefix+"podStatuses")
+		if classOf(d.schema) != primitive && !conditions && !pods {
+			bad("a status %s renders nothing on the details page: describe its fields", classOf(d.schema))
+		}
+	}
+	return out
+}
+
+// node is one property of a schema and its path in descriptor syntax.
+type node struct {
+	path   string
+	schema *apiextensionsv1.JSONSchemaProps
+}
+
+// walkSchema visits every property below s: objects, lists and leaves; it enters a
+// property when visit returns true. Items of a list of objects are entered as path[0].
+func walkSchema(s *apiextensionsv1.JSONSchemaProps, prefix string, visit func(node) bool) {
+	names := make([]string, 0, len(s.Properties))
+	for n := range s.Properties {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := s.Properties[n]
+		path := prefix + n
+		if !visit(node{path, &p}) {
+			continue
+		}
+		switch {
+		case len(p.Properties) > 0:
+			walkSchema(&p, path+".", visit)
+		case p.Type == "array" && p.Items != nil && p.Items.Schema != nil && len(p.Items.Schema.Properties) > 0:
+			walkSchema(p.Items.Schema, path+"[0].", visit)
+		}
+	}
+}
+
+type coverage struct{ with, without int }
+
+func TestConsoleDescriptors(t *testing.T) {
+	csv, crds := bundleParts(t)
+	schemas := map[string]*apiextensionsv1.JSONSchemaProps{}
+	for _, crd := range crds {
+		for _, v := range crd.Spec.Versions {
+			if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
+				schemas[crd.Spec.Names.Kind+"/"+v.Name] = v.Schema.OpenAPIV3Schema
+			}
+		}
+	}
+	owned := map[string]bool{}
+	for _, d := range csv.Spec.CustomResourceDefinitions.Owned {
+		owned[d.Kind+"/"+d.Version] = true
+	}
+	for _, p := range descriptorProblems(t, csv, schemas, owned) {
+		t.Error(p)
+	}
+}
+
+// descriptorProblems checks every descriptor of the v1 kinds and that every field has one.
+func descriptorProblems(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVersion, schemas map[string]*apiextensionsv1.JSONSchemaProps, owned map[string]bool) []string {
+	var out []string
+	kinds := 0
+	for _, crd := range csv.Spec.CustomResourceDefinitions.Owned {
+		if crd.Version != "v1" {
+			continue
+		}
+		kinds++
+		top := schemas[crd.Kind+"/v1"]
+		if top == nil {
+			out = append(out, crd.Kind+": no v1 schema")
+			continue
+		}
+		for _, part := range []string{"spec", "status"} {
+			root := schemaAt(top, part)
+			if root == nil {
+				continue
+			}
+			described := map[string][]string{}
+			var paths []string
+			if part == "spec" {
+				for _, d := range crd.SpecDescriptors {
+					paths = append(paths, d.Path)
+					described[d.Path] = d.XDescriptors
+				}
+			} else {
+				for _, d := range crd.StatusDescriptors {
+					paths = append(paths, d.Path)
+					described[d.Path] = d.XDescriptors
+				}
+			}
+			seen := map[string]bool{}
+			for _, p := range paths {
+				if seen[p] {
+					out = append(out, fmt.Sprintf("%s %s %s: two descriptors", crd.Kind, part, p))
+				}
+				seen[p] = true
+				out = append(out, check(descriptorCtx{kind: crd.Kind, path: p, schema: schemaAt(root, p), root: root, owned: owned}, part, described[p])...)
+			}
+			if reason, ok := exemptSpec[crd.Kind]; ok && part == "spec" {
+				t.Logf("%s spec: %d descriptors, coverage not required (%s)", crd.Kind, len(paths), reason)
+				continue
+			}
+			var cov coverage
+			var missing []string
+			walkSchema(root, "", func(n node) bool {
+				xds, has := described[n.path]
+				last := n.path[strings.LastIndexAny(n.path, ".]")+1:]
+				if part == "status" {
+					if exemptStatus[crd.Kind+"/"+n.path] != "" || exemptStatus["*/"+last] != "" {
+						return false
+					}
+					// Conditions are one descriptor on the list (operand/index.tsx).
+					if last == "conditions" {
+						if has {
+							cov.with++
+						} else {
+							cov.without++
+							missing = append(missing, n.path)
+						}
+						return false
+					}
+					// Lists of values render nothing on the details page (status/index.tsx).
+					if n.schema.Type == "array" && (n.schema.Items == nil || n.schema.Items.Schema == nil || len(n.schema.Items.Schema.Properties) == 0) {
+						return false
+					}
+					if classOf(n.schema) != primitive && !slices.Contains(xds, "urn:alm:descriptor:io.kubernetes.conditions") {
+						return true // objects and lists of objects: their fields are described
+					}
+				}
+				if has {
+					cov.with++
+				} else {
+					cov.without++
+					missing = append(missing, n.path)
+				}
+				for _, x := range xds {
+					if c, ok := lookup(x); ok && c.whole {
+						return false
+					}
+				}
+				if slices.Contains(xds, "urn:alm:descriptor:io.kubernetes.conditions") {
+					return false
+				}
+				return !isExemptBelow(n.path)
+			})
+			t.Logf("%s %s: %d paths with descriptors, %d without", crd.Kind, part, cov.with, cov.without)
+			for _, m := range missing {
+				out = append(out, fmt.Sprintf("%s %s %s: no descriptor", crd.Kind, part, m))
+			}
+		}
+	}
+	if kinds == 0 {
+		out = append(out, "no v1 kinds in the CSV")
+	}
+	return out
+}
+
+// TestConsoleDescriptorChecksCatchMistakes proves each rule fails on the mistake it is for.
+func TestConsoleDescriptorChecksCatchMistakes(t *testing.T) {
+	cases := []struct {
+		name, kind, path string
+		xds              []string
+		want             string
+	}{
+		{"secret picker on an object", "LinstorCluster", "passphraseSecretRef", []string{k8sPrefix + "Secret"}, "works on primitive fields, this one is object"},
+		{"unknown capability", "LinstorCluster", "controller.tolerations", []string{specPrefix + "tolerations"}, ""},
+		{"resource picker on a list", "LinstorCluster", "controller.tolerations", []string{k8sPrefix + "Tolerations"}, "works on primitive fields, this one is array"},
+		{"status capability in spec", "LinstorCluster", "version", []string{"urn:alm:descriptor:text"}, ""},
+		{"node affinity on an Affinity", "LinstorCluster", "controller.affinity", []string{specPrefix + "nodeAffinity"}, "edits a NodeAffinity"},
+		{"node affinity on a NodeSelector", "LinstorCluster", "nodeAffinity", []string{specPrefix + "nodeAffinity"}, "edits a NodeAffinity"},
+		{"select with a value the enum lacks", "LinstorCluster", "networkPolicy", []string{specPrefix + "select:Enabled", specPrefix + "select:Off"}, "differ from the enum"},
+		{"dependency on a missing field", "LinstorCluster", "tls.api.secretName", []string{specPrefix + "fieldDependency:tls.api.kind:Secret"}, "not in the schema"},
+		{"dependency on a value the control never has", "LinstorCluster", "tls.api.secretName", []string{specPrefix + "fieldDependency:tls.api.mode:Manual"}, "never has the value"},
+		{"dependency through a list", "LinstorCluster", "properties[0].value", []string{specPrefix + "fieldDependency:properties[0].name:x"}, "goes through a list"},
+		{"missing path", "LinstorCluster", "controller.replica", []string{specPrefix + "podCount"}, "no such field"},
+		{"switch on a string", "LinstorCluster", "version", []string{specPrefix + "booleanSwitch"}, "is for boolean values"},
+		{"picker of an unknown kind", "LinstorCluster", "database.restoreFrom", []string{k8sPrefix + "linstor.io:v1:LinstorBackups"}, "names no kind"},
+		{"deprecated", "LinstorCluster", "controller", []string{specPrefix + "fieldGroup:controller"}, "deprecated"},
+	}
+	csv, crds := bundleParts(t)
+	owned := map[string]bool{}
+	for _, d := range csv.Spec.CustomResourceDefinitions.Owned {
+		owned[d.Kind+"/"+d.Version] = true
+	}
+	var spec *apiextensionsv1.JSONSchemaProps
+	for _, crd := range crds {
+		if crd.Spec.Names.Kind == "LinstorCluster" {
+			for _, v := range crd.Spec.Versions {
+				if v.Name == "v1" {
+					spec = schemaAt(v.Schema.OpenAPIV3Schema, "spec")
+				}
+			}
+		}
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := strings.Join(check(descriptorCtx{kind: tc.kind, path: tc.path, schema: schemaAt(spec, tc.path), root: spec, owned: owned}, "spec", tc.xds), "\n")
+			want := tc.want
+			if want == "" {
+				want = "is not a console spec capability"
+			}
+			if !strings.Contains(got, want) {
+				t.Fatalf("want a problem containing %q, got %q", want, got)
+			}
+		})
+	}
+	t.Run("status object", func(t *testing.T) {
+		status := schemaAt(csvSchema(t, crds, "LinstorCluster"), "status")
+		got := strings.Join(check(descriptorCtx{kind: "LinstorCluster", path: "upgrade", schema: schemaAt(status, "upgrade"), root: status, owned: owned}, "status", nil), "\n")
+		if !strings.Contains(got, "renders nothing") {
+			t.Fatalf("a status descriptor on an object passed: %q", got)
+		}
+	})
+	t.Run("missing descriptor", func(t *testing.T) {
+		c := csv.DeepCopy()
+		for i, d := range c.Spec.CustomResourceDefinitions.Owned {
+			if d.Kind == "LinstorNodeConnection" && d.Version == "v1" {
+				c.Spec.CustomResourceDefinitions.Owned[i].SpecDescriptors = d.SpecDescriptors[:0]
+			}
+		}
+		schemas := map[string]*apiextensionsv1.JSONSchemaProps{"LinstorNodeConnection/v1": csvSchema(t, crds, "LinstorNodeConnection")}
+		got := strings.Join(descriptorProblems(t, c, schemas, owned), "\n")
+		if !strings.Contains(got, "LinstorNodeConnection spec paths[0].name: no descriptor") {
+			t.Fatalf("a field without a descriptor passed: %q", got)
+		}
+	})
+}
+
+func csvSchema(t *testing.T, crds []*apiextensionsv1.CustomResourceDefinition, kind string) *apiextensionsv1.JSONSchemaProps {
+	t.Helper()
+	for _, crd := range crds {
+		if crd.Spec.Names.Kind == kind {
+			for _, v := range crd.Spec.Versions {
+				if v.Name == "v1" {
+					return v.Schema.OpenAPIV3Schema
+				}
+			}
+		}
+	}
+	t.Fatalf("no v1 schema of %s", kind)
+	return nil
+}

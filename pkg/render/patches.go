@@ -115,7 +115,19 @@ func WithClusterPatches(cluster *linstorv1.LinstorCluster, objs Objects) (Object
 // objects rendered for its node.
 func WithSatellitePatches(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellite, objs Objects) (Objects, error) {
 	objs, errs := applyPatches(objs, satelliteComponent(field.NewPath("spec", "patches"), sat.Spec.Patches, sat.Name), cluster.Spec.PodTemplatePolicy)
-	return objs, errs.ToAggregate()
+	if len(errs) > 0 {
+		return objs, errs.ToAggregate()
+	}
+	// A patch may rewrite the affinity or name a node: pin again, last, so each
+	// DaemonSet still runs on its own node only (two satellites claiming one node's name
+	// would register the wrong host in LINSTOR).
+	for _, o := range objs {
+		if ds, ok := o.(*appsv1.DaemonSet); ok && ds.Name == SatelliteDaemonSetName(sat.Name) {
+			ds.Spec.Template.Spec.NodeName = ""
+			pinToNode(&ds.Spec.Template.Spec, sat.Name)
+		}
+	}
+	return objs, nil
 }
 
 // PatchTargets lists, by the field of each component's patches, the objects the

@@ -33,15 +33,21 @@ func TestSatelliteDaemonSetSchedulesOnlyOnItsNode(t *testing.T) {
 		"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{"nodeSelectorTerms": []any{
 			map[string]any{"matchFields": []any{map[string]any{"key": "metadata.name", "operator": "In", "values": []string{"node-c"}}}},
 		}}}}}})
+	toOtherNode := `{"spec": {"template": {"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-c"]}]}]}}}}}}}`
 	for _, tc := range []struct {
 		name     string
 		affinity *corev1.Affinity
 		patch    []byte
+		patches  []linstorv1.Patch
 	}{
-		{"no affinity", nil, nil},
-		{"required terms of the user (ORed)", sameZoneA, nil},
-		{"preferred terms only", preferOnly, nil},
-		{"a patch naming another node", nil, patchToOtherNode},
+		{"no affinity", nil, nil, nil},
+		{"required terms of the user (ORed)", sameZoneA, nil, nil},
+		{"preferred terms only", preferOnly, nil, nil},
+		{"a podTemplate naming another node", nil, patchToOtherNode, nil},
+		{"a strategic-merge patch naming another node", nil, nil, []linstorv1.Patch{{Patch: toOtherNode}}},
+		{"a JSON 6902 patch replacing the affinity", nil, nil, []linstorv1.Patch{{Patch: `[{"op": "replace", "path": "/spec/template/spec/affinity", "value": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "Exists"}]}]}}}}]`}}},
+		{"a JSON 6902 patch removing the affinity", sameZoneA, nil, []linstorv1.Patch{{Patch: `[{"op": "remove", "path": "/spec/template/spec/affinity"}]`}}},
+		{"a patch setting nodeName", nil, nil, []linstorv1.Patch{{Patch: `{"spec": {"template": {"spec": {"nodeName": "node-c"}}}}`}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := &linstorv1.SatelliteSpec{ComponentSpec: linstorv1.ComponentSpec{Affinity: tc.affinity}}
@@ -50,11 +56,19 @@ func TestSatelliteDaemonSetSchedulesOnlyOnItsNode(t *testing.T) {
 			}
 			c := cluster(linstorv1.LinstorClusterSpec{Satellite: spec})
 			for _, own := range nodes {
-				objs, err := Satellite(c, &linstorv1.LinstorSatellite{ObjectMeta: metav1.ObjectMeta{Name: own.Name, Namespace: "storage"}}, own, images.Default())
+				sat := &linstorv1.LinstorSatellite{ObjectMeta: metav1.ObjectMeta{Name: own.Name, Namespace: "storage"}, Spec: linstorv1.LinstorSatelliteSpec{Patches: tc.patches}}
+				objs, err := Satellite(c, sat, own, images.Default())
 				if err != nil {
 					t.Fatal(err)
 				}
-				pod := &corev1.Pod{Spec: objs[0].(*appsv1.DaemonSet).Spec.Template.Spec}
+				if objs, err = WithSatellitePatches(c, sat, objs); err != nil {
+					t.Fatal(err)
+				}
+				podSpec := objs[0].(*appsv1.DaemonSet).Spec.Template.Spec
+				if podSpec.NodeName != "" {
+					t.Fatalf("the DaemonSet of %s names node %q", own.Name, podSpec.NodeName)
+				}
+				pod := &corev1.Pod{Spec: podSpec}
 				required := nodeaffinity.GetRequiredNodeAffinity(pod)
 				for _, n := range nodes {
 					ok, err := required.Match(n)

@@ -141,11 +141,15 @@ undeploy: kustomize ## Undeploy the operator.
 
 # BUNDLE_CREATED_AT is fixed per release so that regenerating the bundle is reproducible.
 BUNDLE_CREATED_AT ?= 2026-11-22T00:00:00Z
+# IMAGE_DIGESTS: a file of "<image reference> sha256:<digest>" lines pins every image of
+# the bundle by digest, for disconnected mirrors (docs/olm.md).
+IMAGE_DIGESTS ?=
 
 .PHONY: bundle
 bundle: manifests generate ## Generate the OLM bundle: bundle/, bundle.Dockerfile (see docs/olm.md).
 	go run ./hack/bundlegen -root . -out bundle -version $(VERSION) -image $(IMG) \
-		-channels $(CHANNELS) -default-channel $(DEFAULT_CHANNEL) -created-at $(BUNDLE_CREATED_AT)
+		-channels $(CHANNELS) -default-channel $(DEFAULT_CHANNEL) -created-at $(BUNDLE_CREATED_AT) \
+		$(if $(IMAGE_DIGESTS),-image-digests $(IMAGE_DIGESTS))
 
 .PHONY: bundle-build
 bundle-build: ## Build the bundle image.

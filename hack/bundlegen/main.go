@@ -20,11 +20,19 @@ func main() {
 	flag.StringVar(&channels, "channels", "candidate,stable", "Channels, comma separated.")
 	flag.StringVar(&o.DefaultChannel, "default-channel", "stable", "Default channel.")
 	flag.StringVar(&o.CreatedAt, "created-at", "", "createdAt annotation (fixed per release for reproducible bundles).")
+	digests := flag.String("image-digests", "", "File of \"<image reference> sha256:<digest>\" lines: pin every image by digest (see docs/olm.md).")
 	flag.Parse()
 	o.Channels = strings.Split(channels, ",")
 	if o.Version == "" || o.Image == "" || o.CreatedAt == "" {
 		fmt.Fprintln(os.Stderr, "bundlegen: -version, -image and -created-at are required")
 		os.Exit(2)
+	}
+	if *digests != "" {
+		var err error
+		if o.Digests, err = bundle.ReadDigests(*digests); err != nil {
+			fmt.Fprintln(os.Stderr, "bundlegen:", err)
+			os.Exit(1)
+		}
 	}
 	if err := bundle.Generate(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bundlegen:", err)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/blang/semver/v4"
@@ -19,9 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
-
-	"github.com/linstor-operator/linstor-operator/pkg/images"
-	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 )
 
 // Package is the OLM package name.
@@ -42,6 +40,9 @@ type Options struct {
 	CreatedAt string
 	// Dockerfile is where bundle.Dockerfile is written; empty means Root/bundle.Dockerfile.
 	Dockerfile string
+	// Digests pins every image by digest (image reference -> "sha256:..."); nil keeps
+	// the tags. See ReadDigests.
+	Digests map[string]string
 }
 
 const (
@@ -66,7 +67,6 @@ func Generate(o Options) error {
 		return fmt.Errorf("VERSION %q: %w", o.Version, err)
 	}
 	csv.Spec.Version.Version = v
-	csv.Annotations["containerImage"] = o.Image
 	csv.Annotations["createdAt"] = o.CreatedAt
 	csv.Annotations["operators.operatorframework.io/builder"] = "linstor-operator-bundlegen"
 	csv.Annotations["operators.operatorframework.io/project_layout"] = "go.kubebuilder.io/v4"
@@ -83,7 +83,14 @@ func Generate(o Options) error {
 	}
 	csv.Spec.CustomResourceDefinitions.Owned = ownedCRDs(crds, kinds)
 
-	deploy, err := managerDeployment(o)
+	imgs := releaseImages(o.Image)
+	if o.Digests != nil {
+		if imgs, err = pinImages(imgs, o.Digests); err != nil {
+			return fmt.Errorf("pinning image digests: %w", err)
+		}
+	}
+	csv.Annotations["containerImage"] = imgs[0].image
+	deploy, err := managerDeployment(o, imgs)
 	if err != nil {
 		return err
 	}
@@ -105,7 +112,8 @@ func Generate(o Options) error {
 	if csv.Spec.WebhookDefinitions, err = webhookDefinitions(o.Root, crds); err != nil {
 		return err
 	}
-	csv.Spec.RelatedImages = relatedImages(o.Image)
+	csv.Spec.RelatedImages = relatedImages(imgs)
+	csv.Annotations[DisconnectedAnnotation] = strconv.FormatBool(allPinned(imgs))
 	if csv.Annotations["alm-examples"], err = almExamples(o.Root); err != nil {
 		return err
 	}
@@ -196,7 +204,7 @@ func v1Name(crd *apiextensionsv1.CustomResourceDefinition) string {
 	return crd.Spec.Group + "/v1 " + crd.Spec.Names.Kind
 }
 
-func managerDeployment(o Options) (*appsv1.Deployment, error) {
+func managerDeployment(o Options, imgs []releaseImage) (*appsv1.Deployment, error) {
 	docs, err := readDocs(filepath.Join(o.Root, "config/manager/manager.yaml"))
 	if err != nil {
 		return nil, err
@@ -216,11 +224,13 @@ func managerDeployment(o Options) (*appsv1.Deployment, error) {
 			if c.Name != managerContainer {
 				continue
 			}
-			c.Image = o.Image
-			for _, r := range images.Default().Related() {
-				c.Env = append(c.Env, corev1.EnvVar{Name: r[0], Value: r[1]})
+			c.Image = imgs[0].image
+			// Every image the operator may run, so a mirror (and a Subscription's
+			// spec.config.env) can replace each one.
+			for _, img := range imgs[1:] {
+				c.Env = append(c.Env, corev1.EnvVar{Name: img.env, Value: img.image})
 			}
-			c.Env = append(c.Env, corev1.EnvVar{Name: "RELATED_IMAGE_OPERATOR", Value: o.Image})
+			c.Env = append(c.Env, corev1.EnvVar{Name: imgs[0].env, Value: imgs[0].image})
 		}
 		return d, nil
 	}
@@ -253,38 +263,6 @@ func webhookDefinitions(root string, crds []*apiextensionsv1.CustomResourceDefin
 		})
 	}
 	return defs, nil
-}
-
-func relatedImages(operatorImage string) []operatorsv1alpha1.RelatedImage {
-	out := []operatorsv1alpha1.RelatedImage{{Name: "operator", Image: operatorImage}}
-	for _, r := range images.Default().Related() {
-		out = append(out, operatorsv1alpha1.RelatedImage{Name: strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(r[0], "RELATED_IMAGE_"), "_", "-")), Image: r[1]})
-	}
-	return append(out, LinstorVersionImages(upgrade.Current)...)
-}
-
-// LinstorVersionImages are the LINSTOR images of the versions a release runs besides its
-// target (stepping stones, the version a rollback returns to), so that mirroring the
-// bundle's images for a disconnected cluster includes them.
-func LinstorVersionImages(r upgrade.Release) []operatorsv1alpha1.RelatedImage {
-	var out []operatorsv1alpha1.RelatedImage
-	seen := map[string]bool{}
-	for _, v := range r.Runnable {
-		if v.Compare(r.Target) == 0 {
-			continue
-		}
-		set := images.Default().ForLinstor(v.String())
-		for _, c := range []images.Component{images.LinstorController, images.LinstorSatellite} {
-			img := set.Image(c)
-			if seen[img] {
-				continue
-			}
-			seen[img] = true
-			out = append(out, operatorsv1alpha1.RelatedImage{
-				Name: strings.ToLower(strings.ReplaceAll(string(c), "_", "-")) + "-" + strings.ReplaceAll(v.String(), ".", "-"), Image: img})
-		}
-	}
-	return out
 }
 
 func almExamples(root string) (string, error) {

@@ -110,7 +110,7 @@ func TestRelatedImagesAreExactlyWhatRuns(t *testing.T) {
 
 	// The CSV as generated, against what the controllers render with the real set.
 	csv := map[string]string{} // image -> relatedImages name
-	for _, ri := range relatedImages("registry.test/linstor-operator:v0") {
+	for _, ri := range relatedImages(releaseImages("registry.test/linstor-operator:v0")) {
 		csv[ri.Image] = ri.Name
 	}
 	rollback := map[string]bool{}

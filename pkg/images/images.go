@@ -88,6 +88,10 @@ var loaderDistros = []struct {
 type Set struct {
 	images  map[Component]string
 	loaders map[string]string // distro -> image
+	// versioned are the LINSTOR controller and satellite images of other LINSTOR
+	// versions the release runs (stepping stones, rollback targets), by version, from
+	// RELATED_IMAGE_LINSTOR_<COMPONENT>_<X_Y_Z>: a mirror that pins digests pins them too.
+	versioned map[string]map[Component]string
 }
 
 // Default returns the compiled-in set.
@@ -128,6 +132,16 @@ func FromEnv(environ []string) (Set, error) {
 				return Set{}, fmt.Errorf("%s: unknown DRBD module loader flavour %q", name, distro)
 			}
 			s.loaders[distro] = value
+			continue
+		}
+		if c, version, ok := versionedKey(key); ok {
+			if s.versioned == nil {
+				s.versioned = map[string]map[Component]string{}
+			}
+			if s.versioned[version] == nil {
+				s.versioned[version] = map[Component]string{}
+			}
+			s.versioned[version][c] = value
 			continue
 		}
 		if _, known := s.images[Component(key)]; !known {
@@ -181,14 +195,35 @@ func (s Set) ForLinstor(version string) Set {
 	if version == "" || version == LinstorVersion {
 		return s
 	}
-	out := Set{images: map[Component]string{}, loaders: s.loaders}
+	out := Set{images: map[Component]string{}, loaders: s.loaders, versioned: s.versioned}
 	for c, img := range s.images {
 		out.images[c] = img
 	}
 	for _, c := range []Component{LinstorController, LinstorSatellite} {
-		out.images[c] = withTag(s.images[c], "v"+version)
+		if img := s.versioned[version][c]; img != "" {
+			out.images[c] = img
+		} else {
+			out.images[c] = withTag(s.images[c], "v"+version)
+		}
 	}
 	return out
+}
+
+var versionedName = regexp.MustCompile(`^(LINSTOR_CONTROLLER|LINSTOR_SATELLITE)_([0-9]+)_([0-9]+)_([0-9]+)$`)
+
+// versionedKey reads "LINSTOR_CONTROLLER_1_33_2" as the controller image of 1.33.2.
+func versionedKey(key string) (Component, string, bool) {
+	m := versionedName.FindStringSubmatch(key)
+	if m == nil {
+		return "", "", false
+	}
+	return Component(m[1]), m[2] + "." + m[3] + "." + m[4], true
+}
+
+// VersionedName is the RELATED_IMAGE_ variable FromEnv reads as c's image for LINSTOR
+// version: RELATED_IMAGE_LINSTOR_CONTROLLER_1_33_2.
+func VersionedName(c Component, version string) string {
+	return relatedImagePrefix + string(c) + "_" + strings.ReplaceAll(version, ".", "_")
 }
 
 // withTag replaces the tag (or digest) of an image reference.

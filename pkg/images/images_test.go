@@ -146,3 +146,29 @@ func TestForLinstor(t *testing.T) {
 		t.Error("ForLinstor modified the original set")
 	}
 }
+
+// A stepping stone's or rollback target's LINSTOR image has its own variable: a mirror
+// pinning digests pins it too, instead of the operator deriving a tag from the target's.
+func TestVersionedImagesComeFromTheirOwnVariable(t *testing.T) {
+	pinned := "mirror.local:5000/piraeus/piraeus-server@sha256:" + strings.Repeat("b", 64)
+	s, err := FromEnv([]string{
+		"RELATED_IMAGE_LINSTOR_CONTROLLER=mirror.local:5000/piraeus/piraeus-server@sha256:" + strings.Repeat("a", 64),
+		VersionedName(LinstorController, "1.33.2") + "=" + pinned,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.ForLinstor("1.33.2").Image(LinstorController); got != pinned {
+		t.Errorf("controller for 1.33.2 = %s, want the pinned %s", got, pinned)
+	}
+	// No variable for the satellite: derived by tag, as without a mirror.
+	if got := s.ForLinstor("1.33.2").Image(LinstorSatellite); got != "quay.io/piraeusdatastore/piraeus-server:v1.33.2" {
+		t.Errorf("satellite for 1.33.2 = %s", got)
+	}
+	if got := s.WithRepository("registry.example.com/linstor").ForLinstor("1.33.2").Image(LinstorController); got != "registry.example.com/linstor/piraeus-server@sha256:"+strings.Repeat("b", 64) {
+		t.Errorf("repository override of the pinned 1.33.2 controller = %s", got)
+	}
+	if _, err := FromEnv([]string{"RELATED_IMAGE_LINSTOR_CONTROLLER_1_33=x"}); err == nil {
+		t.Error("a versioned name without a patch version was accepted")
+	}
+}

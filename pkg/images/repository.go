@@ -18,6 +18,15 @@ func (s Set) WithRepository(repository string) Set {
 	for d, img := range s.loaders {
 		out.loaders[d] = InRepository(img, repository)
 	}
+	for v, imgs := range s.versioned {
+		if out.versioned == nil {
+			out.versioned = map[string]map[Component]string{}
+		}
+		out.versioned[v] = map[Component]string{}
+		for c, img := range imgs {
+			out.versioned[v][c] = InRepository(img, repository)
+		}
+	}
 	return out
 }
 

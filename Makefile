@@ -4,7 +4,7 @@
 VERSION ?= 0.2.0
 IMAGE_TAG_BASE ?= quay.io/linstor-operator/linstor-operator
 IMG ?= $(IMAGE_TAG_BASE):v$(VERSION)
-CHANNELS ?= candidate,stable
+CHANNELS ?= stable,stable-linstor-1.33
 DEFAULT_CHANNEL ?= stable
 
 # The Kubernetes minor follows k8s.io/api in go.mod.
@@ -64,8 +64,12 @@ kwok-assets: ## Build the simulated cluster: control plane, etcd and kwok (cache
 	K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) hack/build-k8s-binaries.sh kube-apiserver etcd kube-controller-manager kube-scheduler >/dev/null
 	hack/build-kwok.sh >/dev/null
 
+.PHONY: olm-assets
+olm-assets: ## Build OLM's olm and catalog operators from source and copy OLM's CRDs (cached in bin/olm/).
+	hack/build-olm.sh >/dev/null
+
 .PHONY: test
-test: manifests generate fmt vet envtest-assets kwok-assets opm config-check ## Run all tests: unit, fuzz round trips, LINSTOR API conformance, real kube-apiserver, bundle and catalog, end to end on kwok.
+test: manifests generate fmt vet envtest-assets kwok-assets olm-assets opm config-check ## Run all tests: unit, fuzz round trips, LINSTOR API conformance, real kube-apiserver, bundle and catalog, end to end on kwok.
 	KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) CONTROLLER_GEN=$(CONTROLLER_GEN) OPM=$(OPM) \
 	LINSTOR_OPENAPI_SPEC=$(LINSTOR_OPENAPI_SPEC) \
 	go test ./... -count=1 -timeout 30m
@@ -166,6 +170,24 @@ catalog: bundle opm ## Render catalog/ (file-based catalog) from bundle/ and bun
 .PHONY: catalog-build
 catalog-build: ## Build the catalog image (published catalogs reference bundle images; see docs/olm.md).
 	docker build -f catalog.Dockerfile -t $(IMAGE_TAG_BASE)-catalog:v$(VERSION) .
+
+# run-bundle installs BUNDLE through the OLM already running in the cluster in KUBECONFIG,
+# with no image: a catalog of that bundle served by opm at CATALOG_ADDRESS (state in
+# bin/run-bundle/NAMESPACE/). CHANNEL empty means the bundle's default channel.
+BUNDLE ?= bundle
+CHANNEL ?=
+APPROVAL ?= Automatic
+CATALOG_ADDRESS ?= 127.0.0.1:50051
+TIMEOUT ?= 5m
+
+.PHONY: run-bundle
+run-bundle: opm ## Install BUNDLE (default bundle/) through OLM into NAMESPACE (default linstor) and wait for the CSV (see docs/olm.md).
+	go run ./cmd/run-bundle install -bundle $(BUNDLE) -namespace $(or $(NAMESPACE),linstor) -channel "$(CHANNEL)" \
+		-approval $(APPROVAL) -catalog-address $(CATALOG_ADDRESS) -timeout $(TIMEOUT) -opm $(OPM)
+
+.PHONY: cleanup-bundle
+cleanup-bundle: ## Remove what run-bundle made in NAMESPACE (Subscription, CSV, InstallPlans, CatalogSource, its OperatorGroup, opm); keeps CRDs and LINSTOR.
+	go run ./cmd/run-bundle cleanup -namespace $(or $(NAMESPACE),linstor)
 
 ##@ Tools
 

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/zapr"
@@ -27,13 +29,14 @@ import (
 
 var setupLog logr.Logger
 
-// webhookCertDir is where OLM (and config/default's cert-manager patch) mount the serving cert.
-const webhookCertDir = "/tmp/k8s-webhook-server/serving-certs"
+// defaultWebhookCertDir is where OLM (and config/default's cert-manager patch) mount the
+// serving cert.
+const defaultWebhookCertDir = "/tmp/k8s-webhook-server/serving-certs"
 
 func main() {
 	var (
 		metricsAddr, probeAddr, logLevel, logFormat, linstorURL string
-		namespace                                               string
+		namespace, webhookCertDir                               string
 		leaderElect, secureMetrics, enableHTTP2                 bool
 		webhooksEnabled                                         bool
 		apiQPS                                                  float64
@@ -46,6 +49,7 @@ func main() {
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the metrics and webhook servers (off: CVE-2023-44487).")
 	flag.BoolVar(&webhooksEnabled, "webhooks", true, "Serve the conversion and validating webhooks.")
 	flag.StringVar(&namespace, "namespace", os.Getenv("OPERATOR_NAMESPACE"), "Namespace the operator runs LINSTOR in, where the operands' ServiceAccounts and RBAC are installed (default $OPERATOR_NAMESPACE, which the Deployment sets to its own).")
+	flag.StringVar(&webhookCertDir, "webhook-cert-dir", defaultWebhookCertDir, "Folder holding the webhook serving certificate (tls.crt, tls.key); the default is where OLM mounts it.")
 	flag.StringVar(&linstorURL, "linstor-url", "", "Development aid: reach LINSTOR at this URL instead of the in-cluster Service (out-of-cluster runs).")
 	flag.StringVar(&logLevel, "log-level", "info", "Log level: debug, info, warn or error.")
 	flag.StringVar(&logFormat, "log-format", "json", "Log encoding: json or console.")
@@ -119,7 +123,9 @@ func main() {
 	}
 
 	setupLog.Info("starting manager")
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	if err := mgr.Start(manager.ContextUntilDrained(sig, manager.DrainDelay)); err != nil {
 		setupLog.Error(err, "manager stopped with an error")
 		os.Exit(1)
 	}

@@ -1,4 +1,4 @@
-// Package v1alpha1 is the API shipped by the first release (0.1.0). It is still served,
+// Package v1alpha1 is the API's first version. It is still served,
 // deprecated, and converts losslessly to and from v1, the hub.
 // +kubebuilder:object:generate=true
 // +groupName=linstor.io

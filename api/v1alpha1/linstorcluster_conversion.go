@@ -39,7 +39,7 @@ func (dst *LinstorCluster) ConvertFrom(srcRaw conversion.Hub) error {
 	return lossless.ToSpoke(&dst.ObjectMeta, clusterSpec, &src.Spec, &dst.Spec, clusterStatus, &src.Status, &dst.Status)
 }
 
-// ConvertLinstorClusterSpecToHub maps the flat 0.1.0 fields to the v1 component specs.
+// ConvertLinstorClusterSpecToHub maps the flat v1alpha1 fields to the v1 component specs.
 func ConvertLinstorClusterSpecToHub(in *LinstorClusterSpec) linstorv1.LinstorClusterSpec {
 	out := linstorv1.LinstorClusterSpec{
 		NodeSelector: in.NodeSelector,

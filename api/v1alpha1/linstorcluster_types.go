@@ -4,7 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// LinstorClusterSpec is the flat 0.1.0 shape of a LINSTOR cluster.
+// LinstorClusterSpec is the flat v1alpha1 shape of a LINSTOR cluster.
 type LinstorClusterSpec struct {
 	// nodeSelector selects the nodes that run a satellite.
 	// +optional
@@ -79,7 +79,7 @@ type LinstorClusterSpec struct {
 	ControllerProperties map[string]string `json:"controllerProperties,omitempty"`
 }
 
-// LinstorClusterStatus is the 0.1.0 status.
+// LinstorClusterStatus is the v1alpha1 status.
 type LinstorClusterStatus struct {
 	// +listType=map
 	// +listMapKey=type

@@ -4,7 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// LinstorSatelliteSpec is the 0.1.0 shape.
+// LinstorSatelliteSpec is the v1alpha1 shape.
 type LinstorSatelliteSpec struct {
 	// clusterName names the LinstorCluster.
 	// +kubebuilder:validation:MinLength=1
@@ -19,7 +19,7 @@ type LinstorSatelliteSpec struct {
 	NodeProperties map[string]string `json:"nodeProperties,omitempty"`
 }
 
-// LinstorSatelliteStatus is the 0.1.0 status.
+// LinstorSatelliteStatus is the v1alpha1 status.
 type LinstorSatelliteStatus struct {
 	// +listType=map
 	// +listMapKey=type

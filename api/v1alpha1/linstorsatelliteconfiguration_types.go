@@ -4,7 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// LinstorSatelliteConfigurationSpec is the 0.1.0 shape.
+// LinstorSatelliteConfigurationSpec is the v1alpha1 shape.
 type LinstorSatelliteConfigurationSpec struct {
 	// nodeSelector selects the nodes this configuration applies to.
 	// +optional
@@ -18,7 +18,7 @@ type LinstorSatelliteConfigurationSpec struct {
 	NodeProperties map[string]string `json:"nodeProperties,omitempty"`
 }
 
-// LinstorSatelliteConfigurationStatus is the 0.1.0 status.
+// LinstorSatelliteConfigurationStatus is the v1alpha1 status.
 type LinstorSatelliteConfigurationStatus struct {
 	// +listType=map
 	// +listMapKey=type

@@ -1,6 +1,6 @@
 package v1alpha1
 
-// StoragePools groups pools by type, the 0.1.0 way.
+// StoragePools groups pools by type, the v1alpha1 way.
 type StoragePools struct {
 	// lvmPools are thick LVM pools.
 	// +kubebuilder:validation:MaxItems=32

@@ -3,6 +3,7 @@ package bundle
 import (
 	"bytes"
 	"fmt"
+	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -68,6 +69,7 @@ func Generate(o Options) error {
 	}
 	csv.Spec.Version.Version = v
 	csv.Annotations["createdAt"] = o.CreatedAt
+	csv.Annotations[LinstorVersionAnnotation] = upgrade.Current.Target.String()
 	csv.Annotations["operators.operatorframework.io/builder"] = "linstor-operator-bundlegen"
 	csv.Annotations["operators.operatorframework.io/project_layout"] = "go.kubebuilder.io/v4"
 

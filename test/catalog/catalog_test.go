@@ -143,14 +143,25 @@ func graphProblems(blobs []blob) []string {
 				}
 			}
 		}
+		// The head is the channel's newest release: the current one for stable; a
+		// LINSTOR line's channel ends at that line's last release.
+		newest := ""
+		for _, e := range b.Entries {
+			if newest == "" || versions[e.Name].GT(versions[newest]) {
+				newest = e.Name
+			}
+		}
+		if b.Name == "stable" && newest != current {
+			problems = append(problems, fmt.Sprintf("channel stable: newest entry %s, want %s", newest, current))
+		}
 		var heads []string
 		for _, e := range b.Entries {
 			if len(next[e.Name]) == 0 {
 				heads = append(heads, e.Name)
 			}
 		}
-		if len(heads) != 1 || heads[0] != current {
-			problems = append(problems, fmt.Sprintf("channel %s: heads %v, want exactly [%s]", b.Name, heads, current))
+		if len(heads) != 1 || heads[0] != newest {
+			problems = append(problems, fmt.Sprintf("channel %s: heads %v, want exactly [%s]", b.Name, heads, newest))
 		}
 		for _, e := range b.Entries {
 			seen, queue := map[string]bool{e.Name: true}, []string{e.Name}
@@ -164,13 +175,13 @@ func graphProblems(blobs []blob) []string {
 					}
 				}
 			}
-			if !seen[current] {
-				problems = append(problems, fmt.Sprintf("channel %s: %s cannot upgrade to %s", b.Name, e.Name, current))
+			if !seen[newest] {
+				problems = append(problems, fmt.Sprintf("channel %s: %s cannot upgrade to %s", b.Name, e.Name, newest))
 			}
 		}
 	}
 	if channels < 2 {
-		problems = append(problems, fmt.Sprintf("%d channels, want candidate and stable", channels))
+		problems = append(problems, fmt.Sprintf("%d channels, want stable and one per LINSTOR line", channels))
 	}
 	return problems
 }

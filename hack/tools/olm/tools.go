@@ -1,0 +1,9 @@
+//go:build tools
+
+// Package tools records the OLM commands this module builds.
+package tools
+
+import (
+	_ "github.com/operator-framework/operator-lifecycle-manager/cmd/catalog"
+	_ "github.com/operator-framework/operator-lifecycle-manager/cmd/olm"
+)

@@ -1,0 +1,236 @@
+package runbundle
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// repoRoot is the repository's top directory (tests run in the package directory).
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// writeBundle writes a minimal registry+v1 bundle directory: annotations and the given
+// manifests (file name → content).
+func writeBundle(t *testing.T, annotations string, manifests map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{"metadata", "manifests"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "metadata", "annotations.yaml"), []byte(annotations), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range manifests {
+		if err := os.WriteFile(filepath.Join(dir, "manifests", name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+const (
+	testAnnotations = `annotations:
+  operators.operatorframework.io.bundle.channel.default.v1: stable
+  operators.operatorframework.io.bundle.channels.v1: candidate, stable
+  operators.operatorframework.io.bundle.package.v1: demo-operator
+`
+	testCSV = `apiVersion: operators.coreos.com/v1alpha1
+kind: ClusterServiceVersion
+metadata:
+  name: demo-operator.v1.2.3
+spec:
+  installModes:
+  - {type: OwnNamespace, supported: false}
+  - {type: AllNamespaces, supported: true}
+`
+	testService = `apiVersion: v1
+kind: Service
+metadata: {name: metrics}
+`
+)
+
+func TestReadBundle(t *testing.T) {
+	dir := writeBundle(t, testAnnotations, map[string]string{"a.yaml": testService, "csv.yaml": testCSV})
+	b, err := ReadBundle(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Package != "demo-operator" || b.DefaultChannel != "stable" || !reflect.DeepEqual(b.Channels, []string{"candidate", "stable"}) {
+		t.Errorf("package %q, default %q, channels %q", b.Package, b.DefaultChannel, b.Channels)
+	}
+	if b.CSV.Name != "demo-operator.v1.2.3" || len(b.CSV.Spec.InstallModes) != 2 {
+		t.Errorf("CSV %q with install modes %v", b.CSV.Name, b.CSV.Spec.InstallModes)
+	}
+
+	for _, tc := range []struct {
+		name, annotations string
+		manifests         map[string]string
+		want              string
+	}{
+		{"no package", "annotations:\n  operators.operatorframework.io.bundle.channels.v1: stable\n",
+			map[string]string{"csv.yaml": testCSV}, "no operators.operatorframework.io.bundle.package.v1"},
+		{"no channels", "annotations:\n  operators.operatorframework.io.bundle.package.v1: p\n",
+			map[string]string{"csv.yaml": testCSV}, "no operators.operatorframework.io.bundle.channels.v1"},
+		{"no CSV", testAnnotations, map[string]string{"a.yaml": testService}, "no named ClusterServiceVersion"},
+		{"two CSVs", testAnnotations, map[string]string{"a.yaml": testCSV, "b.yaml": testCSV}, "more than one ClusterServiceVersion"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ReadBundle(writeBundle(t, tc.annotations, tc.manifests))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := ReadBundle(t.TempDir()); err == nil || !strings.Contains(err.Error(), "make bundle") {
+		t.Errorf("empty directory: error %v, want one pointing to make bundle", err)
+	}
+}
+
+func TestChannel(t *testing.T) {
+	csv := &operatorsv1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Name: "p.v1"}}
+	for _, tc := range []struct {
+		name       string
+		channels   []string
+		def, asked string
+		want, err  string
+	}{
+		{name: "default channel", channels: []string{"candidate", "stable"}, def: "stable", want: "stable"},
+		{name: "asked for another of its channels", channels: []string{"candidate", "stable"}, def: "stable", asked: "candidate", want: "candidate"},
+		{name: "asked for a channel it is not in", channels: []string{"candidate", "stable"}, def: "stable", asked: "fast", err: `CHANNEL "fast": bundle p.v1 is only in channels candidate,stable`},
+		{name: "no default, one channel", channels: []string{"alpha"}, want: "alpha"},
+		{name: "no default, two channels", channels: []string{"alpha", "beta"}, err: "set CHANNEL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &Bundle{Package: "p", Channels: tc.channels, DefaultChannel: tc.def, CSV: csv}
+			got, err := b.Channel(tc.asked)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func decodeBlobs(t *testing.T, data []byte) []map[string]any {
+	t.Helper()
+	var blobs []map[string]any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		var blob map[string]any
+		if err := dec.Decode(&blob); errors.Is(err, io.EOF) {
+			return blobs
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		blobs = append(blobs, blob)
+	}
+}
+
+func TestCatalogBlobs(t *testing.T) {
+	b := &Bundle{Package: "demo-operator", Channels: []string{"candidate", "stable"}, DefaultChannel: "stable",
+		CSV: &operatorsv1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Name: "demo-operator.v1.2.3"}}}
+	bundleBlob := `{"schema":"olm.bundle","name":"demo-operator.v1.2.3","package":"demo-operator","image":"","properties":[{"type":"olm.package","value":{"packageName":"demo-operator","version":"1.2.3"}}]}`
+
+	got, err := CatalogBlobs([]byte(bundleBlob+"\n"), b, "candidate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bundle map[string]any
+	if err := json.Unmarshal([]byte(bundleBlob), &bundle); err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]any{
+		{"schema": "olm.package", "name": "demo-operator", "defaultChannel": "candidate"},
+		{"schema": "olm.channel", "name": "candidate", "package": "demo-operator",
+			"entries": []any{map[string]any{"name": "demo-operator.v1.2.3"}}},
+		bundle,
+	}
+	if blobs := decodeBlobs(t, got); !reflect.DeepEqual(blobs, want) {
+		t.Errorf("blobs\n%v\nwant\n%v", blobs, want)
+	}
+
+	for _, tc := range []struct{ name, rendered, want string }{
+		{"nothing rendered", "", "0 olm.bundle blobs"},
+		{"two bundles", bundleBlob + bundleBlob, "2 olm.bundle blobs"},
+		{"another bundle", strings.Replace(bundleBlob, "v1.2.3\",\"package", "v9\",\"package", 1), "want demo-operator.v1.2.3"},
+		{"not a bundle", `{"schema":"olm.package","name":"x"}`, "unexpected blob of schema olm.package"},
+		{"not JSON", "name: x", "opm render output"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := CatalogBlobs([]byte(tc.rendered), b, "stable"); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// opmBinary is $OPM (make test sets it) or the opm in bin/opm (make opm).
+func opmBinary(t *testing.T) string {
+	t.Helper()
+	if opm := os.Getenv("OPM"); opm != "" { // make test passes the Makefile's
+		return opm
+	}
+	matches, _ := filepath.Glob(filepath.Join(repoRoot(t), "bin", "opm", "opm-v*"))
+	if len(matches) == 0 {
+		t.Fatal("no opm in bin/opm: run make opm")
+	}
+	return matches[len(matches)-1]
+}
+
+// The catalog made from the project's bundle directory is one opm accepts: it validates,
+// and its package's default channel leads to the bundle's CSV.
+func TestCatalogFromProjectBundleValidates(t *testing.T) {
+	opm := opmBinary(t)
+	bundleDir := filepath.Join(repoRoot(t), "bundle")
+	b, err := ReadBundle(bundleDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	channel, err := b.Channel("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered, err := render(t.Context(), opm, bundleDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := CatalogBlobs(rendered, b, channel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := writeCatalog(t.TempDir(), b.Package, blobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(opm, "validate", dir).CombinedOutput(); err != nil {
+		t.Fatalf("opm validate: %v\n%s", err, out)
+	}
+	decoded := decodeBlobs(t, blobs)
+	if len(decoded) != 3 || decoded[2]["name"] != b.CSV.Name || decoded[2]["image"] != "" {
+		t.Errorf("want package, channel and the bundle %s with its manifests inline (image \"\"), got %d blobs", b.CSV.Name, len(decoded))
+	}
+}

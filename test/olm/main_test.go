@@ -1,0 +1,432 @@
+// Package olm installs this repository's bundle through a real OLM and runs the real
+// operator binary as the pod OLM deployed. The world is a kwok-simulated cluster (real
+// etcd, kube-apiserver, controller manager and scheduler), OLM's olm and catalog
+// operators built from source, the bundle's file-based catalog served by `opm serve`,
+// and the LINSTOR emulator standing in for the LINSTOR controller pod. All of it runs
+// inside a network and mount namespace the test creates: pod addresses are real
+// addresses there, so the API server reaches the operator's webhooks through the
+// endpoints of OLM's Service, and nothing leaves the namespace.
+//
+// The tests run in file order as one scenario.
+package olm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/linstor-operator/linstor-operator/internal/kwokcluster"
+	"github.com/linstor-operator/linstor-operator/internal/manager"
+	testenv "github.com/linstor-operator/linstor-operator/test/envtest"
+)
+
+const (
+	// insideEnv marks the re-executed test binary running inside the namespaces.
+	insideEnv   = "LINSTOR_OLM_E2E_NETNS"
+	clusterName = "linstor-olm"
+	olmVersion  = "v0.46.0"
+	// namespace is the bundle's suggested namespace: OLM installs the operator there and
+	// the LinstorCluster lives there.
+	namespace        = "linstor"
+	olmNamespace     = "olm"
+	catalogName      = "linstor-operator-catalog"
+	catalogPort      = "50051"
+	packageName      = "linstor-operator"
+	channel          = "stable"
+	subscriptionName = "linstor-operator"
+	// apiserverAddress is outside the pod, node and service ranges of the cluster.
+	apiserverAddress = "172.31.255.1"
+)
+
+// world is what TestMain started.
+var world struct {
+	root     string
+	work     string // bin/olm-e2e: logs, catalog, certificates
+	cluster  *kwokcluster.Cluster
+	client   client.Client
+	hosts    string // the file bind-mounted on /etc/hosts
+	operator string // the operator binary
+	opm      string
+	procs    []*process
+}
+
+var ctx = context.Background()
+
+func TestMain(m *testing.M) {
+	if os.Getenv(insideEnv) == "" {
+		os.Exit(outside())
+	}
+	os.Exit(inside(m))
+}
+
+// outside builds what the world needs (through the module proxy, before there is no
+// network), then runs this binary again inside fresh network and mount namespaces.
+func outside() int {
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "test/olm: FAIL: these tests run the cluster, OLM and the operator inside a network namespace "+
+			"they create (unshare --net --mount), which needs root; CI runs as root. Not skipping: run them as root.")
+		return 1
+	}
+	root := testenv.RepoRoot()
+	work := filepath.Join(root, "bin", "olm-e2e")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "test/olm:", err)
+		return 1
+	}
+	start := time.Now()
+	if err := kwokcluster.BuildBinaries(ctx, root); err != nil {
+		fmt.Fprintln(os.Stderr, "test/olm: building the cluster binaries:", err)
+		return 1
+	}
+	for _, script := range []string{"build-olm.sh", "build-opm.sh"} {
+		c := exec.Command(filepath.Join(root, "hack", script))
+		c.Stderr = os.Stderr
+		if err := c.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "test/olm: hack/%s: %v\n", script, err)
+			return 1
+		}
+	}
+	// The operator binary OLM's pod would run (its image holds the same build).
+	build := exec.Command("go", "build", "-o", filepath.Join(work, "manager"), ".")
+	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "test/olm: building the operator:", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "test/olm: binaries ready in %.1fs\n", time.Since(start).Seconds())
+
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "test/olm:", err)
+		return 1
+	}
+	// A private mount namespace lets the world have its own /etc/hosts (the cluster DNS
+	// names of Services the operator dials); private propagation keeps its mounts in.
+	cmd := exec.Command("unshare", append([]string{"--net", "--mount", "--propagation", "private", "--", self}, os.Args[1:]...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), insideEnv+"=1")
+	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return exit.ExitCode()
+		}
+		fmt.Fprintln(os.Stderr, "test/olm: FAIL: cannot create the network namespace (unshare --net --mount):", err)
+		return 1
+	}
+	return 0
+}
+
+// inside sets the world up in the namespaces, runs the tests and tears it down.
+func inside(m *testing.M) (code int) {
+	world.root = testenv.RepoRoot()
+	world.work = filepath.Join(world.root, "bin", "olm-e2e")
+	world.operator = filepath.Join(world.work, "manager")
+	world.opm = filepath.Join(world.root, "bin", "opm", "opm-v1.73.0")
+	// The test's clients log nothing worth showing; the processes log to files.
+	ctrllog.SetLogger(logr.Discard())
+	start := time.Now()
+	err := setUp()
+	defer func() {
+		if err := tearDown(); err != nil {
+			fmt.Fprintln(os.Stderr, "test/olm: tearing down:", err)
+			code = 1
+		}
+		// Nothing of the cluster may outlive the run (a few seconds to finish stopping).
+		if world.cluster != nil {
+			if err := waitFor(15*time.Second, func() (bool, error) {
+				left := kwokcluster.ProcessesUnder(world.cluster.Dir())
+				return len(left) == 0, fmt.Errorf("processes %v", left)
+			}); err != nil {
+				fmt.Fprintln(os.Stderr, "test/olm: cluster processes left behind:", err)
+				code = 1
+			}
+		}
+		fmt.Fprintf(os.Stderr, "test/olm: the whole suite took %.1fs\n", time.Since(start).Seconds())
+	}()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "test/olm: setting up the world:", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "test/olm: cluster, OLM and catalog ready in %.1fs (logs in %s)\n", time.Since(start).Seconds(), world.work)
+	code = m.Run()
+	if code != 0 {
+		for _, p := range world.procs {
+			showTail(p.log, 40)
+		}
+	}
+	return code
+}
+
+func setUp() error {
+	if out, err := exec.Command("ip", "link", "set", "lo", "up").CombinedOutput(); err != nil {
+		return fmt.Errorf("ip link set lo up: %v: %s", err, out)
+	}
+	// Cluster DNS for the names the operator dials: the LINSTOR controller's Service is
+	// added once its pod has an address.
+	world.hosts = filepath.Join(world.work, "hosts")
+	if err := os.WriteFile(world.hosts, []byte("127.0.0.1 localhost\n::1 localhost\n"), 0o644); err != nil {
+		return err
+	}
+	if err := syscall.Mount(world.hosts, "/etc/hosts", "", syscall.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind-mounting %s on /etc/hosts: %w", world.hosts, err)
+	}
+	// A private /run, so the operator process finds its ServiceAccount's files where a
+	// pod's kubelet mounts them (/var/run/secrets/kubernetes.io/serviceaccount).
+	if err := syscall.Mount("tmpfs", "/run", "tmpfs", 0, "mode=755"); err != nil {
+		return fmt.Errorf("mounting a private /run: %w", err)
+	}
+
+	// The API server advertises an address of its own (the kubernetes Service's endpoint);
+	// with no default route it cannot pick one.
+	if err := addAddress(apiserverAddress); err != nil {
+		return err
+	}
+	var err error
+	// Webhooks are called at the Service's endpoint addresses: there is no kube-proxy.
+	if world.cluster, err = kwokcluster.Create(ctx, world.root, clusterName,
+		"--extra-args", "kube-apiserver=advertise-address="+apiserverAddress,
+		"--extra-args", "kube-apiserver=enable-aggregator-routing=true"); err != nil {
+		return err
+	}
+	scheme := manager.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{operatorsv1alpha1.AddToScheme, operatorsv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	if world.client, err = client.New(world.cluster.Config, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	crds := filepath.Join(world.root, "bin", "olm", olmVersion, "crds")
+	if _, err := envtest.InstallCRDs(world.cluster.Config, envtest.CRDInstallOptions{Paths: []string{crds}, ErrorIfPathMissing: true}); err != nil {
+		return fmt.Errorf("installing OLM's CRDs from %s: %w", crds, err)
+	}
+	// The bundle's suggested namespace template: LINSTOR's satellites need privileged.
+	for _, ns := range []*corev1.Namespace{
+		{ObjectMeta: metav1.ObjectMeta{Name: olmNamespace}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "operators"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{"pod-security.kubernetes.io/enforce": "privileged"}}},
+	} {
+		if err := world.client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+
+	kubeconfigEnv := "KUBECONFIG=" + world.cluster.Kubeconfig
+	olmBin := filepath.Join(world.root, "bin", "olm", olmVersion)
+	// Both serve their metrics on :8080 with no flag to move it: catalog's listener fails
+	// (it only logs that) and everything else works.
+	if err := startProcess("olm", []string{kubeconfigEnv}, filepath.Join(olmBin, "olm"),
+		"--namespace", olmNamespace, "--writeStatusName", "", "--writePackageServerStatusName", ""); err != nil {
+		return err
+	}
+	if err := startProcess("catalog", nil, filepath.Join(olmBin, "catalog"),
+		"--kubeconfig", world.cluster.Kubeconfig, "--namespace", olmNamespace, "--writeStatusName", ""); err != nil {
+		return err
+	}
+	catalogDir, err := renderCatalog()
+	if err != nil {
+		return err
+	}
+	if err := startProcess("opm-serve", nil, world.opm, "serve", catalogDir, "--port", catalogPort,
+		"--cache-dir", filepath.Join(world.work, "opm-cache"), "--cache-enforce-integrity=false",
+		"--pprof-addr", "127.0.0.1:6061", "--termination-log", filepath.Join(world.work, "opm-termination.log")); err != nil {
+		return err
+	}
+	cs := &operatorsv1alpha1.CatalogSource{ObjectMeta: metav1.ObjectMeta{Namespace: olmNamespace, Name: catalogName},
+		Spec: operatorsv1alpha1.CatalogSourceSpec{SourceType: operatorsv1alpha1.SourceTypeGrpc, Address: "127.0.0.1:" + catalogPort,
+			DisplayName: "LINSTOR Operator (this tree)", Publisher: "test/olm"}}
+	if err := world.client.Create(ctx, cs); err != nil {
+		return err
+	}
+	if err := waitFor(2*time.Minute, func() (bool, error) {
+		if err := world.client.Get(ctx, client.ObjectKeyFromObject(cs), cs); err != nil {
+			return false, err
+		}
+		return cs.Status.GRPCConnectionState != nil && cs.Status.GRPCConnectionState.LastObservedState == "READY", nil
+	}); err != nil {
+		return fmt.Errorf("CatalogSource %s never READY (%+v): %w", catalogName, cs.Status.GRPCConnectionState, err)
+	}
+	return startLinstor()
+}
+
+func tearDown() error {
+	var errs []error
+	stopLinstor()
+	// In reverse: the operator before OLM, OLM before the catalog server.
+	for i := len(world.procs) - 1; i >= 0; i-- {
+		errs = append(errs, world.procs[i].stop())
+	}
+	if world.cluster != nil {
+		errs = append(errs, world.cluster.Delete())
+	}
+	return errors.Join(errs...)
+}
+
+// renderCatalog writes a file-based catalog of bundle/ alone (channel stable), its
+// objects inline so OLM needs no bundle image, and validates it.
+func renderCatalog() (string, error) {
+	dir := filepath.Join(world.work, "catalog")
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, packageName), 0o755); err != nil {
+		return "", err
+	}
+	rendered, err := exec.Command(world.opm, "render", filepath.Join(world.root, "bundle"), "-o", "yaml").Output()
+	if err != nil {
+		return "", fmt.Errorf("opm render bundle: %w", err)
+	}
+	csv, err := bundleCSVName()
+	if err != nil {
+		return "", err
+	}
+	index := fmt.Sprintf(`---
+schema: olm.package
+name: %[1]s
+defaultChannel: %[2]s
+---
+schema: olm.channel
+package: %[1]s
+name: %[2]s
+entries:
+- name: %[3]s
+---
+%[4]s`, packageName, channel, csv, strings.TrimPrefix(string(rendered), "---\n"))
+	if err := os.WriteFile(filepath.Join(dir, packageName, "index.yaml"), []byte(index), 0o644); err != nil {
+		return "", err
+	}
+	if out, err := exec.Command(world.opm, "validate", dir).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("opm validate: %v: %s", err, out)
+	}
+	return dir, nil
+}
+
+// waitFor polls done every 250ms until it reports true, fails, or timeout passes.
+func waitFor(timeout time.Duration, done func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		ok, err := done()
+		if ok {
+			return nil
+		}
+		if err != nil {
+			last = err
+		}
+		if time.Now().After(deadline) {
+			if last != nil {
+				return fmt.Errorf("timed out after %s: %w", timeout, last)
+			}
+			return fmt.Errorf("timed out after %s", timeout)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// process is a child the world started, its output in a log file.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan error
+}
+
+// startProcess runs bin with args and env (added to a minimal environment) until the
+// world is torn down.
+func startProcess(name string, env []string, bin string, args ...string) error {
+	p := &process{name: name, log: filepath.Join(world.work, name+".log"), done: make(chan error, 1)}
+	f, err := os.Create(p.log)
+	if err != nil {
+		return err
+	}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
+	p.cmd.Stdout, p.cmd.Stderr = f, f
+	if err := p.cmd.Start(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("starting %s: %w", name, err)
+	}
+	go func() { p.done <- p.cmd.Wait(); _ = f.Close() }()
+	world.procs = append(world.procs, p)
+	return nil
+}
+
+// stop asks the process to end and kills it after 15 seconds.
+func (p *process) stop() error {
+	select {
+	case <-p.done:
+		return nil // ended by itself; its log tells why
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("%s did not stop on SIGTERM", p.name)
+	}
+	return nil
+}
+
+// exited reports whether the process ended, and how.
+func (p *process) exited() (bool, error) {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return true, err
+	default:
+		return false, nil
+	}
+}
+
+func showTail(path string, lines int) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	fmt.Fprintf(os.Stderr, "test/olm: the last %d lines of %s:\n%s\n", len(all), path, strings.Join(all, "\n"))
+}
+
+// addAddress puts a pod's address on the namespace's loopback, where its process listens.
+func addAddress(ip string) error {
+	out, err := exec.Command("ip", "addr", "add", ip+"/32", "dev", "lo").CombinedOutput()
+	if err != nil && !strings.Contains(string(out), "File exists") {
+		return fmt.Errorf("ip addr add %s/32 dev lo: %v: %s", ip, err, out)
+	}
+	return nil
+}
+
+// addHost resolves name to ip for every process of the world (Go's resolver rereads the
+// file when it changes).
+func addHost(ip, name string) error {
+	f, err := os.OpenFile(world.hosts, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(f, "%s %s\n", ip, name)
+	return errors.Join(err, f.Close())
+}

@@ -29,8 +29,8 @@ type Stone struct {
 
 // Current is this operator release. Keep docs/upgrades.md in step with it.
 var Current = Release{
-	Target:   MustParse("1.33.3"),
-	Runnable: []Version{MustParse("1.33.2"), MustParse("1.33.3")},
+	Target:   MustParse("1.33.2"),
+	Runnable: []Version{MustParse("1.33.2")},
 	// 1.29.1 is what operator 0.1.0 deployed; nothing older was ever run by this operator.
 	Oldest: MustParse("1.29.0"),
 	Stones: []Stone{{

@@ -75,7 +75,7 @@ func TestFromEnv(t *testing.T) {
 		{"empty value", []string{"RELATED_IMAGE_LINSTOR_CSI="}, nil, "is not an image reference"},
 	}
 	want := map[string]string{
-		"defaults":               "quay.io/piraeusdatastore/piraeus-server:v1.33.2|quay.io/piraeusdatastore/piraeus-server:v1.33.2",
+		"defaults":               "quay.io/piraeusdatastore/piraeus-server:v1.33.3|quay.io/piraeusdatastore/piraeus-server:v1.33.3",
 		"override a component":   "mirror.local/csi@sha256:abc",
 		"override a loader":      "mirror.local/drbd:1",
 		"operator image ignored": "quay.io/piraeusdatastore/piraeus-csi:v1.6.3",
@@ -132,12 +132,12 @@ func TestForLinstor(t *testing.T) {
 	if got := s.ForLinstor(LinstorVersion).Image(LinstorController); !strings.Contains(got, "@sha256:") {
 		t.Errorf("the release's version must keep its pinned image, got %s", got)
 	}
-	other := s.ForLinstor("1.33.1")
-	if got := other.Image(LinstorController); got != "mirror.local:5000/piraeus/piraeus-server:v1.33.1" {
-		t.Errorf("controller for 1.33.1 = %s", got)
+	other := s.ForLinstor("1.33.2")
+	if got := other.Image(LinstorController); got != "mirror.local:5000/piraeus/piraeus-server:v1.33.2" {
+		t.Errorf("controller for 1.33.2 = %s", got)
 	}
-	if got := other.Image(LinstorSatellite); got != "quay.io/piraeusdatastore/piraeus-server:v1.33.1" {
-		t.Errorf("satellite for 1.33.1 = %s", got)
+	if got := other.Image(LinstorSatellite); got != "quay.io/piraeusdatastore/piraeus-server:v1.33.2" {
+		t.Errorf("satellite for 1.33.2 = %s", got)
 	}
 	if other.Image(LinstorCSI) != s.Image(LinstorCSI) {
 		t.Error("ForLinstor changed another component")
@@ -153,20 +153,20 @@ func TestVersionedImagesComeFromTheirOwnVariable(t *testing.T) {
 	pinned := "mirror.local:5000/piraeus/piraeus-server@sha256:" + strings.Repeat("b", 64)
 	s, err := FromEnv([]string{
 		"RELATED_IMAGE_LINSTOR_CONTROLLER=mirror.local:5000/piraeus/piraeus-server@sha256:" + strings.Repeat("a", 64),
-		VersionedName(LinstorController, "1.33.1") + "=" + pinned,
+		VersionedName(LinstorController, "1.33.2") + "=" + pinned,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.ForLinstor("1.33.1").Image(LinstorController); got != pinned {
-		t.Errorf("controller for 1.33.1 = %s, want the pinned %s", got, pinned)
+	if got := s.ForLinstor("1.33.2").Image(LinstorController); got != pinned {
+		t.Errorf("controller for 1.33.2 = %s, want the pinned %s", got, pinned)
 	}
 	// No variable for the satellite: derived by tag, as without a mirror.
-	if got := s.ForLinstor("1.33.1").Image(LinstorSatellite); got != "quay.io/piraeusdatastore/piraeus-server:v1.33.1" {
-		t.Errorf("satellite for 1.33.1 = %s", got)
+	if got := s.ForLinstor("1.33.2").Image(LinstorSatellite); got != "quay.io/piraeusdatastore/piraeus-server:v1.33.2" {
+		t.Errorf("satellite for 1.33.2 = %s", got)
 	}
-	if got := s.WithRepository("registry.example.com/linstor").ForLinstor("1.33.1").Image(LinstorController); got != "registry.example.com/linstor/piraeus-server@sha256:"+strings.Repeat("b", 64) {
-		t.Errorf("repository override of the pinned 1.33.1 controller = %s", got)
+	if got := s.WithRepository("registry.example.com/linstor").ForLinstor("1.33.2").Image(LinstorController); got != "registry.example.com/linstor/piraeus-server@sha256:"+strings.Repeat("b", 64) {
+		t.Errorf("repository override of the pinned 1.33.2 controller = %s", got)
 	}
 	if _, err := FromEnv([]string{"RELATED_IMAGE_LINSTOR_CONTROLLER_1_33=x"}); err == nil {
 		t.Error("a versioned name without a patch version was accepted")

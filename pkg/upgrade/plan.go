@@ -29,9 +29,10 @@ type Stone struct {
 
 // Current is this operator release. Keep docs/upgrades.md in step with it.
 var Current = Release{
-	Target:   MustParse("1.33.2"),
-	Runnable: []Version{MustParse("1.33.2")},
-	// 1.29.1 is what operator 0.1.0 deployed; nothing older was ever run by this operator.
+	Target:   MustParse("1.33.3"),
+	Runnable: []Version{MustParse("1.33.2"), MustParse("1.33.3")},
+	// The oldest LINSTOR it takes over and upgrades (a cluster deployed by other means);
+	// older databases first need the migrations of an older LINSTOR.
 	Oldest: MustParse("1.29.0"),
 	Stones: []Stone{{
 		At: MustParse("1.34.0"), Below: MustParse("1.33.2"), Via: MustParse("1.33.2"),

@@ -33,13 +33,6 @@ var next = Release{
 	Stones: Current.Stones,
 }
 
-// twoVersions is a release targeting 1.33.3 that still runs 1.33.2 (operator 0.3.0): the
-// planner's rows below need a release with a choice.
-var twoVersions = Release{
-	Target: MustParse("1.33.3"), Runnable: []Version{MustParse("1.33.2"), MustParse("1.33.3")}, Oldest: Current.Oldest,
-	Stones: Current.Stones,
-}
-
 func TestDecide(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -49,22 +42,20 @@ func TestDecide(t *testing.T) {
 		to      string
 		message string
 	}{
-		{"this release installs 1.33.2", Current, Input{}, Install, "1.33.2", "Installing LINSTOR 1.33.2"},
-		{"this release runs nothing else", Current, Input{Running: "1.29.1", Requested: "1.33.3"}, Refuse, "", "it runs 1.33.2"},
-		{"fresh install", twoVersions, Input{}, Install, "1.33.3", "Installing LINSTOR 1.33.3"},
-		{"fresh install pinned", twoVersions, Input{Requested: "1.33.2"}, Install, "1.33.2", ""},
-		{"up to date", twoVersions, Input{Running: "1.33.3"}, Stay, "1.33.3", ""},
-		{"previous release's version, automatic", twoVersions, Input{Running: "1.29.1", Policy: linstorv1.UpgradeAutomatic}, Upgrade, "1.33.3", "Upgrading LINSTOR from 1.29.1 to 1.33.3"},
-		{"empty policy means automatic", twoVersions, Input{Running: "1.33.2"}, Upgrade, "1.33.3", ""},
-		{"manual waits", twoVersions, Input{Running: "1.29.1", Policy: linstorv1.UpgradeManual}, AwaitApproval, "1.33.3", "set spec.version to 1.33.3 to start it"},
-		{"manual approved", twoVersions, Input{Running: "1.29.1", Requested: "1.33.3", Policy: linstorv1.UpgradeManual}, Upgrade, "1.33.3", ""},
-		{"pinned older runnable", twoVersions, Input{Running: "1.29.1", Requested: "1.33.2"}, Upgrade, "1.33.2", ""},
-		{"pinned to the running version", twoVersions, Input{Running: "1.33.2", Requested: "1.33.2"}, Stay, "1.33.2", ""},
-		{"downgrade", twoVersions, Input{Running: "1.33.3", Requested: "1.33.2"}, Refuse, "1.33.3", "LINSTOR cannot downgrade"},
-		{"newer than the release", twoVersions, Input{Running: "1.34.0"}, Refuse, "1.34.0", "cannot downgrade"},
-		{"not runnable", twoVersions, Input{Running: "1.29.1", Requested: "1.32.0"}, Refuse, "", "spec.version 1.32.0 is not a version this operator release can run; it runs 1.33.2, 1.33.3"},
-		{"too old", twoVersions, Input{Running: "1.20.3"}, Refuse, "1.20.3", "older than 1.29.0"},
-		{"bad reported version", twoVersions, Input{Running: "garbage"}, Refuse, "", "unreadable version"},
+		{"fresh install", Current, Input{}, Install, "1.33.3", "Installing LINSTOR 1.33.3"},
+		{"fresh install pinned", Current, Input{Requested: "1.33.2"}, Install, "1.33.2", ""},
+		{"up to date", Current, Input{Running: "1.33.3"}, Stay, "1.33.3", ""},
+		{"previous release's version, automatic", Current, Input{Running: "1.29.1", Policy: linstorv1.UpgradeAutomatic}, Upgrade, "1.33.3", "Upgrading LINSTOR from 1.29.1 to 1.33.3"},
+		{"empty policy means automatic", Current, Input{Running: "1.33.2"}, Upgrade, "1.33.3", ""},
+		{"manual waits", Current, Input{Running: "1.29.1", Policy: linstorv1.UpgradeManual}, AwaitApproval, "1.33.3", "set spec.version to 1.33.3 to start it"},
+		{"manual approved", Current, Input{Running: "1.29.1", Requested: "1.33.3", Policy: linstorv1.UpgradeManual}, Upgrade, "1.33.3", ""},
+		{"pinned older runnable", Current, Input{Running: "1.29.1", Requested: "1.33.2"}, Upgrade, "1.33.2", ""},
+		{"pinned to the running version", Current, Input{Running: "1.33.2", Requested: "1.33.2"}, Stay, "1.33.2", ""},
+		{"downgrade", Current, Input{Running: "1.33.3", Requested: "1.33.2"}, Refuse, "1.33.3", "LINSTOR cannot downgrade"},
+		{"newer than the release", Current, Input{Running: "1.34.0"}, Refuse, "1.34.0", "cannot downgrade"},
+		{"not runnable", Current, Input{Running: "1.29.1", Requested: "1.32.0"}, Refuse, "", "spec.version 1.32.0 is not a version this operator release can run; it runs 1.33.2, 1.33.3"},
+		{"too old", Current, Input{Running: "1.20.3"}, Refuse, "1.20.3", "older than 1.29.0"},
+		{"bad reported version", Current, Input{Running: "garbage"}, Refuse, "", "unreadable version"},
 		{"stepping stone first", next, Input{Running: "1.29.1"}, Upgrade, "1.33.2", "Upgrading LINSTOR from 1.29.1 to 1.33.2, on the way to 1.34.0"},
 		{"then the target", next, Input{Running: "1.33.2"}, Upgrade, "1.34.0", ""},
 		{"past the stone", next, Input{Running: "1.33.3"}, Upgrade, "1.34.0", ""},

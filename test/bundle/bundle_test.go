@@ -267,8 +267,8 @@ func TestBundleIsFresh(t *testing.T) {
 	root := envtest.RepoRoot()
 	out := t.TempDir()
 	dockerfile := filepath.Join(out, "bundle.Dockerfile")
-	err := bundle.Generate(bundle.Options{Root: root, Out: out, Version: "0.2.0", Image: "quay.io/linstor-operator/linstor-operator:v0.2.0",
-		Channels: []string{"stable", "stable-linstor-1.33"}, DefaultChannel: "stable", CreatedAt: "2026-11-22T00:00:00Z", Dockerfile: dockerfile})
+	err := bundle.Generate(bundle.Options{Root: root, Out: out, Version: "0.3.0", Image: "quay.io/linstor-operator/linstor-operator:v0.3.0",
+		Channels: []string{"stable", "stable-linstor-1.33"}, DefaultChannel: "stable", CreatedAt: "2026-11-24T00:00:00Z", Dockerfile: dockerfile})
 	if err != nil {
 		t.Fatal(err)
 	}

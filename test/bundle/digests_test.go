@@ -17,13 +17,13 @@ import (
 	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
 
-const operatorImage = "quay.io/linstor-operator/linstor-operator:v0.2.0"
+const operatorImage = "quay.io/linstor-operator/linstor-operator:v0.3.0"
 
 // generate writes a bundle for this tree into a temporary directory and loads it.
 func generate(t *testing.T, digests map[string]string) (string, error) {
 	t.Helper()
 	out := t.TempDir()
-	return out, bundle.Generate(bundle.Options{Root: envtest.RepoRoot(), Out: out, Version: "0.2.0", Image: operatorImage,
+	return out, bundle.Generate(bundle.Options{Root: envtest.RepoRoot(), Out: out, Version: "0.3.0", Image: operatorImage,
 		Channels: []string{"candidate", "stable"}, DefaultChannel: "stable", CreatedAt: "2026-11-22T00:00:00Z",
 		Dockerfile: filepath.Join(out, "bundle.Dockerfile"), Digests: digests})
 }

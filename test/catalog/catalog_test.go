@@ -17,7 +17,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
 
-const current = "linstor-operator.v0.2.0"
+const current = "linstor-operator.v0.3.0"
 
 func opm(t *testing.T) string {
 	t.Helper()

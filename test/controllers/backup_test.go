@@ -39,7 +39,7 @@ func TestBackupStopsTheControllerAndVerifiesTheCopy(t *testing.T) {
 
 	makeNode(t, "bk-a", "10.6.0.1", map[string]string{"suite": "bk"})
 	// LINSTOR's database exists before this LinstorCluster: its version must be said.
-	cluster := makeCluster(t, ns, linstorv1.LinstorClusterSpec{NodeSelector: map[string]string{"suite": "bk"}, Version: "1.33.2",
+	cluster := makeCluster(t, ns, linstorv1.LinstorClusterSpec{NodeSelector: map[string]string{"suite": "bk"}, Version: "1.33.3",
 		Database: &linstorv1.DatabaseSpec{KeepBackups: ptr.To[int32](2)}})
 	g.Eventually(func(g Gomega) {
 		g.Expect(getCluster(g, cluster).Status.Version).NotTo(BeEmpty())

@@ -48,7 +48,7 @@ func TestClusterRunsLinstor(t *testing.T) {
 		var d appsv1.Deployment
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-controller"}, &d)).To(Succeed())
 		g.Expect(d.Spec.Strategy.Type).To(Equal(appsv1.RecreateDeploymentStrategyType))
-		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("quay.io/piraeusdatastore/piraeus-server:v1.33.2"))
+		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("quay.io/piraeusdatastore/piraeus-server:v1.33.3"))
 		g.Expect(metav1.IsControlledBy(&d, cluster)).To(BeTrue())
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-controller"}, &corev1.Service{})).To(Succeed())
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-controller-config"}, &corev1.ConfigMap{})).To(Succeed())
@@ -112,7 +112,7 @@ func TestClusterRunsLinstor(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		c := getCluster(g, cluster)
 		g.Expect(condition(c.Status.Conditions, linstorv1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
-		g.Expect(c.Status.Version).To(Equal("1.33.2"))
+		g.Expect(c.Status.Version).To(Equal("1.33.3"))
 		g.Expect(c.Status.SatellitesSummary).To(Equal("2/2"))
 		g.Expect(c.Status.Capacity).NotTo(BeNil())
 		g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))

@@ -155,7 +155,7 @@ func TestCSISwitchesAndRepository(t *testing.T) {
 	}
 	g.Eventually(func(g Gomega) {
 		ctrl := podTemplate(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.ControllerName}})
-		g.Expect(ctrl.Spec.Containers[0].Image).To(Equal("mirror.example.com:5000/linstor/piraeus-server:v1.33.2"))
+		g.Expect(ctrl.Spec.Containers[0].Image).To(Equal("mirror.example.com:5000/linstor/piraeus-server:v1.33.3"))
 		csi := podTemplate(g, deploy())
 		g.Expect(csi.Spec.Containers[0].Image).To(Equal("mirror.example.com:5000/linstor/piraeus-csi:v1.6.3"))
 		g.Expect(csi.Spec.Containers[1].Image).To(HavePrefix("mirror.example.com:5000/linstor/csi-provisioner:"))

@@ -73,7 +73,7 @@ func TestInstallBecomesAvailable(t *testing.T) {
 		c := cluster(g)
 		g.Expect(conditionStatus(c.Status.Conditions, linstorv1.ConditionAvailable)).To(Equal(metav1.ConditionTrue), "%+v", c.Status.Conditions)
 		g.Expect(c.Status.Satellites).To(Equal(linstorv1.SatelliteCounts{Ready: 3, Total: 3}))
-		g.Expect(c.Status.Version).To(Equal("1.33.2"), "the version the controller pod's image runs")
+		g.Expect(c.Status.Version).To(Equal("1.33.3"), "the version the controller pod's image runs")
 	}, timeout, tick).Should(Succeed())
 	t.Logf("3 nodes: Available %.1fs after the samples were applied", time.Since(start).Seconds())
 

@@ -58,19 +58,6 @@ func updateLinstorCluster(g Gomega, mutate func(*linstorv1.LinstorCluster)) {
 	})).To(Succeed())
 }
 
-// release033 is the next release's table (LINSTOR 1.33.3, keeping 1.33.2 runnable): the
-// upgrade tests run it to upgrade a cluster this release (1.33.2) installed.
-var release033 = &upgrade.Release{
-	Target: upgrade.MustParse("1.33.3"), Runnable: []upgrade.Version{upgrade.MustParse("1.33.2"), upgrade.MustParse("1.33.3")},
-	Oldest: upgrade.Current.Oldest, Stones: upgrade.Current.Stones,
-}
-
-// runNextRelease replaces the operator with one running release033.
-func runNextRelease(g Gomega) {
-	g.Expect(env.StopOperator()).To(Succeed())
-	g.Expect(env.StartOperatorRelease(release033)).To(Succeed())
-}
-
 // installAt installs the samples pinned to a LINSTOR version with the Manual policy and
 // places a replicated resource, so the database holds data worth keeping.
 func installAt(t *testing.T, version string) {
@@ -160,7 +147,6 @@ func watchUpgrade(g Gomega, onPhase func(linstorv1.UpgradePhase), final ...linst
 func TestUpgradeWithApprovalSurvivesOperatorRestarts(t *testing.T) {
 	g := NewWithT(t)
 	installAt(t, "1.33.2")
-	runNextRelease(g)
 
 	// Following the release (no pin) offers 1.33.3; the Manual policy waits.
 	updateLinstorCluster(g, func(c *linstorv1.LinstorCluster) { c.Spec.Version = "" })
@@ -214,7 +200,7 @@ func TestUpgradeWithApprovalSurvivesOperatorRestarts(t *testing.T) {
 		if p != linstorv1.UpgradeSucceeded && p != linstorv1.UpgradeAwaitingApproval {
 			// Kill point: the operator stops right as the phase began, and comes back.
 			g.Expect(env.StopOperator()).To(Succeed())
-			g.Expect(env.StartOperatorRelease(release033)).To(Succeed())
+			g.Expect(env.StartOperator()).To(Succeed())
 		}
 	}, linstorv1.UpgradeSucceeded)
 	t.Logf("1.33.2 -> 1.33.3 in %.1fs after preflight cleared, with %d operator restarts; phases %v", time.Since(start).Seconds(), len(phases)-1, phases)
@@ -262,7 +248,6 @@ func TestUpgradeWithApprovalSurvivesOperatorRestarts(t *testing.T) {
 func TestFailedMigrationRollsBackToTheBackup(t *testing.T) {
 	g := NewWithT(t)
 	installAt(t, "1.33.2")
-	runNextRelease(g)
 	env.Emulator.FailNextMigration()
 	updateLinstorCluster(g, func(c *linstorv1.LinstorCluster) { c.Spec.Version = "1.33.3" })
 	var phases []linstorv1.UpgradePhase
@@ -270,7 +255,7 @@ func TestFailedMigrationRollsBackToTheBackup(t *testing.T) {
 		phases = append(phases, p)
 		if p == linstorv1.UpgradeRollingBack { // kill point inside the rollback
 			g.Expect(env.StopOperator()).To(Succeed())
-			g.Expect(env.StartOperatorRelease(release033)).To(Succeed())
+			g.Expect(env.StartOperator()).To(Succeed())
 		}
 	}, linstorv1.UpgradeRolledBack)
 	t.Logf("rollback phases %v", phases)
@@ -289,7 +274,7 @@ func TestFailedMigrationRollsBackToTheBackup(t *testing.T) {
 	// Restored byte for byte: the database as the old controller wrote it back equals the backup.
 	g.Expect(env.StopOperator()).To(Succeed()) // nothing may write while comparing
 	g.Eventually(func(g Gomega) { g.Expect(databaseChecksum(g)).To(Equal(b.Status.Checksum)) }, timeout, tick).Should(Succeed())
-	g.Expect(env.StartOperatorRelease(release033)).To(Succeed())
+	g.Expect(env.StartOperator()).To(Succeed())
 	// LINSTOR holds the replica placed before the upgrade (the emulated controller may be
 	// loading the restored database again when the operator comes back).
 	g.Eventually(func() bool { return env.Emulator.ResourcePlaced("pvc-keep", "node-1") }, timeout, tick).Should(BeTrue())
@@ -317,7 +302,7 @@ func TestFailedMigrationRollsBackToTheBackup(t *testing.T) {
 	}, upgradeTimeout, tick).Should(Succeed())
 	g.Expect(env.StopOperator()).To(Succeed())
 	g.Eventually(func(g Gomega) { g.Expect(databaseChecksum(g)).To(Equal(b.Status.Checksum)) }, timeout, tick).Should(Succeed())
-	g.Expect(env.StartOperatorRelease(release033)).To(Succeed())
+	g.Expect(env.StartOperator()).To(Succeed())
 	// The retry used up the annotation: no new attempt starts on its own.
 	g.Expect(cluster(g).Annotations).NotTo(HaveKey(linstorcluster.AnnotationRetryUpgrade))
 	g.Consistently(func(g Gomega) {
@@ -351,12 +336,13 @@ func setTaints(g Gomega, node string, taints []corev1.Taint) {
 	})).To(Succeed())
 }
 
-// The operator upgrade OLM performs: the previous operator release (0.1.0, LINSTOR 1.29.1)
+// The operator upgrade OLM performs: the previous operator release (0.2.0, LINSTOR 1.33.2)
 // runs the cluster; it is replaced by this release, which upgrades LINSTOR on its own
 // (Automatic policy) to the version it pins.
 func TestNewOperatorReleaseUpgradesLinstor(t *testing.T) {
 	g := NewWithT(t)
-	previous := &upgrade.Release{Target: upgrade.MustParse("1.29.1"), Runnable: []upgrade.Version{upgrade.MustParse("1.29.1")}, Oldest: upgrade.MustParse("1.29.0")}
+	// Release 0.2.0's table (commit 2addb3d, bundles/0.2.0): LINSTOR 1.33.2 only.
+	previous := &upgrade.Release{Target: upgrade.MustParse("1.33.2"), Runnable: []upgrade.Version{upgrade.MustParse("1.33.2")}, Oldest: upgrade.MustParse("1.29.0")}
 	freshLinstor(t)
 	ensureNodes(g)
 	g.Expect(env.StopOperator()).To(Succeed())
@@ -364,7 +350,7 @@ func TestNewOperatorReleaseUpgradesLinstor(t *testing.T) {
 	g.Expect(sim.ApplySamples(ctx, env.Client, envtest.RepoRoot(), namespace)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		c := cluster(g)
-		g.Expect(c.Status.Version).To(Equal("1.29.1"))
+		g.Expect(c.Status.Version).To(Equal("1.33.2"))
 		g.Expect(c.Status.Satellites.Ready).To(Equal(int32(4)))
 		poolsCreated(g)
 	}, upgradeTimeout, tick).Should(Succeed())
@@ -374,14 +360,14 @@ func TestNewOperatorReleaseUpgradesLinstor(t *testing.T) {
 	g.Expect(env.StopOperator()).To(Succeed()) // OLM replaces the operator Deployment
 	g.Expect(env.StartOperator()).To(Succeed())
 	st := watchUpgrade(g, func(linstorv1.UpgradePhase) {}, linstorv1.UpgradeSucceeded)
-	g.Expect(st.From).To(Equal("1.29.1"))
+	g.Expect(st.From).To(Equal("1.33.2"))
 	g.Eventually(func(g Gomega) {
 		c := cluster(g)
-		g.Expect(c.Status.Version).To(Equal("1.33.2"))
+		g.Expect(c.Status.Version).To(Equal("1.33.3"))
 		g.Expect(c.Status.Satellites.Ready).To(Equal(int32(4)))
 		g.Expect(conditionStatus(c.Status.Conditions, linstorv1.ConditionAvailable)).To(Equal(metav1.ConditionTrue))
 	}, upgradeTimeout, tick).Should(Succeed())
-	t.Logf("operator release -> 0.2.0: LINSTOR 1.29.1 -> 1.33.2 Available again %.1fs after the new operator started", time.Since(start).Seconds())
+	t.Logf("operator 0.2.0 -> 0.3.0: LINSTOR 1.33.2 -> 1.33.3 Available again %.1fs after the new operator started", time.Since(start).Seconds())
 	g.Expect(env.Emulator.ResourcePlaced("pvc-old", "node-2")).To(BeTrue())
 }
 
@@ -398,7 +384,7 @@ func ensureNodes(g Gomega) {
 // is undone, what existed comes back.
 func TestUserBackupAndRestoreRoundTrip(t *testing.T) {
 	g := NewWithT(t)
-	installAt(t, "1.33.2")
+	installAt(t, "1.33.3")
 	b := &linstorv1.LinstorBackup{ObjectMeta: metav1.ObjectMeta{Name: "snap", Namespace: namespace},
 		Spec: linstorv1.LinstorBackupSpec{ClusterRef: linstorv1.ClusterReference{Name: "linstor"}}}
 	g.Expect(env.Client.Create(ctx, b)).To(Succeed())
@@ -445,7 +431,7 @@ func TestUserBackupAndRestoreRoundTrip(t *testing.T) {
 		c := cluster(g)
 		g.Expect(c.Status.Restore).NotTo(BeNil())
 		g.Expect(c.Status.Restore.Phase).To(Equal(lifecycle.RestoreRestored), c.Status.Restore.Message)
-		g.Expect(c.Status.Version).To(Equal("1.33.2"))
+		g.Expect(c.Status.Version).To(Equal("1.33.3"))
 		g.Expect(c.Status.Satellites.Ready).To(Equal(int32(4)))
 		g.Expect(env.Emulator.ResourcePlaced("pvc-keep", "node-1")).To(BeTrue(), "the backed-up resource is not back")
 		g.Expect(env.Emulator.ResourcePlaced("pvc-new", "node-2")).To(BeFalse(), "a resource created after the backup survived the restore")

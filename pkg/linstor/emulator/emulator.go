@@ -18,7 +18,7 @@ import (
 )
 
 // DefaultVersion is the LINSTOR version the emulated controller reports by default.
-const DefaultVersion = "1.33.2"
+const DefaultVersion = "1.33.3"
 
 // restAPIVersion is the REST API version of LINSTOR 1.33.
 const restAPIVersion = "1.27.0"

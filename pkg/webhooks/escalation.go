@@ -42,17 +42,29 @@ func satelliteConfigurationEscalations(ctx context.Context, reader client.Reader
 	if o, ok := old.(*linstorv1.LinstorSatelliteConfiguration); ok && equality.Semantic.DeepEqual(o.Spec, cfg.Spec) {
 		return nil
 	}
-	var cluster *linstorv1.LinstorCluster
-	if reader != nil {
-		var clusters linstorv1.LinstorClusterList
-		if err := reader.List(ctx, &clusters); err != nil {
-			return field.ErrorList{field.InternalError(field.NewPath("spec", "podTemplate"), fmt.Errorf("reading the LinstorCluster's podTemplatePolicy: %w", err))}
-		}
-		for i := range clusters.Items {
-			if c := &clusters.Items[i]; cluster == nil || (cluster.DeletionTimestamp != nil && c.DeletionTimestamp == nil) {
-				cluster = c // the one not being deleted, when a replacement exists
-			}
-		}
+	cluster, err := policyCluster(ctx, reader)
+	if err != nil {
+		return field.ErrorList{field.InternalError(field.NewPath("spec", "podTemplate"), err)}
 	}
 	return render.SatelliteConfigurationPodTemplateErrors(cluster, cfg, probeImages)
+}
+
+// policyCluster is the LinstorCluster whose podTemplatePolicy judges a configuration's
+// pod changes: the one not being deleted when a replacement exists; nil (the default
+// Restricted policy) without a reader or a cluster.
+func policyCluster(ctx context.Context, reader client.Reader) (*linstorv1.LinstorCluster, error) {
+	if reader == nil {
+		return nil, nil
+	}
+	var clusters linstorv1.LinstorClusterList
+	if err := reader.List(ctx, &clusters); err != nil {
+		return nil, fmt.Errorf("reading the LinstorCluster's podTemplatePolicy: %w", err)
+	}
+	var cluster *linstorv1.LinstorCluster
+	for i := range clusters.Items {
+		if c := &clusters.Items[i]; cluster == nil || (cluster.DeletionTimestamp != nil && c.DeletionTimestamp == nil) {
+			cluster = c
+		}
+	}
+	return cluster, nil
 }

@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -43,17 +42,9 @@ func satelliteConfigurationPatchEscalations(ctx context.Context, reader client.R
 	if o, ok := old.(*linstorv1.LinstorSatelliteConfiguration); ok && equality.Semantic.DeepEqual(o.Spec, cfg.Spec) {
 		return nil
 	}
-	var cluster *linstorv1.LinstorCluster
-	if reader != nil {
-		var clusters linstorv1.LinstorClusterList
-		if err := reader.List(ctx, &clusters); err != nil {
-			return field.ErrorList{field.InternalError(field.NewPath("spec", "patches"), fmt.Errorf("reading the LinstorCluster's podTemplatePolicy: %w", err))}
-		}
-		for i := range clusters.Items {
-			if c := &clusters.Items[i]; cluster == nil || (cluster.DeletionTimestamp != nil && c.DeletionTimestamp == nil) {
-				cluster = c // the one not being deleted, when a replacement exists
-			}
-		}
+	cluster, err := policyCluster(ctx, reader)
+	if err != nil {
+		return field.ErrorList{field.InternalError(field.NewPath("spec", "patches"), err)}
 	}
 	return render.SatelliteConfigurationPatchEscalations(cluster, cfg, probeImages)
 }

@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,6 +102,42 @@ func databaseChecksum(g Gomega) string {
 	data, err := d.Encode()
 	g.Expect(err).NotTo(HaveOccurred())
 	return dbbackup.Checksum(data)
+}
+
+// databaseDiff names the database objects that differ from backup b's.
+func databaseDiff(g Gomega, b *linstorv1.LinstorBackup) string {
+	want, err := dbbackup.Load(ctx, env.Client, b)
+	g.Expect(err).NotTo(HaveOccurred())
+	got, err := dbbackup.Take(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	key := func(o map[string]any) string {
+		md, _ := o["metadata"].(map[string]any)
+		return fmt.Sprintf("%v/%v", o["kind"], md["name"])
+	}
+	index := func(d *dbbackup.Dump) map[string]string {
+		out := map[string]string{}
+		for _, o := range d.Objects {
+			raw, _ := json.Marshal(o)
+			out[key(o)] = string(raw)
+		}
+		return out
+	}
+	w, h := index(want), index(got)
+	var diff []string
+	for k, v := range w {
+		if h[k] == "" {
+			diff = append(diff, "missing "+k)
+		} else if h[k] != v {
+			diff = append(diff, fmt.Sprintf("changed %s:\n  backup %s\n  now    %s", k, v, h[k]))
+		}
+	}
+	for k, v := range h {
+		if w[k] == "" {
+			diff = append(diff, "added "+k+": "+v)
+		}
+	}
+	sort.Strings(diff)
+	return fmt.Sprintf("%d objects in the backup, %d now; %d differ:\n%s", len(w), len(h), len(diff), strings.Join(diff, "\n"))
 }
 
 // watchUpgrade waits until the upgrade reaches one of the final phases, calling onPhase
@@ -273,7 +312,9 @@ func TestFailedMigrationRollsBackToTheBackup(t *testing.T) {
 	}, upgradeTimeout, tick).Should(Succeed())
 	// Restored byte for byte: the database as the old controller wrote it back equals the backup.
 	g.Expect(env.StopOperator()).To(Succeed()) // nothing may write while comparing
-	g.Eventually(func(g Gomega) { g.Expect(databaseChecksum(g)).To(Equal(b.Status.Checksum)) }, timeout, tick).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(databaseChecksum(g)).To(Equal(b.Status.Checksum), func() string { return databaseDiff(g, &b) })
+	}, timeout, tick).Should(Succeed())
 	g.Expect(env.StartOperator()).To(Succeed())
 	// LINSTOR holds the replica placed before the upgrade (the emulated controller may be
 	// loading the restored database again when the operator comes back).

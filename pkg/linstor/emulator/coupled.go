@@ -3,6 +3,7 @@ package emulator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -73,6 +74,7 @@ func (e *Emulator) SyncWithCluster(ctx context.Context, k Cluster) error {
 	}
 	satellites := map[string]string{} // node -> version of its running satellite
 	controllerPod, controllerVersion := "", ""
+	var controllerPodName string
 	for _, pod := range pods.Items {
 		if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
 			continue
@@ -82,6 +84,7 @@ func (e *Emulator) SyncWithCluster(ctx context.Context, k Cluster) error {
 			satellites[pod.Spec.NodeName] = imageVersion(pod.Spec.Containers, render.SatelliteComponent)
 		case render.ControllerName:
 			controllerPod, controllerVersion = string(pod.UID), imageVersion(pod.Spec.Containers, render.ControllerName)
+			controllerPodName = pod.Name
 		}
 	}
 
@@ -114,6 +117,19 @@ func (e *Emulator) SyncWithCluster(ctx context.Context, k Cluster) error {
 	}
 	e.mu.Unlock()
 
+	alive := func(ctx context.Context) error {
+		var pod corev1.Pod
+		if err := k.Reader.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: controllerPodName}, &pod); err != nil {
+			return fmt.Errorf("controller pod %s: %w", controllerPodName, err)
+		}
+		if string(pod.UID) != controllerPod || pod.DeletionTimestamp != nil {
+			return fmt.Errorf("controller pod %s is gone: its process writes nothing more", controllerPodName)
+		}
+		return nil
+	}
+	e.mu.Lock()
+	e.alive = alive
+	e.mu.Unlock()
 	var dbErr error
 	if k.Database != nil && !external {
 		switch {
@@ -122,7 +138,7 @@ func (e *Emulator) SyncWithCluster(ctx context.Context, k Cluster) error {
 			// never answers. A failed migration or a refused downgrade is final for this
 			// pod; anything else (the apiserver still publishing a new table) is tried
 			// again, as the restarts of a crash-looping pod would.
-			err := e.startController(ctx, k.Database, e.Version())
+			err := e.startController(ctx, k.Database, e.Version(), alive)
 			e.mu.Lock()
 			e.controllerFailure = ""
 			e.controllerStarting = err != nil && !errors.Is(err, errStartRefused)
@@ -132,7 +148,7 @@ func (e *Emulator) SyncWithCluster(ctx context.Context, k Cluster) error {
 			e.mu.Unlock()
 			dbErr = err
 		case controllerPod != "" && !e.failed():
-			dbErr = e.persist(ctx, k.Database)
+			dbErr = e.persist(ctx, k.Database, alive)
 		}
 	}
 	e.mu.Lock()

@@ -84,7 +84,7 @@ func (e *Emulator) FailNextStartAfterMigration() {
 
 // startController runs when a controller pod of version starts: it migrates the
 // database if it is older, then loads it (or creates it on a first start).
-func (e *Emulator) startController(ctx context.Context, c client.Client, version string) error {
+func (e *Emulator) startController(ctx context.Context, c client.Client, version string, alive fence) error {
 	stored, err := readStoredVersion(ctx, c)
 	if err != nil {
 		return err
@@ -93,7 +93,7 @@ func (e *Emulator) startController(ctx context.Context, c client.Client, version
 		e.mu.Lock()
 		rows := e.rows(version)
 		e.mu.Unlock()
-		return writeDatabase(ctx, c, version, rows, nil, true)
+		return writeDatabase(ctx, c, version, rows, nil, true, alive)
 	}
 	if older(version, stored) {
 		return fmt.Errorf("the database was migrated to %s; LINSTOR %s cannot use it (no downgrades): %w", stored, version, errStartRefused)
@@ -106,7 +106,7 @@ func (e *Emulator) startController(ctx context.Context, c client.Client, version
 		if fail {
 			return fmt.Errorf("migrating the database from %s to %s failed (injected): %w", stored, version, errStartRefused)
 		}
-		if err := migrate(ctx, c, stored, version); err != nil {
+		if err := migrate(ctx, c, stored, version, alive); err != nil {
 			return err
 		}
 		e.mu.Lock()
@@ -127,12 +127,12 @@ func (e *Emulator) startController(ctx context.Context, c client.Client, version
 }
 
 // persist writes the in-memory state, the rows that changed only.
-func (e *Emulator) persist(ctx context.Context, c client.Client) error {
+func (e *Emulator) persist(ctx context.Context, c client.Client, alive fence) error {
 	e.mu.Lock()
 	version, rows := e.version, e.rows(e.version)
 	prev, tables := e.persisted, e.tablesAt
 	e.mu.Unlock()
-	if err := writeDatabase(ctx, c, version, rows, prev, tables != version); err != nil {
+	if err := writeDatabase(ctx, c, version, rows, prev, tables != version, alive); err != nil {
 		e.mu.Lock()
 		e.tablesAt = "" // a table may be gone (a restore deletes them): create again next time
 		e.mu.Unlock()
@@ -302,12 +302,22 @@ func storage(crd *apiextensionsv1.CustomResourceDefinition) string {
 	return crd.Spec.Versions[0].Name
 }
 
+// fence reports an error once the controller process doing a write is gone. A real
+// controller cannot write after its pod object is deleted (the pod is removed only after
+// its containers stopped); the emulator, which acts on a pod list taken a moment ago, checks
+// before every database write, so that a backup restored after the pod is gone is never
+// overwritten by the process that was stopped.
+type fence func(context.Context) error
+
 // writeDatabase creates the tables at version when missing and writes rows that differ
 // from prev (nil: all), deleting rows no longer present.
-func writeDatabase(ctx context.Context, c client.Client, version string, rows, prev map[string]string, createTables bool) error {
+func writeDatabase(ctx context.Context, c client.Client, version string, rows, prev map[string]string, createTables bool, alive fence) error {
 	for _, t := range tables {
 		if !createTables {
 			break // created by an earlier write at this version: not asked again each commit
+		}
+		if err := alive(ctx); err != nil {
+			return err
 		}
 		if err := ensureTable(ctx, c, t.plural, t.kind, version); err != nil {
 			return err
@@ -316,6 +326,9 @@ func writeDatabase(ctx context.Context, c client.Client, version string, rows, p
 	for key, raw := range rows {
 		if prev != nil && prev[key] == raw {
 			continue
+		}
+		if err := alive(ctx); err != nil {
+			return err
 		}
 		kind, name, _ := strings.Cut(key, "/")
 		if _, existed := prev[key]; existed {
@@ -330,6 +343,9 @@ func writeDatabase(ctx context.Context, c client.Client, version string, rows, p
 	}
 	for key := range prev {
 		if _, ok := rows[key]; !ok {
+			if err := alive(ctx); err != nil {
+				return err
+			}
 			kind, name, _ := strings.Cut(key, "/")
 			u := &unstructured.Unstructured{}
 			u.SetAPIVersion(dbbackup.Group + "/" + schemaVersion(version))
@@ -406,9 +422,12 @@ func upsertRow(ctx context.Context, c client.Client, version, kind, name, raw st
 
 // migrate rewrites the database for a newer version: every table gets the new schema
 // version as storage version and every row is rewritten in it.
-func migrate(ctx context.Context, c client.Client, from, to string) error {
+func migrate(ctx context.Context, c client.Client, from, to string, alive fence) error {
 	all := map[string]string{}
 	for _, t := range tables {
+		if err := alive(ctx); err != nil {
+			return err
+		}
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := c.Get(ctx, client.ObjectKey{Name: t.plural + "." + dbbackup.Group}, crd); err != nil {
 			return err
@@ -430,6 +449,9 @@ func migrate(ctx context.Context, c client.Client, from, to string) error {
 	}
 	all["LinstorVersion/version"] = mustJSON(map[string]string{"version": to})
 	for key, raw := range all {
+		if err := alive(ctx); err != nil {
+			return err
+		}
 		kind, name, _ := strings.Cut(key, "/")
 		if err := upsertRow(ctx, c, to, kind, name, raw); err != nil {
 			return fmt.Errorf("migrating %s: %w", key, err)
@@ -460,12 +482,12 @@ func (e *Emulator) flush() {
 	e.flushMu.Lock()
 	defer e.flushMu.Unlock()
 	e.mu.Lock()
-	db, running := e.db, e.controllerPod != "" && e.controllerFailure == "" && !e.controllerDown
+	db, running, alive := e.db, e.controllerPod != "" && e.controllerFailure == "" && !e.controllerDown, e.alive
 	e.mu.Unlock()
-	if db == nil || !running {
+	if db == nil || !running || alive == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_ = e.persist(ctx, db)
+	_ = e.persist(ctx, db, alive)
 }

@@ -52,6 +52,7 @@ type Emulator struct {
 	persisted               map[string]string // database rows last written
 	tablesAt                string            // version whose tables the last write created
 	flushMu                 sync.Mutex        // serializes commits to the database
+	alive                   fence             // whether the controller pod whose state is kept still exists (SyncWithCluster)
 	db                      client.Client     // the k8s database, when coupled with one
 
 	timing Timing

@@ -283,18 +283,21 @@ func setAvailableCondition(c *linstorv1.LinstorCluster, s *scope) {
 	phases.SetCondition(&c.Status.Conditions, cond)
 }
 
-// setUpgradeableCondition tells OLM (through the OperatorCondition, in the upgrade work)
-// whether replacing the operator now is safe.
+// setUpgradeableCondition tells OLM (through the OperatorCondition) whether replacing the
+// operator now is safe. It is not while a LINSTOR upgrade (or its rollback), a backup or
+// a restore runs: another release would take over an operation it did not start. A
+// degraded cluster does not hold it: the next release may be the fix (a fix-forward), and
+// each step of this one resumes after a restart, so nothing is half done.
 func setUpgradeableCondition(c *linstorv1.LinstorCluster, s *scope) {
 	cond := metav1.Condition{Type: linstorv1.ConditionUpgradeable, Status: metav1.ConditionTrue, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: c.Generation}
 	if inactive, _ := s.inactive(); inactive != "" {
 		// It manages nothing: nothing of it can make replacing the operator unsafe.
-	} else if reason, msg := s.problem(); reason != "" {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reason, "The cluster is degraded: "+msg
 	} else if s.upgrading {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonUpgradeInProgress, upgradeMessage(s.upgradeStatus)
 	} else if s.stopController != "" {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, s.stopReason(), s.stopController
+	} else if reason, msg := s.problem(); reason != "" {
+		cond.Message = fmt.Sprintf("Degraded (%s), which holds no operator upgrade: %s", reason, msg)
 	}
 	phases.SetCondition(&c.Status.Conditions, cond)
 }

@@ -1,6 +1,7 @@
 package linstorcluster
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
 )
 
 // A cluster the operator may not manage says so in every condition, and blocks no
@@ -40,6 +42,48 @@ func TestInactiveClusterConditions(t *testing.T) {
 				if typ != linstorv1.ConditionUpgradeable && (cond.Reason != tc.reason || !strings.Contains(cond.Message, tc.says)) {
 					t.Errorf("%s: reason %q message %q, want %q saying %q", typ, cond.Reason, cond.Message, tc.reason, tc.says)
 				}
+			}
+		})
+	}
+}
+
+// OLM may replace the operator unless an operation another release would take over half
+// done runs: a LINSTOR upgrade or its rollback, a backup, a restore. A degraded cluster
+// does not hold it (the next release may be the fix), and says so.
+func TestUpgradeableHoldsOnlyForRunningOperations(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*scope)
+		status metav1.ConditionStatus
+		reason string
+		says   string
+	}{
+		{"healthy", func(*scope) {}, metav1.ConditionTrue, linstorv1.ReasonAsExpected, ""},
+		{"degraded: a missing passphrase Secret", func(s *scope) { s.passphraseErr = errors.New(`Secret linstor/linstor-passphrase does not exist`) },
+			metav1.ConditionTrue, linstorv1.ReasonAsExpected, "Degraded (SecretMissing), which holds no operator upgrade"},
+		{"degraded: a failed upgrade, rolled back", func(s *scope) {
+			s.lifecycleProblem = lifecycle.Problem{Reason: linstorv1.ReasonUpgradeFailed, Message: "rolled back"}
+		}, metav1.ConditionTrue, linstorv1.ReasonAsExpected, "Degraded (UpgradeFailed)"},
+		{"a LINSTOR upgrade runs", func(s *scope) {
+			s.upgrading = true
+			s.upgradeStatus = &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeController, From: "1.33.2", To: "1.33.3"}
+		}, metav1.ConditionFalse, linstorv1.ReasonUpgradeInProgress, "LINSTOR 1.33.2 -> 1.33.3, Controller"},
+		{"a LINSTOR upgrade runs on a degraded cluster", func(s *scope) {
+			s.upgrading = true
+			s.upgradeStatus = &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeRollingBack, From: "1.33.2", To: "1.33.3"}
+			s.passphraseErr = errors.New("gone")
+		}, metav1.ConditionFalse, linstorv1.ReasonUpgradeInProgress, "RollingBack"},
+		{"a backup stops the controller", func(s *scope) { s.stopController = "LinstorBackup b1 copies the database" },
+			metav1.ConditionFalse, linstorv1.ReasonBackupInProgress, "LinstorBackup b1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &linstorv1.LinstorCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "linstor", Name: "linstor", Generation: 1}}
+			s := newScope(c)
+			tc.mutate(s)
+			setUpgradeableCondition(c, s)
+			cond := meta.FindStatusCondition(c.Status.Conditions, linstorv1.ConditionUpgradeable)
+			if cond == nil || cond.Status != tc.status || cond.Reason != tc.reason || !strings.Contains(cond.Message, tc.says) {
+				t.Fatalf("Upgradeable = %+v, want %s %s saying %q", cond, tc.status, tc.reason, tc.says)
 			}
 		})
 	}

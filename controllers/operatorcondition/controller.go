@@ -1,7 +1,7 @@
 // Package operatorcondition tells OLM when replacing the operator is unsafe: it mirrors
 // the LinstorClusters' Upgradeable conditions into the operator's OperatorCondition
-// (through operator-lib), so OLM holds an operator upgrade while a LINSTOR upgrade or
-// backup runs or a cluster is degraded.
+// (through operator-lib), so OLM holds an operator upgrade while a LINSTOR upgrade, a
+// backup or a restore runs. A degraded cluster holds none: the next release may fix it.
 package operatorcondition
 
 import (
@@ -64,7 +64,7 @@ func Aggregate(clusters []linstorv1.LinstorCluster) (metav1.ConditionStatus, str
 		}
 	}
 	if len(blocked) == 0 {
-		return metav1.ConditionTrue, ReasonUpgradeable, "No LinstorCluster is upgrading, backing up or degraded"
+		return metav1.ConditionTrue, ReasonUpgradeable, "No LinstorCluster is upgrading LINSTOR, backing up or restoring"
 	}
 	return metav1.ConditionFalse, ReasonNotUpgradeable, strings.Join(blocked, "; ")
 }

@@ -415,3 +415,56 @@ func ptrInt32(i *int32) int32 {
 	}
 	return *i
 }
+
+// Operands survive their operator: deleting the Subscription and the CSV (how an admin
+// uninstalls an operator through OLM) removes the operator's Deployment, and nothing of
+// LINSTOR: the LinstorCluster, the LINSTOR controller and satellites, the CRDs and the
+// data they hold stay. It runs last: it uninstalls the operator.
+func TestOperandsSurviveTheirOperator(t *testing.T) {
+	g := NewWithT(t)
+	if installed.csv == "" {
+		t.Fatal("TestInstallThroughOLM did not install the operator")
+	}
+	c := world.client
+	cluster := &linstorv1.LinstorCluster{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "linstor"}, cluster)).To(Succeed())
+	controller := &appsv1.Deployment{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "linstor-controller"}, controller)).To(Succeed())
+	var satellites appsv1.DaemonSetList
+	g.Expect(c.List(ctx, &satellites, client.InNamespace(namespace), client.MatchingLabels{"app.kubernetes.io/name": "linstor-satellite"})).To(Succeed())
+	g.Expect(satellites.Items).NotTo(BeEmpty())
+	before, err := linstorState()
+	g.Expect(err).NotTo(HaveOccurred())
+
+	start := time.Now()
+	g.Expect(c.Delete(ctx, &operatorsv1alpha1.Subscription{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: subscriptionName}})).To(Succeed())
+	g.Expect(c.Delete(ctx, &operatorsv1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: installed.csv}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(installed.deployment), &appsv1.Deployment{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the operator Deployment is still there: %v", err)
+	}, timeout, tick).Should(Succeed())
+	// Its pod is gone: so is the process that stood for it.
+	g.Expect(installed.op.proc.stop()).To(Succeed())
+	t.Logf("%.1fs after deleting the Subscription and CSV: the operator Deployment is gone and its process stopped", time.Since(start).Seconds())
+
+	g.Consistently(func(g Gomega) {
+		got := &linstorv1.LinstorCluster{}
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cluster), got)).To(Succeed())
+		g.Expect(got.UID).To(Equal(cluster.UID))
+		g.Expect(got.DeletionTimestamp).To(BeNil())
+		d := &appsv1.Deployment{}
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(controller), d)).To(Succeed())
+		g.Expect(d.UID).To(Equal(controller.UID))
+		g.Expect(d.DeletionTimestamp).To(BeNil())
+		var now appsv1.DaemonSetList
+		g.Expect(c.List(ctx, &now, client.InNamespace(namespace), client.MatchingLabels{"app.kubernetes.io/name": "linstor-satellite"})).To(Succeed())
+		g.Expect(now.Items).To(HaveLen(len(satellites.Items)))
+		for _, crd := range []string{"linstorclusters", "linstorsatellites", "linstorsatelliteconfigurations", "linstornodeconnections", "linstorbackups"} {
+			g.Expect(c.Get(ctx, client.ObjectKey{Name: crd + ".linstor.io"}, &apiextensionsv1.CustomResourceDefinition{})).To(Succeed())
+		}
+		state, err := linstorState()
+		g.Expect(err).NotTo(HaveOccurred(), "LINSTOR stopped being served at the controller pod")
+		g.Expect(state).To(Equal(before))
+	}, "10s", time.Second).Should(Succeed())
+	t.Logf("10 s later: the LinstorCluster, the LINSTOR controller Deployment, %d satellite DaemonSets and the 5 CRDs are unchanged", len(satellites.Items))
+}

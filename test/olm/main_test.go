@@ -371,18 +371,21 @@ func startProcess(name string, env []string, bin string, args ...string) error {
 }
 
 // stop asks the process to end and kills it after 15 seconds.
+// It may be called again: the outcome stays in done.
 func (p *process) stop() error {
 	select {
-	case <-p.done:
-		return nil // ended by itself; its log tells why
+	case err := <-p.done:
+		p.done <- err
+		return nil // ended already; its log tells why
 	default:
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-p.done:
+	case err := <-p.done:
+		p.done <- err
 	case <-time.After(15 * time.Second):
 		_ = p.cmd.Process.Kill()
-		<-p.done
+		p.done <- <-p.done
 		return fmt.Errorf("%s did not stop on SIGTERM", p.name)
 	}
 	return nil

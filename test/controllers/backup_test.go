@@ -45,11 +45,7 @@ func TestBackupStopsTheControllerAndVerifiesTheCopy(t *testing.T) {
 		g.Expect(getCluster(g, cluster).Status.Version).NotTo(BeEmpty())
 	}, timeout, tick).Should(Succeed())
 
-	// A controller pod "runs" (envtest has no kubelet: the pod object stands for it).
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "linstor-controller-x", Namespace: ns,
-		Labels: map[string]string{render.LabelName: render.ControllerName, render.LabelInstance: cluster.Name}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
-	g.Expect(env.Client.Create(ctx, pod)).To(Succeed())
+	pod := runningControllerPod(t, ns, "linstor-controller-x", cluster)
 
 	backup := &linstorv1.LinstorBackup{ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: ns},
 		Spec: linstorv1.LinstorBackupSpec{ClusterRef: linstorv1.ClusterReference{Name: cluster.Name}}}

@@ -17,6 +17,7 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
 const (
@@ -146,3 +147,16 @@ func gauge(g Gomega, name string, labels map[string]string) float64 {
 }
 
 func ptrKey(name string) client.ObjectKey { return client.ObjectKey{Name: name} }
+
+// runningControllerPod makes a LINSTOR controller pod object of cluster: envtest has no
+// kubelet, so the object stands for a running controller (a backup then waits for it).
+func runningControllerPod(t *testing.T, ns, name string, cluster *linstorv1.LinstorCluster) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+		Labels: map[string]string{render.LabelName: render.ControllerName, render.LabelInstance: cluster.Name}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+	if err := env.Client.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}

@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
 	"github.com/operator-framework/operator-lib/conditions"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,7 +14,6 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/operatorcondition"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
 // olmCondition reads and writes one OperatorCondition's Upgradeable condition the way
@@ -79,12 +77,8 @@ func TestOperatorConditionFollowsTheClusters(t *testing.T) {
 	}, timeout, tick).Should(Succeed())
 
 	// A backup waiting for the LINSTOR controller to stop holds it: another release would
-	// take over an operation it did not start. (envtest has no kubelet: the pod object
-	// stands for the running controller, so the backup waits.)
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "linstor-controller-oc", Namespace: ns,
-		Labels: map[string]string{render.LabelName: render.ControllerName, render.LabelInstance: cluster.Name}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
-	g.Expect(env.Client.Create(ctx, pod)).To(Succeed())
+	// take over an operation it did not start.
+	pod := runningControllerPod(t, ns, "linstor-controller-oc", cluster)
 	backup := &linstorv1.LinstorBackup{ObjectMeta: metav1.ObjectMeta{Name: "oc-backup", Namespace: ns},
 		Spec: linstorv1.LinstorBackupSpec{ClusterRef: linstorv1.ClusterReference{Name: cluster.Name}}}
 	g.Expect(env.Client.Create(ctx, backup)).To(Succeed())

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -32,10 +31,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/internal/kwokcluster"
+	"github.com/linstor-operator/linstor-operator/internal/runbundle"
 	"github.com/linstor-operator/linstor-operator/internal/sim"
 )
 
@@ -387,19 +386,11 @@ func conditionsString(conds []metav1.Condition) string {
 
 // bundleCSVName is the name of bundle/'s ClusterServiceVersion.
 func bundleCSVName() (string, error) {
-	files, err := filepath.Glob(filepath.Join(world.root, "bundle", "manifests", "*.clusterserviceversion.yaml"))
-	if err != nil || len(files) != 1 {
-		return "", fmt.Errorf("bundle/manifests holds %d CSVs (%v)", len(files), err)
-	}
-	raw, err := os.ReadFile(files[0])
+	b, err := runbundle.ReadBundle(filepath.Join(world.root, "bundle"))
 	if err != nil {
 		return "", err
 	}
-	var csv metav1.PartialObjectMetadata
-	if err := yaml.Unmarshal(raw, &csv); err != nil {
-		return "", fmt.Errorf("%s: %w", files[0], err)
-	}
-	return csv.Name, nil
+	return b.CSV.Name, nil
 }
 
 func ptrString(s *string) string {

@@ -35,6 +35,7 @@ import (
 
 	"github.com/linstor-operator/linstor-operator/internal/kwokcluster"
 	"github.com/linstor-operator/linstor-operator/internal/manager"
+	"github.com/linstor-operator/linstor-operator/internal/runbundle"
 	testenv "github.com/linstor-operator/linstor-operator/test/envtest"
 )
 
@@ -291,27 +292,20 @@ func renderCatalog() (string, error) {
 	if err := os.MkdirAll(filepath.Join(dir, packageName), 0o755); err != nil {
 		return "", err
 	}
-	rendered, err := exec.Command(world.opm, "render", filepath.Join(world.root, "bundle"), "-o", "yaml").Output()
-	if err != nil {
-		return "", fmt.Errorf("opm render bundle: %w", err)
-	}
-	csv, err := bundleCSVName()
+	// The catalog make run-bundle serves: this bundle alone, in channel stable.
+	bundle, err := runbundle.ReadBundle(filepath.Join(world.root, "bundle"))
 	if err != nil {
 		return "", err
 	}
-	index := fmt.Sprintf(`---
-schema: olm.package
-name: %[1]s
-defaultChannel: %[2]s
----
-schema: olm.channel
-package: %[1]s
-name: %[2]s
-entries:
-- name: %[3]s
----
-%[4]s`, packageName, channel, csv, strings.TrimPrefix(string(rendered), "---\n"))
-	if err := os.WriteFile(filepath.Join(dir, packageName, "index.yaml"), []byte(index), 0o644); err != nil {
+	rendered, err := exec.Command(world.opm, "render", bundle.Dir, "-o", "json").Output()
+	if err != nil {
+		return "", fmt.Errorf("opm render bundle: %w", err)
+	}
+	blobs, err := runbundle.CatalogBlobs(rendered, bundle, channel)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, packageName, "index.json"), blobs, 0o644); err != nil {
 		return "", err
 	}
 	if out, err := exec.Command(world.opm, "validate", dir).CombinedOutput(); err != nil {

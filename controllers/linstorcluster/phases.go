@@ -216,20 +216,22 @@ func (r *Reconciler) reconcileSatellites(ctx context.Context, s *scope) (ctrl.Re
 	}
 	// Removing many satellites at once is held until confirmed (a nodeSelector typo,
 	// nodes vanishing): decided here, before any is deleted, so the first deletions
-	// cannot slip through before the others are seen.
+	// cannot slip through before the others are seen. Retain counts too: it touches
+	// nothing in LINSTOR, but the satellites stop, so LINSTOR loses those nodes (OFFLINE,
+	// their replicas unmanaged) until they are selected again.
 	removal := satellite.Removal{Total: len(existing.Items), Confirmed: s.cluster.Annotations[satellite.AnnotationConfirmRemoval]}
 	var unwanted []*linstorv1.LinstorSatellite
 	for i := range existing.Items {
 		sat := &existing.Items[i]
-		if !metav1.IsControlledBy(sat, s.cluster) || sat.Spec.DeletionPolicy == linstorv1.DeletionRetain && sat.DeletionTimestamp.IsZero() {
-			if !wanted[sat.Name] && metav1.IsControlledBy(sat, s.cluster) {
-				unwanted = append(unwanted, sat) // Retain touches nothing in LINSTOR
-			}
+		if !metav1.IsControlledBy(sat, s.cluster) {
 			continue
 		}
 		switch {
 		case !sat.DeletionTimestamp.IsZero():
-			removal.Removing = append(removal.Removing, sat.Name)
+			// A Retain deletion is over at once; Evacuate and Delete take their time.
+			if sat.Spec.DeletionPolicy != linstorv1.DeletionRetain {
+				removal.Removing = append(removal.Removing, sat.Name)
+			}
 		case !wanted[sat.Name]:
 			removal.Removing = append(removal.Removing, sat.Name)
 			unwanted = append(unwanted, sat)

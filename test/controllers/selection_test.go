@@ -166,3 +166,36 @@ func TestExpandFromReachesLinstor(t *testing.T) {
 		g.Expect(applied.Message).To(ContainSubstring(`property "Aux/notes/has space" (from annotation "notes.example.com/b" of node expand-a) is not a property name`))
 	}, timeout, tick).Should(Succeed())
 }
+
+// Retain (the default) touches nothing in LINSTOR, but removing the satellites stops
+// them: LINSTOR loses those nodes and their replicas go unmanaged. So a narrowing that
+// drops two of three Retain satellites is held as well; confirmed, they go, and LINSTOR
+// keeps the nodes.
+func TestRetainNarrowingIsHeld(t *testing.T) {
+	g := NewWithT(t)
+	ns, cluster := availableCluster(t, "rnar", linstorv1.LinstorSatelliteConfigurationSpec{}, "rnar-a", "rnar-b", "rnar-c")
+	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) { c.Spec.NodeAffinity = byName("rnar-a") })).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		d := condition(getCluster(g, cluster).Status.Conditions, linstorv1.ConditionDegraded)
+		g.Expect(d.Reason).To(Equal(linstorv1.ReasonRemovalHeld))
+		g.Expect(d.Message).To(ContainSubstring("linstor.io/confirm-removal=2"))
+	}, timeout, tick).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		for _, n := range []string{"rnar-b", "rnar-c"} {
+			sat := get(g, ns, n, &linstorv1.LinstorSatellite{})
+			g.Expect(sat.DeletionTimestamp.IsZero()).To(BeTrue(), "%s is being removed without confirmation", n)
+		}
+	}, "2s", tick).Should(Succeed())
+
+	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) {
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations["linstor.io/confirm-removal"] = "2"
+	})).To(Succeed())
+	for _, n := range []string{"rnar-b", "rnar-c"} {
+		g.Eventually(satelliteGone(ns, n), timeout, tick).Should(BeTrue())
+		_, ok := emu.Node(n)
+		g.Expect(ok).To(BeTrue(), "Retain deleted the LINSTOR node %s", n)
+	}
+}

@@ -121,8 +121,10 @@ func (r *Reconciler) take(ctx context.Context, b *linstorv1.LinstorBackup) error
 		return err
 	}
 	checksum := "sha256:" + hex.EncodeToString(cw.hash.Sum(nil))
-	// Read back what was written: only a verified copy counts.
-	if got, err := dbbackup.ChecksumOf(ctx, r.Client, b.Namespace, cw.names); err != nil {
+	// Read back what was written, from the API server: only a verified stored copy
+	// counts, and the cache may not have seen the new Secrets yet (a miss there failed
+	// the try and wrote every chunk again).
+	if got, err := dbbackup.ChecksumOf(ctx, r.Database, b.Namespace, cw.names); err != nil {
 		return err
 	} else if got != checksum {
 		return r.fail(ctx, b, fmt.Sprintf("the stored copy does not match: checksum %s, wrote %s", got, checksum))

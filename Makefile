@@ -173,8 +173,11 @@ catalog-build: ## Build the catalog image (published catalogs reference bundle i
 
 # run-bundle installs BUNDLE through the OLM already running in the cluster in KUBECONFIG,
 # with no image: a catalog of that bundle served by opm at CATALOG_ADDRESS (state in
-# bin/run-bundle/NAMESPACE/). CHANNEL empty means the bundle's default channel.
+# bin/run-bundle/NAMESPACE/). CHANNEL empty means the bundle's default channel. CATALOG
+# (for example catalog) serves that file-based catalog instead: BUNDLE=bundles/0.2.0
+# CATALOG=catalog installs release 0.2.0, which OLM then upgrades along the catalog's channels.
 BUNDLE ?= bundle
+CATALOG ?=
 CHANNEL ?=
 APPROVAL ?= Automatic
 CATALOG_ADDRESS ?= 127.0.0.1:50051
@@ -182,7 +185,7 @@ TIMEOUT ?= 5m
 
 .PHONY: run-bundle
 run-bundle: opm ## Install BUNDLE (default bundle/) through OLM into NAMESPACE (default linstor) and wait for the CSV (see docs/olm.md).
-	go run ./cmd/run-bundle install -bundle $(BUNDLE) -namespace $(or $(NAMESPACE),linstor) -channel "$(CHANNEL)" \
+	go run ./cmd/run-bundle install -bundle $(BUNDLE) -namespace $(or $(NAMESPACE),linstor) -channel "$(CHANNEL)" -catalog "$(CATALOG)" \
 		-approval $(APPROVAL) -catalog-address $(CATALOG_ADDRESS) -timeout $(TIMEOUT) -opm $(OPM)
 
 .PHONY: cleanup-bundle

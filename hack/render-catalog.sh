@@ -4,15 +4,18 @@
 # validates it. `opm alpha render-template` refuses directories, so the olm.package and
 # olm.channel blobs come from hack/catalogchannels (channels by LINSTOR line).
 #
-# Usage: hack/render-catalog.sh OPM OUTPUT_DIR
+# Usage: hack/render-catalog.sh OPM OUTPUT_DIR [BUNDLE_DIR...]
+# Further bundle directories join the releases (test/olm publishes test-only releases
+# built from this tree that way).
 set -euo pipefail
 opm=$1
 out=$2
+shift 2
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out/linstor-operator"
 index="$out/linstor-operator/index.yaml"
 
-bundles=("$root"/bundles/*/ "$root/bundle")
+bundles=("$root"/bundles/*/ "$root/bundle" "$@")
 {
 (cd "$root" && go run ./hack/catalogchannels "${bundles[@]}")
 for b in "${bundles[@]}"; do

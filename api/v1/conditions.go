@@ -58,7 +58,7 @@ const (
 	// ReasonNoAddressInIPFamilies: the node has no InternalIP of the satellite's
 	// ipFamilies, so it is not registered in LINSTOR.
 	ReasonNoAddressInIPFamilies = "NoAddressInIPFamilies"
-	// ReasonRemovalHeld: too many satellites would be evacuated or deleted at once.
+	// ReasonRemovalHeld: too many satellites would be removed at once.
 	ReasonRemovalHeld = "RemovalHeld"
 	// ReasonRestoreNeedsConfirmation: a restore would replace the live database.
 	ReasonRestoreNeedsConfirmation = "RestoreNeedsConfirmation"

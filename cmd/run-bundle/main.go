@@ -2,7 +2,7 @@
 // as `operator-sdk run bundle` does with a bundle image, and removes that install again
 // (make run-bundle, make cleanup-bundle; see docs/olm.md):
 //
-//	run-bundle install -bundle bundle -namespace linstor [-channel C] [-approval Manual] ...
+//	run-bundle install -bundle bundle -namespace linstor [-catalog catalog] [-channel C] [-approval Manual] ...
 //	run-bundle cleanup -namespace linstor
 package main
 
@@ -37,6 +37,7 @@ func run(args []string) error {
 	fs.StringVar(&opts.Namespace, "namespace", "linstor", "Install namespace (created if missing).")
 	if args[0] == "install" {
 		fs.StringVar(&opts.BundleDir, "bundle", "bundle", "The registry+v1 bundle directory.")
+		fs.StringVar(&opts.CatalogDir, "catalog", "", "A file-based catalog to serve instead of one of the bundle alone (catalog/: install an earlier release and upgrade along its channels).")
 		fs.StringVar(&opts.Channel, "channel", "", "Channel to subscribe to (default: the bundle's default channel).")
 		fs.StringVar(&opts.Approval, "approval", "Automatic", "InstallPlan approval: Automatic or Manual (run-bundle approves the bundle's InstallPlan).")
 		fs.StringVar(&opts.CatalogAddress, "catalog-address", "127.0.0.1:50051", "host:port where OLM reaches the catalog; opm serves on its port.")

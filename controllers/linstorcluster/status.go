@@ -314,5 +314,7 @@ func upgradeMessage(st *linstorv1.UpgradeStatus) string {
 	if st == nil {
 		return ""
 	}
-	return fmt.Sprintf("LINSTOR %s -> %s, %s: %s", st.From, st.To, st.Phase, st.Message)
+	// Phase messages may name their phase already ("Preflight: waiting: ...").
+	msg := strings.TrimPrefix(st.Message, string(st.Phase)+": ")
+	return fmt.Sprintf("LINSTOR %s -> %s, %s: %s", st.From, st.To, st.Phase, msg)
 }

@@ -88,3 +88,15 @@ func TestUpgradeableHoldsOnlyForRunningOperations(t *testing.T) {
 		})
 	}
 }
+
+func TestUpgradeMessageNamesThePhaseOnce(t *testing.T) {
+	for msg, want := range map[string]string{
+		"Preflight: waiting: resource r on n: volume 0 is Outdated": "LINSTOR 1.33.2 -> 1.33.3, Preflight: waiting: resource r on n: volume 0 is Outdated",
+		"waiting for the satellites":                                "LINSTOR 1.33.2 -> 1.33.3, Preflight: waiting for the satellites",
+	} {
+		got := upgradeMessage(&linstorv1.UpgradeStatus{Phase: linstorv1.UpgradePreflight, From: "1.33.2", To: "1.33.3", Message: msg})
+		if got != want {
+			t.Errorf("upgradeMessage(%q) = %q, want %q", msg, got, want)
+		}
+	}
+}

@@ -13,6 +13,8 @@ import (
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/linstor-operator/linstor-operator/pkg/bundle"
 )
 
 // The registry+v1 annotations (bundle/metadata/annotations.yaml) run-bundle reads.
@@ -28,6 +30,8 @@ type Bundle struct {
 	Package        string
 	Channels       []string
 	DefaultChannel string
+	// SourceCommit is the commit a frozen release was built from, "" for this tree's.
+	SourceCommit string
 	// CSV is the bundle's ClusterServiceVersion: its name is the Subscription's startingCSV,
 	// its install modes decide the OperatorGroup.
 	CSV *operatorsv1alpha1.ClusterServiceVersion
@@ -50,6 +54,7 @@ func ReadBundle(dir string) (*Bundle, error) {
 		Dir:            dir,
 		Package:        meta.Annotations[annotationPackage],
 		DefaultChannel: meta.Annotations[annotationDefaultChannel],
+		SourceCommit:   meta.Annotations[bundle.SourceCommitAnnotation],
 	}
 	for _, c := range strings.Split(meta.Annotations[annotationChannels], ",") {
 		if c = strings.TrimSpace(c); c != "" {
@@ -118,19 +123,14 @@ func (b *Bundle) Channel(requested string) (string, error) {
 // `opm render <bundle dir>` printed (rendered), then an olm.package and one olm.channel
 // holding only that bundle, so OLM can resolve nothing but this bundle from it.
 func CatalogBlobs(rendered []byte, b *Bundle, channel string) ([]byte, error) {
-	var bundles []map[string]any
-	dec := json.NewDecoder(bytes.NewReader(rendered))
-	for {
-		var blob map[string]any
-		if err := dec.Decode(&blob); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return nil, fmt.Errorf("opm render output: %w", err)
-		}
+	bundles, err := decodeBlobs(rendered)
+	if err != nil {
+		return nil, err
+	}
+	for _, blob := range bundles {
 		if blob["schema"] != "olm.bundle" {
 			return nil, fmt.Errorf("opm render output: unexpected blob of schema %v", blob["schema"])
 		}
-		bundles = append(bundles, blob)
 	}
 	if len(bundles) != 1 {
 		return nil, fmt.Errorf("opm render output: %d olm.bundle blobs, want 1", len(bundles))
@@ -153,4 +153,68 @@ func CatalogBlobs(rendered []byte, b *Bundle, channel string) ([]byte, error) {
 		}
 	}
 	return out.Bytes(), nil
+}
+
+// decodeBlobs reads the JSON stream `opm render` prints.
+func decodeBlobs(rendered []byte) ([]map[string]any, error) {
+	var blobs []map[string]any
+	dec := json.NewDecoder(bytes.NewReader(rendered))
+	for {
+		var blob map[string]any
+		if err := dec.Decode(&blob); errors.Is(err, io.EOF) {
+			return blobs, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("opm render output: %w", err)
+		}
+		blobs = append(blobs, blob)
+	}
+}
+
+// CatalogHolds checks that a rendered file-based catalog has channel in package pkg and
+// that the channel holds bundle csv: a Subscription starting there resolves.
+func CatalogHolds(rendered []byte, pkg, channel, csv string) error {
+	blobs, err := decodeBlobs(rendered)
+	if err != nil {
+		return err
+	}
+	var channels []string
+	for _, blob := range blobs {
+		if blob["schema"] != "olm.channel" || blob["package"] != pkg {
+			continue
+		}
+		name, _ := blob["name"].(string)
+		channels = append(channels, name)
+		if name != channel {
+			continue
+		}
+		entries, _ := blob["entries"].([]any)
+		for _, e := range entries {
+			if entry, _ := e.(map[string]any); entry["name"] == csv {
+				return nil
+			}
+		}
+		return fmt.Errorf("the catalog's channel %s of package %s does not hold %s", channel, pkg, csv)
+	}
+	if len(channels) == 0 {
+		return fmt.Errorf("the catalog has no channel of package %s", pkg)
+	}
+	return fmt.Errorf("the catalog has no channel %s of package %s (it has %s)", channel, pkg, strings.Join(channels, ","))
+}
+
+// catalogPackage is the one package a rendered catalog holds.
+func catalogPackage(rendered []byte) (string, error) {
+	blobs, err := decodeBlobs(rendered)
+	if err != nil {
+		return "", err
+	}
+	var pkgs []string
+	for _, blob := range blobs {
+		if name, _ := blob["name"].(string); blob["schema"] == "olm.package" {
+			pkgs = append(pkgs, name)
+		}
+	}
+	if len(pkgs) != 1 {
+		return "", fmt.Errorf("the catalog holds packages %v, want exactly one", pkgs)
+	}
+	return pkgs[0], nil
 }

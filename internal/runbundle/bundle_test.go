@@ -1,10 +1,7 @@
 package runbundle
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -135,19 +132,13 @@ func TestChannel(t *testing.T) {
 	}
 }
 
-func decodeBlobs(t *testing.T, data []byte) []map[string]any {
+func mustDecodeBlobs(t *testing.T, data []byte) []map[string]any {
 	t.Helper()
-	var blobs []map[string]any
-	dec := json.NewDecoder(bytes.NewReader(data))
-	for {
-		var blob map[string]any
-		if err := dec.Decode(&blob); errors.Is(err, io.EOF) {
-			return blobs
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		blobs = append(blobs, blob)
+	blobs, err := decodeBlobs(data)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return blobs
 }
 
 func TestCatalogBlobs(t *testing.T) {
@@ -169,7 +160,7 @@ func TestCatalogBlobs(t *testing.T) {
 			"entries": []any{map[string]any{"name": "demo-operator.v1.2.3"}}},
 		bundle,
 	}
-	if blobs := decodeBlobs(t, got); !reflect.DeepEqual(blobs, want) {
+	if blobs := mustDecodeBlobs(t, got); !reflect.DeepEqual(blobs, want) {
 		t.Errorf("blobs\n%v\nwant\n%v", blobs, want)
 	}
 
@@ -229,8 +220,39 @@ func TestCatalogFromProjectBundleValidates(t *testing.T) {
 	if out, err := exec.Command(opm, "validate", dir).CombinedOutput(); err != nil {
 		t.Fatalf("opm validate: %v\n%s", err, out)
 	}
-	decoded := decodeBlobs(t, blobs)
+	decoded := mustDecodeBlobs(t, blobs)
 	if len(decoded) != 3 || decoded[2]["name"] != b.CSV.Name || decoded[2]["image"] != "" {
 		t.Errorf("want package, channel and the bundle %s with its manifests inline (image \"\"), got %d blobs", b.CSV.Name, len(decoded))
+	}
+}
+
+// The project's catalog starts a Subscription at each release in its channels, and
+// CatalogHolds says which channel or bundle is missing otherwise.
+func TestCatalogHolds(t *testing.T) {
+	rendered, err := render(t.Context(), opmBinary(t), filepath.Join(repoRoot(t), "catalog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkg, err := catalogPackage(rendered)
+	if err != nil || pkg != "linstor-operator" {
+		t.Fatalf("catalogPackage = %q, %v", pkg, err)
+	}
+	for _, tc := range []struct {
+		pkg, channel, csv string
+		wantErr           string
+	}{
+		{"linstor-operator", "stable", "linstor-operator.v0.2.0", ""},
+		{"linstor-operator", "stable-linstor-1.33", "linstor-operator.v0.3.0", ""},
+		{"linstor-operator", "stable", "linstor-operator.v0.1.0", "channel stable of package linstor-operator does not hold linstor-operator.v0.1.0"},
+		{"linstor-operator", "fast", "linstor-operator.v0.2.0", "no channel fast of package linstor-operator (it has stable,stable-linstor-1.33)"},
+		{"other", "stable", "linstor-operator.v0.2.0", "no channel of package other"},
+	} {
+		err := CatalogHolds(rendered, tc.pkg, tc.channel, tc.csv)
+		if tc.wantErr == "" && err != nil {
+			t.Errorf("%s/%s/%s: %v", tc.pkg, tc.channel, tc.csv, err)
+		}
+		if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("%s/%s/%s: got %v, want an error containing %q", tc.pkg, tc.channel, tc.csv, err, tc.wantErr)
+		}
 	}
 }

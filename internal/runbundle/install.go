@@ -44,6 +44,11 @@ type Options struct {
 	// Approval is the Subscription's installPlanApproval, Automatic or Manual. With Manual,
 	// Install approves the InstallPlan of the bundle's CSV itself.
 	Approval string
+	// CatalogDir, when set, is a file-based catalog to serve instead of one of the bundle
+	// alone: for example catalog/, to install a previous release (BundleDir bundles/0.2.0)
+	// that OLM then upgrades along the catalog's channels. It must hold the bundle's CSV
+	// in the channel subscribed to.
+	CatalogDir string
 	// CatalogAddress is where OLM reaches the catalog server, host:port; opm serve listens
 	// on that port.
 	CatalogAddress string
@@ -64,7 +69,7 @@ type Result struct {
 	OperatorGroup string
 	// OperatorGroupCreated is false when the namespace's OperatorGroup was used.
 	OperatorGroupCreated bool
-	// ApprovedInstallPlan names the InstallPlan Install approved (Manual approval).
+	// ApprovedInstallPlan names the last InstallPlan Install approved (Manual approval).
 	ApprovedInstallPlan string
 	// Phases are the CSV phases in the order seen, the last one Succeeded.
 	Phases []PhaseChange
@@ -143,27 +148,12 @@ func Install(ctx context.Context, opts Options) (*Result, error) {
 	res := &Result{CSV: b.CSV.Name, Channel: channel, Subscription: b.Package, CatalogSource: CatalogSourceName}
 	fmt.Fprintf(out, "run-bundle: %s (package %s, channel %s) into namespace %s, approval %s\n", b.CSV.Name, b.Package, channel, opts.Namespace, approval)
 
-	// The catalog: this bundle alone, served where OLM's catalog operator can reach it.
-	rendered, err := render(ctx, opts.Opm, opts.BundleDir)
+	blobs, err := catalogBlobs(ctx, opts, b, channel)
 	if err != nil {
 		return nil, err
 	}
-	blobs, err := CatalogBlobs(rendered, b, channel)
+	catalogDir, pid, err := serveCatalog(ctx, opts, b.Package, blobs)
 	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(opts.StateDir, 0o755); err != nil {
-		return nil, err
-	}
-	catalogDir, err := writeCatalog(opts.StateDir, b.Package, blobs)
-	if err != nil {
-		return nil, err
-	}
-	pid, err := startServe(opts.Opm, opts.StateDir, catalogDir, opts.CatalogAddress)
-	if err != nil {
-		return nil, err
-	}
-	if err := waitServing(ctx, opts.CatalogAddress, pid, filepath.Join(opts.StateDir, logFileName)); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(out, "%7.1fs  catalog %s served by opm (pid %d) at %s\n", time.Since(start).Seconds(), catalogDir, pid, opts.CatalogAddress)
@@ -191,6 +181,62 @@ func Install(ctx context.Context, opts Options) (*Result, error) {
 		CatalogSourceName, res.OperatorGroup, ogState, sub.Name)
 
 	return res, waitSucceeded(ctx, c, opts.Namespace, sub, b.CSV.Name, approval, start, opts.Timeout, out, res)
+}
+
+// catalogBlobs is what the install serves: opts.CatalogDir as opm reads it, checked to
+// hold the bundle in channel, or else a catalog of the bundle alone.
+func catalogBlobs(ctx context.Context, opts Options, b *Bundle, channel string) ([]byte, error) {
+	if opts.CatalogDir != "" {
+		rendered, err := render(ctx, opts.Opm, opts.CatalogDir)
+		if err != nil {
+			return nil, err
+		}
+		return rendered, CatalogHolds(rendered, b.Package, channel, b.CSV.Name)
+	}
+	rendered, err := render(ctx, opts.Opm, opts.BundleDir)
+	if err != nil {
+		return nil, err
+	}
+	return CatalogBlobs(rendered, b, channel)
+}
+
+// serveCatalog writes blobs to the state directory and (re)starts opm serve on them,
+// waiting until it answers.
+func serveCatalog(ctx context.Context, opts Options, pkg string, blobs []byte) (string, int, error) {
+	if err := os.MkdirAll(opts.StateDir, 0o755); err != nil {
+		return "", 0, err
+	}
+	catalogDir, err := writeCatalog(opts.StateDir, pkg, blobs)
+	if err != nil {
+		return "", 0, err
+	}
+	pid, err := startServe(opts.Opm, opts.StateDir, catalogDir, opts.CatalogAddress)
+	if err != nil {
+		return "", 0, err
+	}
+	return catalogDir, pid, waitServing(ctx, opts.CatalogAddress, pid, filepath.Join(opts.StateDir, logFileName))
+}
+
+// Publish serves opts.CatalogDir as it is now in place of what an earlier Install or
+// Publish with the same StateDir served, as a catalog image update would: OLM sees the
+// catalog server come back, reads it again and offers the upgrades it now holds to the
+// Subscription. It reads Opm, CatalogDir, CatalogAddress, StateDir and Timeout.
+func Publish(ctx context.Context, opts Options) error {
+	if opts.CatalogDir == "" || opts.StateDir == "" || opts.Opm == "" || opts.CatalogAddress == "" || opts.Timeout <= 0 {
+		return errors.New("run-bundle publish: CatalogDir, StateDir, Opm, CatalogAddress and Timeout are required")
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	rendered, err := render(ctx, opts.Opm, opts.CatalogDir)
+	if err != nil {
+		return err
+	}
+	pkg, err := catalogPackage(rendered)
+	if err != nil {
+		return err
+	}
+	_, _, err = serveCatalog(ctx, opts, pkg, rendered)
+	return err
 }
 
 func ensureNamespace(ctx context.Context, c client.Client, name string) (bool, error) {
@@ -299,7 +345,10 @@ func waitSucceeded(ctx context.Context, c client.Client, namespace string, sub *
 			return err
 		}
 
-		if approval == operatorsv1alpha1.ApprovalManual && res.ApprovedInstallPlan == "" && lastSub != nil {
+		// OLM may resolve again before the approved plan ran (a catalog update, for
+		// example) and make a new plan for the same CSV: each is approved until the CSV
+		// exists.
+		if approval == operatorsv1alpha1.ApprovalManual && lastSub != nil && lastCSV == nil {
 			var plans operatorsv1alpha1.InstallPlanList
 			if err := c.List(ctx, &plans, client.InNamespace(namespace)); err != nil && ctx.Err() == nil {
 				return err

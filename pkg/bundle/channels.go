@@ -34,6 +34,11 @@ const (
 // catalog channels are decided by (a pinned image carries no tag to read it from).
 const LinstorVersionAnnotation = "linstor.io/linstor-version"
 
+// SourceCommitAnnotation in a frozen release's metadata/annotations.yaml (bundles/<v>/)
+// names the commit of this repository the release was built from; this tree's bundle/
+// has none.
+const SourceCommitAnnotation = "linstor.io/source-commit"
+
 // CatalogRelease is one bundle of the catalog.
 type CatalogRelease struct {
 	// Name is the CSV name, linstor-operator.v<Version>.

@@ -44,7 +44,7 @@ func RemovalHeld(r Removal) string {
 	}
 	confirmed, _ := strconv.Atoi(r.Confirmed)
 	if len(removing) > allowed && len(removing) > confirmed {
-		return fmt.Sprintf("%d of %d satellites are to be evacuated or deleted at once (%s), more than %d%% of the cluster: "+
+		return fmt.Sprintf("%d of %d satellites are to be removed at once (%s), more than %d%% of the cluster: "+
 			"nothing is removed until confirmed. If that is intended, annotate the LinstorCluster %s=%d; if not, fix the nodeSelector or the nodes",
 			len(removing), r.Total, listed(removing), MaxRemovalShare, AnnotationConfirmRemoval, len(removing))
 	}

@@ -16,10 +16,6 @@ import (
 	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
 
-// SourceCommitAnnotation in a frozen bundle's metadata/annotations.yaml names the commit
-// of this repository the release was built from.
-const SourceCommitAnnotation = "linstor.io/source-commit"
-
 // Every release in the catalog besides this tree's is a build of a commit of this
 // repository: its bundle directory names the commit, and generating the bundle from that
 // commit's sources (the same generator and flags `make bundle` ran there) gives exactly
@@ -33,9 +29,9 @@ func TestFrozenBundlesAreBuildsOfTheirCommit(t *testing.T) {
 	for _, dir := range dirs {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			ann := readAnnotations(t, dir)
-			commit := ann[SourceCommitAnnotation]
+			commit := ann[bundle.SourceCommitAnnotation]
 			if len(commit) != 40 {
-				t.Fatalf("%s: metadata/annotations.yaml has no %s (a full commit id)", dir, SourceCommitAnnotation)
+				t.Fatalf("%s: metadata/annotations.yaml has no %s (a full commit id)", dir, bundle.SourceCommitAnnotation)
 			}
 			if out, err := exec.Command("git", "-C", root, "cat-file", "-e", commit+"^{commit}").CombinedOutput(); err != nil {
 				t.Fatalf("commit %s of release %s is not in this clone (%v %s): a shallow clone? fetch the history (git fetch --unshallow)", commit, filepath.Base(dir), err, out)
@@ -85,7 +81,7 @@ func TestFrozenBundlesAreBuildsOfTheirCommit(t *testing.T) {
 				built, _ := os.ReadFile(filepath.Join(out, f))
 				kept, _ := os.ReadFile(filepath.Join(dir, f))
 				if f == filepath.Join("metadata", "annotations.yaml") {
-					kept = dropLine(kept, SourceCommitAnnotation)
+					kept = dropLine(kept, bundle.SourceCommitAnnotation)
 				}
 				if !bytes.Equal(built, kept) {
 					t.Errorf("%s differs from the build of commit %s", filepath.Join(dir, f), commit)

@@ -36,6 +36,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/internal/kwokcluster"
 	"github.com/linstor-operator/linstor-operator/internal/runbundle"
 	"github.com/linstor-operator/linstor-operator/internal/sim"
+	"github.com/linstor-operator/linstor-operator/pkg/bundle"
 )
 
 const (
@@ -45,86 +46,64 @@ const (
 	metricsReader = "linstor-operator-metrics-reader"
 )
 
-// installed is what TestInstallThroughOLM leaves for the tests after it.
+// installed is what the tests leave for the ones after them: the release that runs.
 var installed struct {
 	csv        string
 	deployment *appsv1.Deployment
 	op         *operatorPod
 }
 
-// Subscribe with Manual approval, approve, CSV Succeeded, the operator binary running as
-// the pod OLM created, the samples' LinstorCluster Available.
-func TestInstallThroughOLM(t *testing.T) {
+// requireInstalled stops a test whose predecessors did not leave an installed operator.
+func requireInstalled(t *testing.T) {
+	t.Helper()
+	if installed.op == nil {
+		t.Fatal("the tests before this one did not install the operator")
+	}
+}
+
+// The previous release, subscribed to in channel stable of the project's catalog with
+// Manual approval through make run-bundle's code (which approves its InstallPlan and waits
+// for the CSV), the operator binary built from that release's commit running as the pod
+// OLM created, the LinstorCluster created from that release's samples: Available.
+func installThroughOLM(t *testing.T) {
 	g := NewWithT(t)
 	c := world.client
-	csvName, err := bundleCSVName()
+	previous, err := previousRelease()
 	g.Expect(err).NotTo(HaveOccurred())
 
 	// Nodes for the operator's pods (and later LINSTOR's).
 	g.Expect(kwokcluster.AddNodes(ctx, c, "node", 0, 3)).To(Succeed())
-	// No target namespaces: a global OperatorGroup, the only install mode the CSV
-	// supports (conversion webhooks serve every namespace).
-	g.Expect(c.Create(ctx, &operatorsv1.OperatorGroup{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "linstor-operator"}})).To(Succeed())
-	sub := &operatorsv1alpha1.Subscription{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: subscriptionName},
-		Spec: &operatorsv1alpha1.SubscriptionSpec{CatalogSource: catalogName, CatalogSourceNamespace: olmNamespace,
-			Package: packageName, Channel: channel, InstallPlanApproval: operatorsv1alpha1.ApprovalManual, StartingCSV: csvName}}
-	g.Expect(c.Create(ctx, sub)).To(Succeed())
-	subscribed := time.Now()
-
-	ip := &operatorsv1alpha1.InstallPlan{}
-	g.Eventually(func(g Gomega) {
-		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(sub), sub)).To(Succeed())
-		g.Expect(sub.Status.InstallPlanRef).NotTo(BeNil(), "subscription status: %+v", sub.Status)
-		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: sub.Status.InstallPlanRef.Name}, ip)).To(Succeed())
-		g.Expect(ip.Status.Phase).To(Equal(operatorsv1alpha1.InstallPlanPhaseRequiresApproval))
-	}, timeout, tick).Should(Succeed())
-	t.Logf("%6.1fs after subscribing: InstallPlan %s %s, approved=%t, CSVs %v", time.Since(subscribed).Seconds(),
-		ip.Name, ip.Status.Phase, ip.Spec.Approved, ip.Spec.ClusterServiceVersionNames)
-	g.Expect(ip.Spec.ClusterServiceVersionNames).To(ConsistOf(csvName))
-	// Manual approval: nothing is installed before the admin approves.
-	var csvs operatorsv1alpha1.ClusterServiceVersionList
-	g.Expect(c.List(ctx, &csvs, client.InNamespace(namespace))).To(Succeed())
-	g.Expect(csvs.Items).To(BeEmpty(), "a CSV before the InstallPlan was approved")
-
-	patch := client.MergeFrom(ip.DeepCopy())
-	ip.Spec.Approved = true
-	g.Expect(c.Patch(ctx, ip, patch)).To(Succeed())
-	approved := time.Now()
-	rec := startRecorder(t, approved)
-	defer rec.stop()
-
-	csv := &operatorsv1alpha1.ClusterServiceVersion{}
-	g.Eventually(func(g Gomega) {
-		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: csvName}, csv)).To(Succeed())
-		g.Expect(csv.Status.Phase).To(Equal(operatorsv1alpha1.CSVPhaseSucceeded), "%s: %s", csv.Status.Reason, csv.Status.Message)
-	}, timeout, tick).Should(Succeed())
-	t.Logf("%6.1fs after the approval: CSV %s Succeeded", time.Since(approved).Seconds(), csvName)
-
-	// The Deployment OLM created from the CSV, its pods "running" in kwok.
-	specs := csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs
-	g.Expect(specs).To(HaveLen(1))
-	dep := &appsv1.Deployment{}
-	g.Eventually(func(g Gomega) {
-		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: specs[0].Name}, dep)).To(Succeed())
-		pods, err := runningPods(ctx, dep)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(pods).To(HaveLen(int(*dep.Spec.Replicas)))
-	}, timeout, tick).Should(Succeed())
-	op, err := startOperatorAsPod(dep)
+	opts := runBundleOptions(logWriter{t})
+	opts.BundleDir = previous.Dir
+	start := time.Now()
+	rec := startRecorder(t, start, "the subscription")
+	res, err := runbundle.Install(ctx, opts)
+	rec.stop()
 	g.Expect(err).NotTo(HaveOccurred())
-	installed.csv, installed.deployment, installed.op = csvName, dep, op
+	g.Expect(res.CSV).To(Equal(previous.CSV.Name))
+	g.Expect(res.ApprovedInstallPlan).NotTo(BeEmpty(), "Manual approval: run-bundle approved the InstallPlan")
+	// No target namespaces: the global OperatorGroup, the only install mode the CSV
+	// supports (conversion webhooks serve every namespace).
+	og := &operatorsv1.OperatorGroup{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: res.OperatorGroup}, og)).To(Succeed())
+	g.Expect(og.Spec.TargetNamespaces).To(BeEmpty())
+	csv := &operatorsv1alpha1.ClusterServiceVersion{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: res.CSV}, csv)).To(Succeed())
+
+	op, dep := startRelease(t, csv)
+	installed.csv, installed.deployment, installed.op = csv.Name, dep, op
 	var ips []string
 	for _, p := range op.pods {
 		ips = append(ips, p.Name+"="+p.Status.PodIP)
 	}
-	t.Logf("%6.1fs after the approval: the operator binary runs as pods %v, ServiceAccount %s, serving certificate from Secret %s",
-		time.Since(approved).Seconds(), ips, op.account, op.certSecret)
+	t.Logf("%6.1fs after subscribing: the operator binary of %s (commit %s) runs as pods %v, ServiceAccount %s, serving certificate from Secret %s",
+		time.Since(start).Seconds(), csv.Name, previous.SourceCommit, ips, op.account, op.certSecret)
 	// The pod's environment as OLM wrote it: the OperatorCondition OLM made for this CSV,
 	// the operand images, the namespace from the downward API.
-	g.Expect(op.env).To(HaveKeyWithValue("OPERATOR_CONDITION_NAME", csvName))
+	g.Expect(op.env).To(HaveKeyWithValue("OPERATOR_CONDITION_NAME", csv.Name))
 	g.Expect(op.env).To(HaveKeyWithValue("OPERATOR_NAMESPACE", namespace))
 	g.Expect(op.env).To(HaveKey("RELATED_IMAGE_LINSTOR_CONTROLLER"))
-	g.Expect(op.account).To(Equal(specs[0].Spec.Template.Spec.ServiceAccountName), "the CSV's account, with the CSV's RBAC")
+	g.Expect(op.account).To(Equal(csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Spec.Template.Spec.ServiceAccountName), "the CSV's account, with the CSV's RBAC")
 	// The process's identity has the CSV's permissions, not an admin's.
 	podCfg, err := clientcmd.BuildConfigFromFlags("", op.kubeconfig)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -133,40 +112,116 @@ func TestInstallThroughOLM(t *testing.T) {
 	g.Expect(podClient.List(ctx, &corev1.SecretList{}, client.InNamespace("kube-system"))).To(Satisfy(apierrors.IsForbidden))
 	g.Expect(podClient.List(ctx, &linstorv1.LinstorClusterList{})).To(Succeed())
 
-	g.Expect(sim.ApplySamples(ctx, c, world.root, namespace)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		if ended, err := op.proc.exited(); ended {
-			g.Expect(err).NotTo(HaveOccurred(), "the operator exited")
-		}
-		_, serveErr := linstorState()
-		g.Expect(serveErr).NotTo(HaveOccurred(), "serving LINSTOR at the controller pod")
-		cl := &linstorv1.LinstorCluster{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "linstor"}, cl)).To(Succeed())
-		g.Expect(meta.IsStatusConditionTrue(cl.Status.Conditions, linstorv1.ConditionAvailable)).To(BeTrue(), "%+v", cl.Status.Conditions)
-		g.Expect(cl.Status.Satellites).To(Equal(linstorv1.SatelliteCounts{Ready: 3, Total: 3}))
-	}, timeout, tick).Should(Succeed())
+	// The cluster as that release's users made it: its own samples.
+	g.Expect(sim.ApplySamples(ctx, c, sourceOf(world.work, previous.SourceCommit), namespace)).To(Succeed())
+	linstorVersion := csv.Annotations[bundle.LinstorVersionAnnotation]
+	g.Expect(linstorVersion).NotTo(BeEmpty())
+	waitAvailable(g, linstorVersion)
 	served, _ := linstorState()
-	t.Logf("%6.1fs after the approval: LinstorCluster linstor Available (LINSTOR served over HTTPS with client certificates at the controller pod's address %s)",
-		time.Since(approved).Seconds(), served)
-	// Our operator keeps Upgradeable in the OperatorCondition OLM created (operator-lib);
+	t.Logf("%6.1fs after subscribing: LinstorCluster linstor Available on LINSTOR %s (served over HTTPS with client certificates at the controller pod's address %s)",
+		time.Since(start).Seconds(), linstorVersion, served)
+	// The operator keeps Upgradeable in the OperatorCondition OLM created (operator-lib);
 	// it writes it on LinstorCluster events, so once there is a cluster.
 	g.Eventually(func(g Gomega) {
-		oc := &operatorsv2.OperatorCondition{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: csvName}, oc)).To(Succeed())
-		up := meta.FindStatusCondition(oc.Spec.Conditions, operatorsv2.Upgradeable)
-		g.Expect(up).NotTo(BeNil(), "spec: %+v", oc.Spec)
+		up := operatorUpgradeable(g, csv.Name)
 		g.Expect(up.Status).To(Equal(metav1.ConditionTrue), "nothing upgrades or backs up: %+v", up)
 	}, timeout, tick).Should(Succeed())
 }
 
+// previousRelease is the newest frozen release: the one this tree's release replaces.
+func previousRelease() (*runbundle.Bundle, error) {
+	dirs, err := filepath.Glob(filepath.Join(world.root, "bundles", "*"))
+	if err != nil {
+		return nil, err
+	}
+	var newest *runbundle.Bundle
+	for _, dir := range dirs {
+		b, err := runbundle.ReadBundle(dir)
+		if err != nil {
+			return nil, err
+		}
+		if newest == nil || b.CSV.Spec.Version.GT(newest.CSV.Spec.Version.Version) {
+			newest = b
+		}
+	}
+	if newest == nil {
+		return nil, fmt.Errorf("no release in %s", filepath.Join(world.root, "bundles"))
+	}
+	return newest, nil
+}
+
+// startRelease waits for the pods of the Deployment OLM made for csv to run csv's image,
+// stops the operator process of the release they replace (its pods are gone), and runs
+// csv's binary as them.
+func startRelease(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVersion) (*operatorPod, *appsv1.Deployment) {
+	t.Helper()
+	g := NewWithT(t)
+	specs := csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs
+	g.Expect(specs).To(HaveLen(1))
+	image := csv.Annotations["containerImage"]
+	dep := &appsv1.Deployment{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(world.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: specs[0].Name}, dep)).To(Succeed())
+		pods, err := runningPods(ctx, dep)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(pods).To(HaveLen(int(*dep.Spec.Replicas)))
+		for _, p := range pods {
+			ctr, err := managerContainer(&p)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ctr.Image).To(Equal(image), "pod %s", p.Name)
+		}
+	}, timeout, tick).Should(Succeed())
+	if installed.op != nil {
+		g.Expect(installed.op.proc.stop()).To(Succeed())
+	}
+	op, err := startOperatorAsPod(dep)
+	g.Expect(err).NotTo(HaveOccurred())
+	return op, dep
+}
+
+// waitAvailable waits for the LinstorCluster to be Available on LINSTOR version with
+// every satellite ready.
+func waitAvailable(g Gomega, version string) *linstorv1.LinstorCluster {
+	cl := &linstorv1.LinstorCluster{}
+	g.Eventually(func(g Gomega) {
+		if ended, err := installed.op.proc.exited(); ended {
+			g.Expect(err).NotTo(HaveOccurred(), "the operator exited")
+		}
+		_, serveErr := linstorState()
+		g.Expect(serveErr).NotTo(HaveOccurred(), "serving LINSTOR at the controller pod")
+		g.Expect(world.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "linstor"}, cl)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(cl.Status.Conditions, linstorv1.ConditionAvailable)).To(BeTrue(), "%+v", cl.Status.Conditions)
+		g.Expect(cl.Status.Version).To(Equal(version))
+		g.Expect(cl.Status.Satellites).To(Equal(linstorv1.SatelliteCounts{Ready: 3, Total: 3}))
+	}, timeout, tick).Should(Succeed())
+	return cl
+}
+
+// operatorUpgradeable is the Upgradeable condition OLM acts on: the OperatorCondition's
+// status, as OLM copied it from the spec the operator wrote, for the current generation.
+func operatorUpgradeable(g Gomega, csv string) metav1.Condition {
+	oc := &operatorsv2.OperatorCondition{}
+	g.Expect(world.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: csv}, oc)).To(Succeed())
+	up := meta.FindStatusCondition(oc.Status.Conditions, operatorsv2.Upgradeable)
+	g.Expect(up).NotTo(BeNil(), "OperatorCondition %s: %+v", csv, oc.Spec)
+	g.Expect(up.ObservedGeneration).To(Equal(oc.Generation), "OLM has not copied the spec yet")
+	return *up
+}
+
+// logWriter shows what make run-bundle prints in the test's log.
+type logWriter struct{ t *testing.T }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
 // The API server calls the operator's conversion and validating webhooks through the
 // Service OLM created for the Deployment, at its pods' addresses.
-func TestWebhooksReachedThroughOLMService(t *testing.T) {
+func webhooksReachedThroughOLMService(t *testing.T) {
 	g := NewWithT(t)
 	c := world.client
-	if installed.op == nil {
-		t.Fatal("TestInstallThroughOLM did not install the operator")
-	}
+	requireInstalled(t)
 	service := installed.deployment.Name + "-service"
 	for _, name := range []string{"linstorclusters.linstor.io", "linstorsatelliteconfigurations.linstor.io", "linstorsatellites.linstor.io"} {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
@@ -310,13 +365,14 @@ func metricsScraper(g Gomega) func() map[string]float64 {
 type recorder struct {
 	t     *testing.T
 	start time.Time
+	since string // what start was
 	quit  chan struct{}
 	wg    sync.WaitGroup
 	seen  map[string]string
 }
 
-func startRecorder(t *testing.T, start time.Time) *recorder {
-	r := &recorder{t: t, start: start, quit: make(chan struct{}), seen: map[string]string{}}
+func startRecorder(t *testing.T, start time.Time, since string) *recorder {
+	r := &recorder{t: t, start: start, since: since, quit: make(chan struct{}), seen: map[string]string{}}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -367,7 +423,7 @@ func (r *recorder) look() {
 	sort.Strings(keys)
 	for _, k := range keys {
 		if r.seen[k] != now[k] {
-			r.t.Logf("%6.1fs after the approval: %s: %s", time.Since(r.start).Seconds(), k, now[k])
+			r.t.Logf("%6.1fs after %s: %s: %s", time.Since(r.start).Seconds(), r.since, k, now[k])
 			r.seen[k] = now[k]
 		}
 	}
@@ -382,15 +438,6 @@ func conditionsString(conds []metav1.Condition) string {
 		out = append(out, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
 	}
 	return strings.Join(out, "; ")
-}
-
-// bundleCSVName is the name of bundle/'s ClusterServiceVersion.
-func bundleCSVName() (string, error) {
-	b, err := runbundle.ReadBundle(filepath.Join(world.root, "bundle"))
-	if err != nil {
-		return "", err
-	}
-	return b.CSV.Name, nil
 }
 
 func ptrString(s *string) string {
@@ -411,11 +458,9 @@ func ptrInt32(i *int32) int32 {
 // uninstalls an operator through OLM) removes the operator's Deployment, and nothing of
 // LINSTOR: the LinstorCluster, the LINSTOR controller and satellites, the CRDs and the
 // data they hold stay. It runs last: it uninstalls the operator.
-func TestOperandsSurviveTheirOperator(t *testing.T) {
+func operandsSurviveTheirOperator(t *testing.T) {
 	g := NewWithT(t)
-	if installed.csv == "" {
-		t.Fatal("TestInstallThroughOLM did not install the operator")
-	}
+	requireInstalled(t)
 	c := world.client
 	cluster := &linstorv1.LinstorCluster{}
 	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "linstor"}, cluster)).To(Succeed())
@@ -427,16 +472,25 @@ func TestOperandsSurviveTheirOperator(t *testing.T) {
 	before, err := linstorState()
 	g.Expect(err).NotTo(HaveOccurred())
 
+	// make cleanup-bundle: the Subscription, the CSV, the InstallPlans, the CatalogSource
+	// and opm go; it never touches a CRD or a linstor.io object.
 	start := time.Now()
-	g.Expect(c.Delete(ctx, &operatorsv1alpha1.Subscription{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: subscriptionName}})).To(Succeed())
-	g.Expect(c.Delete(ctx, &operatorsv1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: installed.csv}})).To(Succeed())
+	g.Expect(runbundle.Cleanup(ctx, runBundleOptions(logWriter{t}))).To(Succeed())
+	var subs operatorsv1alpha1.SubscriptionList
+	g.Expect(c.List(ctx, &subs, client.InNamespace(namespace))).To(Succeed())
+	g.Expect(subs.Items).To(BeEmpty())
+	g.Eventually(func(g Gomega) {
+		var csvs operatorsv1alpha1.ClusterServiceVersionList
+		g.Expect(c.List(ctx, &csvs, client.InNamespace(namespace))).To(Succeed())
+		g.Expect(csvs.Items).To(BeEmpty())
+	}, timeout, tick).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(installed.deployment), &appsv1.Deployment{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the operator Deployment is still there: %v", err)
 	}, timeout, tick).Should(Succeed())
 	// Its pod is gone: so is the process that stood for it.
 	g.Expect(installed.op.proc.stop()).To(Succeed())
-	t.Logf("%.1fs after deleting the Subscription and CSV: the operator Deployment is gone and its process stopped", time.Since(start).Seconds())
+	t.Logf("%.1fs after make cleanup-bundle's code began: the Subscription and CSV are gone, so are the operator Deployment and its process", time.Since(start).Seconds())
 
 	g.Consistently(func(g Gomega) {
 		got := &linstorv1.LinstorCluster{}

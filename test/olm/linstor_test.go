@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,12 +29,16 @@ import (
 var linstor struct {
 	emu    *emulator.Emulator
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // the coupling and the loop that follows the controller pod
+	// servers are the HTTPS servers' goroutines.
+	servers sync.WaitGroup
 
 	mu     sync.Mutex
-	served string // the address served, once the pod ran
-	err    error
-	srv    *http.Server
+	served string // the address served now, "" while there is no controller pod
+	// addresses are the controller pods' addresses served, in order.
+	addresses []string
+	err       error
+	srv       *http.Server
 }
 
 func startLinstor() error {
@@ -50,10 +55,11 @@ func startLinstor() error {
 	}()
 	go func() {
 		defer linstor.wg.Done()
-		err := serveLinstor(c)
-		linstor.mu.Lock()
-		linstor.err = err
-		linstor.mu.Unlock()
+		if err := serveLinstor(c); err != nil {
+			linstor.mu.Lock()
+			linstor.err = err
+			linstor.mu.Unlock()
+		}
 	}()
 	return nil
 }
@@ -63,12 +69,9 @@ func stopLinstor() {
 		return
 	}
 	linstor.cancel()
-	linstor.mu.Lock()
-	if linstor.srv != nil {
-		_ = linstor.srv.Close()
-	}
-	linstor.mu.Unlock()
-	linstor.wg.Wait()
+	linstor.wg.Wait() // nothing serves anew
+	stopServingLinstor()
+	linstor.servers.Wait()
 }
 
 // linstorState reports the address served so far and why serving failed, if it did.
@@ -78,29 +81,41 @@ func linstorState() (string, error) {
 	return linstor.served, linstor.err
 }
 
-// serveLinstor waits for the controller pod the operator deploys and the API certificate
-// it generates, then serves the emulator as that pod would.
+// serveLinstor serves the emulator as the LINSTOR controller pod would, at that pod's
+// address with the API certificate the operator generated, and follows the pod: when an
+// upgrade or a backup replaces it, the old address stops answering and the new pod's
+// serves, under the same Service name.
 func serveLinstor(c context.Context) error {
-	var (
-		secret corev1.Secret
-		podIP  string
-	)
 	for {
 		select {
 		case <-c.Done():
 			return nil
 		case <-time.After(500 * time.Millisecond):
 		}
+		ip, err := controllerPodIP(c)
+		if err != nil && !apierrors.IsNotFound(err) {
+			continue // asked again in a moment
+		}
+		linstor.mu.Lock()
+		served := linstor.served
+		linstor.mu.Unlock()
+		if served != "" && (ip == "" || served != net.JoinHostPort(ip, strconv.Itoa(render.SecureAPIPort))) {
+			stopServingLinstor() // its pod is gone
+		}
+		if ip == "" || (served != "" && served == net.JoinHostPort(ip, strconv.Itoa(render.SecureAPIPort))) {
+			continue
+		}
+		var secret corev1.Secret
 		if err := world.client.Get(c, client.ObjectKey{Namespace: namespace, Name: render.DefaultAPITLSSecret}, &secret); err != nil {
 			continue
 		}
-		ip, err := controllerPodIP(c)
-		if err != nil || ip == "" {
-			continue
+		if err := serveLinstorAt(ip, &secret); err != nil {
+			return err
 		}
-		podIP = ip
-		break
 	}
+}
+
+func serveLinstorAt(podIP string, secret *corev1.Secret) error {
 	pair, err := tls.X509KeyPair(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey])
 	if err != nil {
 		return fmt.Errorf("Secret %s: %w", render.DefaultAPITLSSecret, err)
@@ -122,14 +137,31 @@ func serveLinstor(c context.Context) error {
 			ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}}
 	linstor.mu.Lock()
 	linstor.srv, linstor.served = srv, addr
+	linstor.addresses = append(linstor.addresses, addr)
 	linstor.mu.Unlock()
-	if err := addHost(podIP, render.ControllerName+"."+namespace+".svc"); err != nil {
+	if err := setHosts(map[string]string{render.ControllerName + "." + namespace + ".svc": podIP}); err != nil {
 		return err
 	}
-	if err := srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
+	linstor.servers.Add(1)
+	go func() {
+		defer linstor.servers.Done()
+		if err := srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			linstor.mu.Lock()
+			linstor.err = err
+			linstor.mu.Unlock()
+		}
+	}()
 	return nil
+}
+
+// stopServingLinstor closes the server of a controller pod that is gone.
+func stopServingLinstor() {
+	linstor.mu.Lock()
+	defer linstor.mu.Unlock()
+	if linstor.srv != nil {
+		_ = linstor.srv.Close()
+	}
+	linstor.srv, linstor.served = nil, ""
 }
 
 // controllerPodIP is the address kwok gave the Running pod of the LINSTOR controller's

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,25 +47,24 @@ const (
 	olmVersion  = "v0.46.0"
 	// namespace is the bundle's suggested namespace: OLM installs the operator there and
 	// the LinstorCluster lives there.
-	namespace        = "linstor"
-	olmNamespace     = "olm"
-	catalogName      = "linstor-operator-catalog"
-	catalogPort      = "50051"
-	packageName      = "linstor-operator"
-	channel          = "stable"
-	subscriptionName = "linstor-operator"
+	namespace    = "linstor"
+	olmNamespace = "olm"
+	// catalogAddress is where run-bundle's opm serves the catalog.
+	catalogAddress = "127.0.0.1:50051"
+	channel        = "stable"
 	// apiserverAddress is outside the pod, node and service ranges of the cluster.
 	apiserverAddress = "172.31.255.1"
 )
 
 // world is what TestMain started.
 var world struct {
-	root     string
-	work     string // bin/olm-e2e: logs, catalog, certificates
-	cluster  *kwokcluster.Cluster
-	client   client.Client
-	hosts    string // the file bind-mounted on /etc/hosts
-	operator string // the operator binary
+	root    string
+	work    string // bin/olm-e2e: logs, catalog, certificates
+	cluster *kwokcluster.Cluster
+	client  client.Client
+	hosts   string // the file bind-mounted on /etc/hosts
+	// binaries maps each release's operator image to the binary built from its sources.
+	binaries map[string]string
 	opm      string
 	procs    []*process
 }
@@ -105,11 +105,10 @@ func outside() int {
 			return 1
 		}
 	}
-	// The operator binary OLM's pod would run (its image holds the same build).
-	build := exec.Command("go", "build", "-o", filepath.Join(work, "manager"), ".")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "test/olm: building the operator:", err)
+	// The operator binaries OLM's pods would run (their images hold the same builds), the
+	// test-only releases and their catalogs.
+	if err := prepareReleases(root, work); err != nil {
+		fmt.Fprintln(os.Stderr, "test/olm:", err)
 		return 1
 	}
 	fmt.Fprintf(os.Stderr, "test/olm: binaries ready in %.1fs\n", time.Since(start).Seconds())
@@ -139,12 +138,16 @@ func outside() int {
 func inside(m *testing.M) (code int) {
 	world.root = testenv.RepoRoot()
 	world.work = filepath.Join(world.root, "bin", "olm-e2e")
-	world.operator = filepath.Join(world.work, "manager")
 	world.opm = filepath.Join(world.root, "bin", "opm", "opm-v1.73.0")
+	var err error
+	if world.binaries, err = releaseBinaries(world.root, world.work); err != nil {
+		fmt.Fprintln(os.Stderr, "test/olm:", err)
+		return 1
+	}
 	// The test's clients log nothing worth showing; the processes log to files.
 	ctrllog.SetLogger(logr.Discard())
 	start := time.Now()
-	err := setUp()
+	err = setUp()
 	defer func() {
 		if err := tearDown(); err != nil {
 			fmt.Fprintln(os.Stderr, "test/olm: tearing down:", err)
@@ -183,7 +186,7 @@ func setUp() error {
 	// Cluster DNS for the names the operator dials: the LINSTOR controller's Service is
 	// added once its pod has an address.
 	world.hosts = filepath.Join(world.work, "hosts")
-	if err := os.WriteFile(world.hosts, []byte("127.0.0.1 localhost\n::1 localhost\n"), 0o644); err != nil {
+	if err := setHosts(nil); err != nil {
 		return err
 	}
 	if err := syscall.Mount(world.hosts, "/etc/hosts", "", syscall.MS_BIND, ""); err != nil {
@@ -243,35 +246,18 @@ func setUp() error {
 		"--kubeconfig", world.cluster.Kubeconfig, "--namespace", olmNamespace, "--writeStatusName", ""); err != nil {
 		return err
 	}
-	catalogDir, err := renderCatalog()
-	if err != nil {
-		return err
-	}
-	if err := startProcess("opm-serve", nil, world.opm, "serve", catalogDir, "--port", catalogPort,
-		"--cache-dir", filepath.Join(world.work, "opm-cache"), "--cache-enforce-integrity=false",
-		"--pprof-addr", "127.0.0.1:6061", "--termination-log", filepath.Join(world.work, "opm-termination.log")); err != nil {
-		return err
-	}
-	cs := &operatorsv1alpha1.CatalogSource{ObjectMeta: metav1.ObjectMeta{Namespace: olmNamespace, Name: catalogName},
-		Spec: operatorsv1alpha1.CatalogSourceSpec{SourceType: operatorsv1alpha1.SourceTypeGrpc, Address: "127.0.0.1:" + catalogPort,
-			DisplayName: "LINSTOR Operator (this tree)", Publisher: "test/olm"}}
-	if err := world.client.Create(ctx, cs); err != nil {
-		return err
-	}
-	if err := waitFor(2*time.Minute, func() (bool, error) {
-		if err := world.client.Get(ctx, client.ObjectKeyFromObject(cs), cs); err != nil {
-			return false, err
-		}
-		return cs.Status.GRPCConnectionState != nil && cs.Status.GRPCConnectionState.LastObservedState == "READY", nil
-	}); err != nil {
-		return fmt.Errorf("CatalogSource %s never READY (%+v): %w", catalogName, cs.Status.GRPCConnectionState, err)
-	}
 	return startLinstor()
 }
 
 func tearDown() error {
 	var errs []error
 	stopLinstor()
+	// The catalog server run-bundle started runs in its own session.
+	if world.cluster != nil {
+		c, cancel := context.WithTimeout(ctx, time.Minute)
+		errs = append(errs, runbundle.Cleanup(c, runBundleOptions(nil)))
+		cancel()
+	}
 	// In reverse: the operator before OLM, OLM before the catalog server.
 	for i := len(world.procs) - 1; i >= 0; i-- {
 		errs = append(errs, world.procs[i].stop())
@@ -280,38 +266,6 @@ func tearDown() error {
 		errs = append(errs, world.cluster.Delete())
 	}
 	return errors.Join(errs...)
-}
-
-// renderCatalog writes a file-based catalog of bundle/ alone (channel stable), its
-// objects inline so OLM needs no bundle image, and validates it.
-func renderCatalog() (string, error) {
-	dir := filepath.Join(world.work, "catalog")
-	if err := os.RemoveAll(dir); err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(filepath.Join(dir, packageName), 0o755); err != nil {
-		return "", err
-	}
-	// The catalog make run-bundle serves: this bundle alone, in channel stable.
-	bundle, err := runbundle.ReadBundle(filepath.Join(world.root, "bundle"))
-	if err != nil {
-		return "", err
-	}
-	rendered, err := exec.Command(world.opm, "render", bundle.Dir, "-o", "json").Output()
-	if err != nil {
-		return "", fmt.Errorf("opm render bundle: %w", err)
-	}
-	blobs, err := runbundle.CatalogBlobs(rendered, bundle, channel)
-	if err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(dir, packageName, "index.json"), blobs, 0o644); err != nil {
-		return "", err
-	}
-	if out, err := exec.Command(world.opm, "validate", dir).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("opm validate: %v: %s", err, out)
-	}
-	return dir, nil
 }
 
 // waitFor polls done every 250ms until it reports true, fails, or timeout passes.
@@ -411,19 +365,30 @@ func showTail(path string, lines int) {
 // addAddress puts a pod's address on the namespace's loopback, where its process listens.
 func addAddress(ip string) error {
 	out, err := exec.Command("ip", "addr", "add", ip+"/32", "dev", "lo").CombinedOutput()
-	if err != nil && !strings.Contains(string(out), "File exists") {
+	if err != nil && !strings.Contains(string(out), "File exists") && !strings.Contains(string(out), "already assigned") {
 		return fmt.Errorf("ip addr add %s/32 dev lo: %v: %s", ip, err, out)
 	}
 	return nil
 }
 
-// addHost resolves name to ip for every process of the world (Go's resolver rereads the
-// file when it changes).
-func addHost(ip, name string) error {
-	f, err := os.OpenFile(world.hosts, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		return err
+// setHosts resolves each name to its address for every process of the world (Go's
+// resolver rereads the file when it changes).
+func setHosts(names map[string]string) error {
+	var b strings.Builder
+	b.WriteString("127.0.0.1 localhost\n::1 localhost\n")
+	for name, ip := range names {
+		fmt.Fprintf(&b, "%s %s\n", ip, name)
 	}
-	_, err = fmt.Fprintf(f, "%s %s\n", ip, name)
-	return errors.Join(err, f.Close())
+	// In place: the file is bind-mounted on /etc/hosts.
+	return os.WriteFile(world.hosts, []byte(b.String()), 0o644)
+}
+
+// runBundleOptions are make run-bundle's options for this world: the catalog in
+// catalogDir (the project's catalog/ or a test catalog), served at catalogAddress.
+func runBundleOptions(out io.Writer) runbundle.Options {
+	return runbundle.Options{
+		Config: world.cluster.Config, Namespace: namespace, Channel: channel, Approval: "Manual",
+		CatalogDir: filepath.Join(world.root, "catalog"), CatalogAddress: catalogAddress, Opm: world.opm,
+		Timeout: 3 * time.Minute, Out: out, StateDir: filepath.Join(world.work, "run-bundle"),
+	}
 }

@@ -30,6 +30,8 @@ const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 // created.
 type operatorPod struct {
 	proc *process
+	// image is the pods' operator image, which decided the binary.
+	image string
 	// pods are the Deployment's pods the process serves: it listens on every address of
 	// the namespace, and each pod's address is one of them.
 	pods []corev1.Pod
@@ -60,7 +62,17 @@ func startOperatorAsPod(dep *appsv1.Deployment) (*operatorPod, error) {
 	if err != nil {
 		return nil, err
 	}
-	op := &operatorPod{pods: pods, env: map[string]string{}, account: pod.Spec.ServiceAccountName}
+	// The kubelet runs the pod's image: the binary built from that release's sources.
+	binary, ok := world.binaries[ctr.Image]
+	if !ok {
+		return nil, fmt.Errorf("pod %s runs image %s, which no release of the world has", pod.Name, ctr.Image)
+	}
+	for _, p := range pods[1:] {
+		if other, err := managerContainer(&p); err != nil || other.Image != ctr.Image {
+			return nil, fmt.Errorf("pods %s and %s run different images: a rollout is under way", pod.Name, p.Name)
+		}
+	}
+	op := &operatorPod{pods: pods, env: map[string]string{}, account: pod.Spec.ServiceAccountName, image: ctr.Image}
 	if op.account == "" {
 		op.account = "default"
 	}
@@ -99,7 +111,8 @@ func startOperatorAsPod(dep *appsv1.Deployment) (*operatorPod, error) {
 		env = append(env, k+"="+v)
 	}
 	op.args = append(append([]string{}, ctr.Args...), "--webhook-cert-dir="+dir)
-	if err := startProcess("operator", env, world.operator, op.args...); err != nil {
+	name := "operator-" + ctr.Image[strings.LastIndex(ctr.Image, ":")+1:]
+	if err := startProcess(name, env, binary, op.args...); err != nil {
 		return nil, err
 	}
 	op.proc = world.procs[len(world.procs)-1]

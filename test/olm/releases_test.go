@@ -1,0 +1,195 @@
+package olm
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/linstor-operator/linstor-operator/internal/runbundle"
+	"github.com/linstor-operator/linstor-operator/pkg/bundle"
+)
+
+// The releases the scenario installs: the catalog's (bundles/<v>/, each a build of the
+// commit it names, and this tree's bundle/), and test-only ones OLM is offered later,
+// generated from this tree as `make bundle` would with the next versions. Each runs the
+// operator binary built from its sources.
+var testOnlyReleases = []string{"0.3.1", "0.3.2"}
+
+// channelProbe is a test-only bundle that only OLM's resolver sees: this tree's build
+// with its CSV marked as running LINSTOR probeLinstor, the next minor line, so that the
+// catalog's channels hold a release of a line no real release runs yet. The scenario
+// never approves it: no operator ever runs as it.
+const (
+	channelProbe = "0.4.0"
+	probeLinstor = "1.34.0"
+)
+
+// releaseDirs are where prepareReleases writes what the world needs.
+func testBundleDir(work, version string) string { return filepath.Join(work, "bundles", version) }
+
+// testCatalogDir is the catalog that also offers the test-only releases up to version.
+func testCatalogDir(work, version string) string {
+	return filepath.Join(work, "catalogs", "up-to-"+version)
+}
+
+func binaryOf(work, commit string) string {
+	if commit == "" {
+		return filepath.Join(work, "manager")
+	}
+	return filepath.Join(work, "manager-"+commit[:12])
+}
+
+// sourceOf is where a frozen release's sources are extracted.
+func sourceOf(work, commit string) string { return filepath.Join(work, "src-"+commit[:12]) }
+
+// prepareReleases builds, before the world loses the network, the operator binary of
+// every release (this tree's, and each frozen release's from its commit), the test-only
+// bundles and the catalogs that offer them.
+func prepareReleases(root, work string) error {
+	if err := goBuild(root, binaryOf(work, "")); err != nil {
+		return fmt.Errorf("building this tree's operator: %w", err)
+	}
+	frozen, err := filepath.Glob(filepath.Join(root, "bundles", "*"))
+	if err != nil {
+		return err
+	}
+	for _, dir := range frozen {
+		b, err := runbundle.ReadBundle(dir)
+		if err != nil {
+			return err
+		}
+		if len(b.SourceCommit) != 40 {
+			return fmt.Errorf("%s names no source commit: it is not a release", dir)
+		}
+		src, bin := sourceOf(work, b.SourceCommit), binaryOf(work, b.SourceCommit)
+		if _, err := os.Stat(bin); err == nil {
+			if _, err := os.Stat(filepath.Join(src, "go.mod")); err == nil {
+				continue // a commit's build never changes
+			}
+		}
+		if err := os.RemoveAll(src); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(src, 0o755); err != nil {
+			return err
+		}
+		extract := exec.Command("sh", "-c", `git -C "$0" archive "$1" | tar -x -C "$2"`, root, b.SourceCommit, src)
+		if out, err := extract.CombinedOutput(); err != nil {
+			return fmt.Errorf("extracting commit %s of %s (a shallow clone? git fetch --unshallow): %v: %s", b.SourceCommit, b.CSV.Name, err, out)
+		}
+		if err := goBuild(src, bin); err != nil {
+			return fmt.Errorf("building %s from commit %s: %w", b.CSV.Name, b.SourceCommit, err)
+		}
+	}
+
+	current, err := runbundle.ReadBundle(filepath.Join(root, "bundle"))
+	if err != nil {
+		return err
+	}
+	gen := filepath.Join(work, "bundlegen")
+	build := exec.Command("go", "build", "-o", gen, "./hack/bundlegen")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("building hack/bundlegen: %v: %s", err, out)
+	}
+	opm := filepath.Join(root, "bin", "opm", "opm-v1.73.0")
+	var extra []string
+	for _, v := range append(slices.Clone(testOnlyReleases), channelProbe) {
+		dir := testBundleDir(work, v)
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+		image := strings.TrimSuffix(current.CSV.Annotations["containerImage"], current.CSV.Spec.Version.String()) + v
+		cmd := exec.Command(gen, "-root", ".", "-out", dir, "-version", v, "-image", image,
+			"-channels", strings.Join(current.Channels, ","), "-default-channel", current.DefaultChannel,
+			"-created-at", current.CSV.Annotations["createdAt"])
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("generating the test-only bundle %s: %v: %s", v, err, out)
+		}
+		if v == channelProbe {
+			if err := markLinstorVersion(dir, probeLinstor); err != nil {
+				return err
+			}
+		}
+		extra = append(extra, dir)
+		catalog := testCatalogDir(work, v)
+		if err := os.RemoveAll(catalog); err != nil {
+			return err
+		}
+		render := exec.Command(filepath.Join(root, "hack", "render-catalog.sh"), append([]string{opm, catalog}, extra...)...)
+		if out, err := render.CombinedOutput(); err != nil {
+			return fmt.Errorf("rendering the catalog up to %s: %v: %s", v, err, out)
+		}
+	}
+	return nil
+}
+
+// markLinstorVersion rewrites the LINSTOR version the bundle's CSV says it runs, which
+// decides its catalog channels.
+func markLinstorVersion(dir, version string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "manifests", "*.clusterserviceversion.yaml"))
+	if err != nil || len(files) != 1 {
+		return fmt.Errorf("%s: want one CSV, found %d (%v)", dir, len(files), err)
+	}
+	raw, err := os.ReadFile(files[0])
+	if err != nil {
+		return err
+	}
+	key := "    " + bundle.LinstorVersionAnnotation + ": "
+	var out []string
+	marked := false
+	for _, line := range strings.SplitAfter(string(raw), "\n") {
+		if strings.HasPrefix(line, key) {
+			line, marked = key+version+"\n", true
+		}
+		out = append(out, line)
+	}
+	if !marked {
+		return fmt.Errorf("%s has no %s annotation", files[0], bundle.LinstorVersionAnnotation)
+	}
+	return os.WriteFile(files[0], []byte(strings.Join(out, "")), 0o644)
+}
+
+func goBuild(dir, out string) error {
+	build := exec.Command("go", "build", "-o", out, ".")
+	build.Dir = dir
+	if msg, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build in %s: %v: %s", dir, err, msg)
+	}
+	return nil
+}
+
+// releaseBinaries maps each operator image of the world's releases to the binary built
+// from that release's sources: what a kubelet would run for a pod of that image.
+func releaseBinaries(root, work string) (map[string]string, error) {
+	dirs, err := filepath.Glob(filepath.Join(root, "bundles", "*"))
+	if err != nil {
+		return nil, err
+	}
+	dirs = append(dirs, filepath.Join(root, "bundle"))
+	for _, v := range testOnlyReleases {
+		dirs = append(dirs, testBundleDir(work, v))
+	}
+	out := map[string]string{}
+	for _, dir := range dirs {
+		b, err := runbundle.ReadBundle(dir)
+		if err != nil {
+			return nil, err
+		}
+		image := b.CSV.Annotations["containerImage"]
+		if image == "" {
+			return nil, fmt.Errorf("%s: the CSV has no containerImage", dir)
+		}
+		bin := binaryOf(work, b.SourceCommit)
+		if _, err := os.Stat(bin); err != nil {
+			return nil, errors.Join(fmt.Errorf("the operator of %s", b.CSV.Name), err)
+		}
+		out[image] = bin
+	}
+	return out, nil
+}

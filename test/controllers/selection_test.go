@@ -27,23 +27,9 @@ func byName(names ...string) *corev1.NodeSelector {
 // cluster: held until confirmed, like a nodeSelector typo, and nothing is removed.
 func TestNodeAffinityNarrowingIsHeld(t *testing.T) {
 	g := NewWithT(t)
-	ns, cluster := availableCluster(t, "naff", linstorv1.LinstorSatelliteConfigurationSpec{
+	_, cluster := narrowedToOneOfThreeIsHeld(t, "naff", linstorv1.LinstorSatelliteConfigurationSpec{
 		StoragePools: []linstorv1.StoragePool{thinPool}, DeletionPolicy: linstorv1.DeletionDelete,
-	}, "naff-a", "naff-b", "naff-c")
-	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) { c.Spec.NodeAffinity = byName("naff-a") })).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		d := condition(getCluster(g, cluster).Status.Conditions, linstorv1.ConditionDegraded)
-		g.Expect(d.Reason).To(Equal(linstorv1.ReasonRemovalHeld))
-		g.Expect(d.Message).To(ContainSubstring("linstor.io/confirm-removal=2"))
-	}, timeout, tick).Should(Succeed())
-	g.Consistently(func(g Gomega) {
-		for _, n := range []string{"naff-b", "naff-c"} {
-			sat := get(g, ns, n, &linstorv1.LinstorSatellite{})
-			g.Expect(sat.DeletionTimestamp.IsZero()).To(BeTrue(), "%s is being removed without confirmation", n)
-			_, ok := emu.Node(n)
-			g.Expect(ok).To(BeTrue(), "LINSTOR node %s was removed without confirmation", n)
-		}
-	}, "2s", tick).Should(Succeed())
+	})
 
 	// Widened again (any term matches): nothing is held any more.
 	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) { c.Spec.NodeAffinity = byName("naff-a", "naff-b", "naff-c") })).To(Succeed())
@@ -173,20 +159,7 @@ func TestExpandFromReachesLinstor(t *testing.T) {
 // keeps the nodes.
 func TestRetainNarrowingIsHeld(t *testing.T) {
 	g := NewWithT(t)
-	ns, cluster := availableCluster(t, "rnar", linstorv1.LinstorSatelliteConfigurationSpec{}, "rnar-a", "rnar-b", "rnar-c")
-	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) { c.Spec.NodeAffinity = byName("rnar-a") })).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		d := condition(getCluster(g, cluster).Status.Conditions, linstorv1.ConditionDegraded)
-		g.Expect(d.Reason).To(Equal(linstorv1.ReasonRemovalHeld))
-		g.Expect(d.Message).To(ContainSubstring("linstor.io/confirm-removal=2"))
-	}, timeout, tick).Should(Succeed())
-	g.Consistently(func(g Gomega) {
-		for _, n := range []string{"rnar-b", "rnar-c"} {
-			sat := get(g, ns, n, &linstorv1.LinstorSatellite{})
-			g.Expect(sat.DeletionTimestamp.IsZero()).To(BeTrue(), "%s is being removed without confirmation", n)
-		}
-	}, "2s", tick).Should(Succeed())
-
+	ns, cluster := narrowedToOneOfThreeIsHeld(t, "rnar", linstorv1.LinstorSatelliteConfigurationSpec{})
 	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) {
 		if c.Annotations == nil {
 			c.Annotations = map[string]string{}
@@ -198,4 +171,29 @@ func TestRetainNarrowingIsHeld(t *testing.T) {
 		_, ok := emu.Node(n)
 		g.Expect(ok).To(BeTrue(), "Retain deleted the LINSTOR node %s", n)
 	}
+}
+
+// narrowedToOneOfThreeIsHeld makes an Available cluster of nodes <prefix>-a, -b and -c,
+// narrows spec.nodeAffinity to -a, and checks that removing the other two (two thirds of
+// the cluster) is held: RemovalHeld asks for confirm-removal=2, and for 2 s no satellite
+// is being removed and no LINSTOR node is gone.
+func narrowedToOneOfThreeIsHeld(t *testing.T, prefix string, cfg linstorv1.LinstorSatelliteConfigurationSpec) (string, *linstorv1.LinstorCluster) {
+	t.Helper()
+	g := NewWithT(t)
+	ns, cluster := availableCluster(t, prefix, cfg, prefix+"-a", prefix+"-b", prefix+"-c")
+	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) { c.Spec.NodeAffinity = byName(prefix + "-a") })).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		d := condition(getCluster(g, cluster).Status.Conditions, linstorv1.ConditionDegraded)
+		g.Expect(d.Reason).To(Equal(linstorv1.ReasonRemovalHeld))
+		g.Expect(d.Message).To(ContainSubstring("linstor.io/confirm-removal=2"))
+	}, timeout, tick).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		for _, n := range []string{prefix + "-b", prefix + "-c"} {
+			sat := get(g, ns, n, &linstorv1.LinstorSatellite{})
+			g.Expect(sat.DeletionTimestamp.IsZero()).To(BeTrue(), "%s is being removed without confirmation", n)
+			_, ok := emu.Node(n)
+			g.Expect(ok).To(BeTrue(), "LINSTOR node %s was removed without confirmation", n)
+		}
+	}, "2s", tick).Should(Succeed())
+	return ns, cluster
 }

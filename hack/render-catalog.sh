@@ -13,6 +13,10 @@ out=$2
 shift 2
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out/linstor-operator"
+if [ "$#" -gt 0 ] && [ "$(cd "$out" && pwd)" = "$root/catalog" ]; then
+  echo "render-catalog: the project's catalog/ holds only real releases (bundles/ and bundle/), not $*" >&2
+  exit 1
+fi
 index="$out/linstor-operator/index.yaml"
 
 bundles=("$root"/bundles/*/ "$root/bundle" "$@")

@@ -216,24 +216,32 @@ func (r *Reconciler) reconcileSatellites(ctx context.Context, s *scope) (ctrl.Re
 	}
 	// Removing many satellites at once is held until confirmed (a nodeSelector typo,
 	// nodes vanishing): decided here, before any is deleted, so the first deletions
-	// cannot slip through before the others are seen. Retain counts too: it touches
-	// nothing in LINSTOR, but the satellites stop, so LINSTOR loses those nodes (OFFLINE,
-	// their replicas unmanaged) until they are selected again.
+	// cannot slip through before the others are seen. Retain counts too while its node
+	// exists: it touches nothing in LINSTOR, but the satellite there stops, so LINSTOR
+	// loses the node (OFFLINE, its replicas unmanaged) until it is selected again. On a
+	// node that is gone nothing runs any more: removing its satellite stops nothing.
 	removal := satellite.Removal{Total: len(existing.Items), Confirmed: s.cluster.Annotations[satellite.AnnotationConfirmRemoval]}
+	nodeExists := make(map[string]bool, len(nodes.Items))
+	for _, n := range nodes.Items {
+		nodeExists[n.Name] = true
+	}
 	var unwanted []*linstorv1.LinstorSatellite
 	for i := range existing.Items {
 		sat := &existing.Items[i]
 		if !metav1.IsControlledBy(sat, s.cluster) {
 			continue
 		}
+		retain := sat.Spec.DeletionPolicy == linstorv1.DeletionRetain
 		switch {
 		case !sat.DeletionTimestamp.IsZero():
 			// A Retain deletion is over at once; Evacuate and Delete take their time.
-			if sat.Spec.DeletionPolicy != linstorv1.DeletionRetain {
+			if !retain {
 				removal.Removing = append(removal.Removing, sat.Name)
 			}
 		case !wanted[sat.Name]:
-			removal.Removing = append(removal.Removing, sat.Name)
+			if !retain || nodeExists[sat.Name] {
+				removal.Removing = append(removal.Removing, sat.Name)
+			}
 			unwanted = append(unwanted, sat)
 		}
 	}

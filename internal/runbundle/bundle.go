@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -217,4 +218,34 @@ func catalogPackage(rendered []byte) (string, error) {
 		return "", fmt.Errorf("the catalog holds packages %v, want exactly one", pkgs)
 	}
 	return pkgs[0], nil
+}
+
+// SameBundle checks that the catalog's olm.bundle named csv is the bundle directory's
+// (bundleRendered, `opm render <dir>`): a stale catalog, or a bundle changed after the
+// catalog was rendered, would install something else under the same name.
+func SameBundle(catalogRendered, bundleRendered []byte, csv string) error {
+	find := func(rendered []byte) (map[string]any, error) {
+		blobs, err := decodeBlobs(rendered)
+		if err != nil {
+			return nil, err
+		}
+		for _, blob := range blobs {
+			if blob["schema"] == "olm.bundle" && blob["name"] == csv {
+				return blob, nil
+			}
+		}
+		return nil, fmt.Errorf("no olm.bundle %s", csv)
+	}
+	inCatalog, err := find(catalogRendered)
+	if err != nil {
+		return fmt.Errorf("the catalog: %w", err)
+	}
+	inDir, err := find(bundleRendered)
+	if err != nil {
+		return fmt.Errorf("the bundle directory: %w", err)
+	}
+	if !reflect.DeepEqual(inCatalog, inDir) {
+		return fmt.Errorf("the catalog's %s differs from the bundle directory's: render the catalog again (make catalog)", csv)
+	}
+	return nil
 }

@@ -256,3 +256,57 @@ func TestCatalogHolds(t *testing.T) {
 		}
 	}
 }
+
+// The catalog's copy of a release must be the bundle directory's: the project's catalog
+// holds bundle/ and bundles/0.2.0 as they are, and a bundle changed after the catalog
+// was rendered is refused.
+func TestSameBundle(t *testing.T) {
+	root := repoRoot(t)
+	opm := opmBinary(t)
+	catalog, err := render(t.Context(), opm, filepath.Join(root, "catalog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{filepath.Join(root, "bundle"), filepath.Join(root, "bundles", "0.2.0")} {
+		b, err := ReadBundle(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rendered, err := render(t.Context(), opm, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := SameBundle(catalog, rendered, b.CSV.Name); err != nil {
+			t.Errorf("%s: %v", dir, err)
+		}
+	}
+
+	// bundle/ with its CSV's description changed after the catalog was rendered.
+	changed := t.TempDir()
+	if out, err := exec.Command("cp", "-r", filepath.Join(root, "bundle")+"/.", changed).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	csvFile := filepath.Join(changed, "manifests", "linstor-operator.clusterserviceversion.yaml")
+	raw, err := os.ReadFile(csvFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(raw), "  description: ", "  description: Changed. ", 1)
+	if edited == string(raw) {
+		t.Fatal("the CSV has no spec description to change")
+	}
+	if err := os.WriteFile(csvFile, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := ReadBundle(changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered, err := render(t.Context(), opm, changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SameBundle(catalog, rendered, b.CSV.Name); err == nil || !strings.Contains(err.Error(), "differs from the bundle directory's") {
+		t.Errorf("a changed bundle: %v, want it refused", err)
+	}
+}

@@ -20,7 +20,7 @@ import (
 // gone), the InstallPlans they own, the CatalogSource, the OperatorGroup if Install
 // created it, and the opm server. It never deletes a CRD, a linstor.io object or the
 // namespace: LINSTOR keeps running without its operator. Running it again is harmless.
-func Cleanup(ctx context.Context, opts Options) error {
+func Cleanup(ctx context.Context, opts Options) (err error) {
 	out := opts.Out
 	if out == nil {
 		out = io.Discard
@@ -28,6 +28,14 @@ func Cleanup(ctx context.Context, opts Options) error {
 	if opts.Namespace == "" || opts.StateDir == "" {
 		return errors.New("cleanup-bundle: Namespace and StateDir are required")
 	}
+	// The catalog server stops whatever happens to the objects: it runs in its own session.
+	defer func() {
+		pid, stopErr := stopServe(opts.StateDir)
+		if pid != 0 {
+			fmt.Fprintf(out, "stopped opm serve (pid %d)\n", pid)
+		}
+		err = errors.Join(err, stopErr)
+	}()
 	c, err := newClient(opts.Config)
 	if err != nil {
 		return err
@@ -39,13 +47,6 @@ func Cleanup(ctx context.Context, opts Options) error {
 		return err
 	} else if err := cleanupObjects(ctx, c, ns, out); err != nil {
 		return err
-	}
-	pid, err := stopServe(opts.StateDir)
-	if err != nil {
-		return err
-	}
-	if pid != 0 {
-		fmt.Fprintf(out, "stopped opm serve (pid %d)\n", pid)
 	}
 	fmt.Fprintf(out, "kept: the CRDs, every linstor.io object and namespace %s; the operands (LINSTOR) keep running without their operator.\n", ns)
 	return nil

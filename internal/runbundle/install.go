@@ -115,6 +115,9 @@ func Install(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.CatalogDir != "" && approval != operatorsv1alpha1.ApprovalManual {
+		return nil, errors.New("run-bundle: CATALOG needs APPROVAL=Manual: with Automatic, OLM would upgrade past the bundle along the catalog's channels at once")
+	}
 	b, err := ReadBundle(opts.BundleDir)
 	if err != nil {
 		return nil, err
@@ -184,20 +187,24 @@ func Install(ctx context.Context, opts Options) (*Result, error) {
 }
 
 // catalogBlobs is what the install serves: opts.CatalogDir as opm reads it, checked to
-// hold the bundle in channel, or else a catalog of the bundle alone.
+// hold the bundle in channel exactly as BundleDir has it, or else a catalog of the
+// bundle alone.
 func catalogBlobs(ctx context.Context, opts Options, b *Bundle, channel string) ([]byte, error) {
-	if opts.CatalogDir != "" {
-		rendered, err := render(ctx, opts.Opm, opts.CatalogDir)
-		if err != nil {
-			return nil, err
-		}
-		return rendered, CatalogHolds(rendered, b.Package, channel, b.CSV.Name)
-	}
-	rendered, err := render(ctx, opts.Opm, opts.BundleDir)
+	bundleRendered, err := render(ctx, opts.Opm, opts.BundleDir)
 	if err != nil {
 		return nil, err
 	}
-	return CatalogBlobs(rendered, b, channel)
+	if opts.CatalogDir == "" {
+		return CatalogBlobs(bundleRendered, b, channel)
+	}
+	rendered, err := render(ctx, opts.Opm, opts.CatalogDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := CatalogHolds(rendered, b.Package, channel, b.CSV.Name); err != nil {
+		return nil, err
+	}
+	return rendered, SameBundle(rendered, bundleRendered, b.CSV.Name)
 }
 
 // serveCatalog writes blobs to the state directory and (re)starts opm serve on them,

@@ -586,3 +586,17 @@ func TestInstallRefusesIncompatibleOperatorGroupFirst(t *testing.T) {
 		}
 	}
 }
+
+// Installing from a catalog with Automatic approval is refused before anything starts:
+// OLM would go past the bundle at once.
+func TestCatalogNeedsManualApproval(t *testing.T) {
+	opts := options(t, "rb-catalog-auto", "Automatic", time.Minute, &syncBuffer{})
+	opts.CatalogDir = filepath.Join("..", "..", "catalog")
+	_, err := runbundle.Install(t.Context(), opts)
+	if err == nil || !strings.Contains(err.Error(), "CATALOG needs APPROVAL=Manual") {
+		t.Fatalf("Install: %v, want a refusal naming APPROVAL=Manual", err)
+	}
+	if exists(t, &operatorsv1alpha1.Subscription{ObjectMeta: metav1.ObjectMeta{Name: "linstor-operator", Namespace: "rb-catalog-auto"}}) {
+		t.Error("a Subscription was created")
+	}
+}

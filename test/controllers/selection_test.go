@@ -197,3 +197,20 @@ func narrowedToOneOfThreeIsHeld(t *testing.T, prefix string, cfg linstorv1.Linst
 	}, "2s", tick).Should(Succeed())
 	return ns, cluster
 }
+
+// Nodes that are gone (a scale-down) run no satellite any more: removing their Retain
+// satellites stops nothing, so two of three go without confirmation, and LINSTOR keeps
+// the nodes.
+func TestRetainSatellitesOfVanishedNodesGo(t *testing.T) {
+	g := NewWithT(t)
+	ns, cluster := availableCluster(t, "rgone", linstorv1.LinstorSatelliteConfigurationSpec{}, "rgone-a", "rgone-b", "rgone-c")
+	for _, n := range []string{"rgone-b", "rgone-c"} {
+		g.Expect(env.Client.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})).To(Succeed())
+	}
+	for _, n := range []string{"rgone-b", "rgone-c"} {
+		g.Eventually(satelliteGone(ns, n), timeout, tick).Should(BeTrue())
+		_, ok := emu.Node(n)
+		g.Expect(ok).To(BeTrue(), "Retain deleted the LINSTOR node %s", n)
+	}
+	g.Expect(condition(getCluster(g, cluster).Status.Conditions, linstorv1.ConditionDegraded).Reason).NotTo(Equal(linstorv1.ReasonRemovalHeld))
+}

@@ -302,6 +302,7 @@ func (r *Reconciler) useLifecycle(s *scope, out lifecycle.Output) {
 	s.deployed, s.upgradeStatus, s.restoreStatus = out.State.Deployed, out.State.Upgrade, out.State.Restore
 	s.stopController, s.fenceCSI, s.upgrading = out.StopController, out.FenceCSI, out.Upgrading
 	s.lifecycleProblem = out.Problem
+	s.lifecycleDecided = true
 }
 
 func equalState(a, b lifecycle.State) bool { return equality.Semantic.DeepEqual(a, b) }

@@ -30,9 +30,12 @@ type scope struct {
 	// stopController says why the LINSTOR controller must not run now ("" lets it
 	// run); fenceCSI stops the CSI controller; upgrading: a version change is under
 	// way; lifecycleProblem is what Degraded reports of it.
-	stopController   string
-	fenceCSI         bool
-	upgrading        bool
+	stopController string
+	fenceCSI       bool
+	upgrading      bool
+	// lifecycleDecided: this pass took the decision (false when it failed or a
+	// conflict sent it round again, and for a cluster that manages nothing).
+	lifecycleDecided bool
 	deployed         *linstorv1.DeployedVersions
 	upgradeStatus    *linstorv1.UpgradeStatus
 	restoreStatus    *linstorv1.RestoreStatus

@@ -15,6 +15,7 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/phases"
+	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
 	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
@@ -290,7 +291,23 @@ func setAvailableCondition(c *linstorv1.LinstorCluster, s *scope) {
 // each step of this one resumes after a restart, so nothing is half done.
 func setUpgradeableCondition(c *linstorv1.LinstorCluster, s *scope) {
 	cond := metav1.Condition{Type: linstorv1.ConditionUpgradeable, Status: metav1.ConditionTrue, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: c.Generation}
-	if inactive, _ := s.inactive(); inactive != "" {
+	inactive, _ := s.inactive()
+	if !s.lifecycleDecided && inactive == "" {
+		// This pass decided nothing (an error, a conflict): an upgrade or a restore the
+		// saved state records still runs, and otherwise the last decision stands. Saying
+		// True here would let OLM replace the operator in the middle of an upgrade.
+		switch {
+		case lifecycle.InProgress(c.Status.Upgrade):
+			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonUpgradeInProgress, upgradeMessage(c.Status.Upgrade)
+		case restoreRunning(c.Status.Restore):
+			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonUpgradeInProgress, "a restore of "+c.Status.Restore.BackupName+" runs"
+		case meta.FindStatusCondition(c.Status.Conditions, linstorv1.ConditionUpgradeable) != nil:
+			return
+		}
+		phases.SetCondition(&c.Status.Conditions, cond)
+		return
+	}
+	if inactive != "" {
 		// It manages nothing: nothing of it can make replacing the operator unsafe.
 	} else if s.upgrading {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonUpgradeInProgress, upgradeMessage(s.upgradeStatus)
@@ -300,6 +317,11 @@ func setUpgradeableCondition(c *linstorv1.LinstorCluster, s *scope) {
 		cond.Message = fmt.Sprintf("Degraded (%s), which holds no operator upgrade: %s", reason, msg)
 	}
 	phases.SetCondition(&c.Status.Conditions, cond)
+}
+
+// restoreRunning: a restore was confirmed and has not ended (Stopping or Restoring).
+func restoreRunning(r *linstorv1.RestoreStatus) bool {
+	return r != nil && (r.Phase == lifecycle.RestoreStopping || r.Phase == lifecycle.RestoreRestoring)
 }
 
 // stopReason is why the controller is stopped, as a condition reason.

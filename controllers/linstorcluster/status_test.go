@@ -75,10 +75,30 @@ func TestUpgradeableHoldsOnlyForRunningOperations(t *testing.T) {
 		}, metav1.ConditionFalse, linstorv1.ReasonUpgradeInProgress, "RollingBack"},
 		{"a backup stops the controller", func(s *scope) { s.stopController = "LinstorBackup b1 copies the database" },
 			metav1.ConditionFalse, linstorv1.ReasonBackupInProgress, "LinstorBackup b1"},
+		// A pass whose lifecycle step failed (an error, a conflict) decided nothing: the
+		// saved state speaks, never a default True in the middle of an upgrade.
+		{"undecided during an upgrade", func(s *scope) {
+			s.lifecycleDecided = false
+			s.cluster.Status.Upgrade = &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeSatellites, From: "1.33.2", To: "1.33.3"}
+		}, metav1.ConditionFalse, linstorv1.ReasonUpgradeInProgress, "LINSTOR 1.33.2 -> 1.33.3, Satellites"},
+		{"undecided during a restore", func(s *scope) {
+			s.lifecycleDecided = false
+			s.cluster.Status.Restore = &linstorv1.RestoreStatus{BackupName: "b1", Phase: lifecycle.RestoreRestoring}
+		}, metav1.ConditionFalse, linstorv1.ReasonUpgradeInProgress, "a restore of b1"},
+		{"undecided: the last decision stands", func(s *scope) {
+			s.lifecycleDecided = false
+			s.cluster.Status.Conditions = []metav1.Condition{{Type: linstorv1.ConditionUpgradeable, Status: metav1.ConditionFalse,
+				Reason: linstorv1.ReasonBackupInProgress, Message: "LinstorBackup b2 copies the database"}}
+		}, metav1.ConditionFalse, linstorv1.ReasonBackupInProgress, "LinstorBackup b2"},
+		{"undecided after an upgrade ended", func(s *scope) {
+			s.lifecycleDecided = false
+			s.cluster.Status.Upgrade = &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeSucceeded, From: "1.33.2", To: "1.33.3"}
+		}, metav1.ConditionTrue, linstorv1.ReasonAsExpected, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &linstorv1.LinstorCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "linstor", Name: "linstor", Generation: 1}}
 			s := newScope(c)
+			s.lifecycleDecided = true
 			tc.mutate(s)
 			setUpgradeableCondition(c, s)
 			cond := meta.FindStatusCondition(c.Status.Conditions, linstorv1.ConditionUpgradeable)

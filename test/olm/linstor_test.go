@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -74,6 +75,13 @@ func stopLinstor() {
 	linstor.servers.Wait()
 }
 
+// linstorAddresses are the addresses served so far, one per controller pod.
+func linstorAddresses() []string {
+	linstor.mu.Lock()
+	defer linstor.mu.Unlock()
+	return slices.Clone(linstor.addresses)
+}
+
 // linstorState reports the address served so far and why serving failed, if it did.
 func linstorState() (string, error) {
 	linstor.mu.Lock()
@@ -109,9 +117,12 @@ func serveLinstor(c context.Context) error {
 		if err := world.client.Get(c, client.ObjectKey{Namespace: namespace, Name: render.DefaultAPITLSSecret}, &secret); err != nil {
 			continue
 		}
-		if err := serveLinstorAt(ip, &secret); err != nil {
-			return err
-		}
+		// A failure (a Secret caught mid-update, an address not ready) is reported and
+		// tried again: following the pod must not end.
+		err = serveLinstorAt(ip, &secret)
+		linstor.mu.Lock()
+		linstor.err = err
+		linstor.mu.Unlock()
 	}
 }
 

@@ -111,10 +111,12 @@ func prepareReleases(root, work string) error {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("generating the test-only bundle %s: %v: %s", v, err, out)
 		}
+		why, linstor := "the next release of this tree, for test/olm", ""
 		if v == channelProbe {
-			if err := markLinstorVersion(dir, probeLinstor); err != nil {
-				return err
-			}
+			why, linstor = "a channel probe for test/olm: this tree's operator, said to run LINSTOR "+probeLinstor+"; never installed", probeLinstor
+		}
+		if err := markTestOnly(dir, why, linstor); err != nil {
+			return err
 		}
 		extra = append(extra, dir)
 		catalog := testCatalogDir(work, v)
@@ -129,9 +131,12 @@ func prepareReleases(root, work string) error {
 	return nil
 }
 
-// markLinstorVersion rewrites the LINSTOR version the bundle's CSV says it runs, which
-// decides its catalog channels.
-func markLinstorVersion(dir, version string) error {
+// TestOnlyAnnotation marks the CSV of a bundle the test made, saying why it exists.
+const TestOnlyAnnotation = "linstor.io/test-only"
+
+// markTestOnly annotates the bundle's CSV as test-only, with why, and when linstor is
+// set rewrites the LINSTOR version it says it runs (which decides its catalog channels).
+func markTestOnly(dir, why, linstor string) error {
 	files, err := filepath.Glob(filepath.Join(dir, "manifests", "*.clusterserviceversion.yaml"))
 	if err != nil || len(files) != 1 {
 		return fmt.Errorf("%s: want one CSV, found %d (%v)", dir, len(files), err)
@@ -145,7 +150,12 @@ func markLinstorVersion(dir, version string) error {
 	marked := false
 	for _, line := range strings.SplitAfter(string(raw), "\n") {
 		if strings.HasPrefix(line, key) {
-			line, marked = key+version+"\n", true
+			if linstor != "" {
+				line = key + linstor + "\n"
+			}
+			// The annotations are sorted: test-only follows linstor-version.
+			line += fmt.Sprintf("    %s: %q\n", TestOnlyAnnotation, why)
+			marked = true
 		}
 		out = append(out, line)
 	}

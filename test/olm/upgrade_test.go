@@ -1,8 +1,10 @@
 package olm
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -47,20 +50,24 @@ func upgradeThroughOLM(t *testing.T) {
 	g.Expect(linstor.emu.SetDiskState("pvc-data", "node-1", "Outdated")).To(Succeed())
 
 	// OLM offered the next release as soon as the previous one was installed.
-	ip := waitInstallPlan(g, current.CSV.Name)
+	waitInstallPlan(g, current.CSV.Name)
 	crds := crdGenerations(g)
-	approve(g, ip)
+	phases := watchUpgradePhases(t)
+	addressesBefore := len(linstorAddresses())
 	approved := time.Now()
 	rec := startRecorder(t, approved, "approving "+current.CSV.Name)
 	defer rec.stop()
+	t.Logf("approved InstallPlans %v", approveInstall(g, current.CSV.Name))
 	csv := waitCSVSucceeded(g, current.CSV.Name)
 	t.Logf("%6.1fs after the approval: CSV %s Succeeded; %s replaced", time.Since(approved).Seconds(), csv.Name, installed.csv)
 	// The InstallPlan applied this release's CRDs, their conversion webhook now the new
 	// CSV's (OLM writes its Service and CA into the CRD).
-	for name, gen := range crdGenerations(g) {
+	now := crdGenerations(g)
+	for name, gen := range now {
 		t.Logf("CRD %s: generation %d -> %d", name, crds[name], gen)
 	}
 	for _, name := range conversionCRDs {
+		g.Expect(now[name]).To(BeNumerically(">", crds[name]), "OLM rewrote %s (its conversion webhook's CA)", name)
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		g.Expect(c.Get(ctx, client.ObjectKey{Name: name}, crd)).To(Succeed())
 		g.Expect(crd.Spec.Conversion.Webhook.ClientConfig.Service.Name).To(Equal(installed.deployment.Name+"-service"), name)
@@ -86,7 +93,7 @@ func upgradeThroughOLM(t *testing.T) {
 	// The next release arrives in the catalog and its InstallPlan is approved: OLM holds
 	// its CSV while the LINSTOR upgrade runs.
 	next := publishTestRelease(g, "0.3.1")
-	approve(g, waitInstallPlan(g, next.CSV.Name))
+	t.Logf("approved InstallPlans %v (test-only %s)", approveInstall(g, next.CSV.Name), next.CSV.Name)
 	published := time.Now()
 	g.Eventually(func(g Gomega) {
 		held := &operatorsv1alpha1.ClusterServiceVersion{}
@@ -108,26 +115,45 @@ func upgradeThroughOLM(t *testing.T) {
 		for _, p := range pods {
 			ctr, err := managerContainer(&p)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(ctr.Image).To(Equal(op.image), "the held release's operator runs")
+			g.Expect(ctr.Image).To(Equal(op.image), "the operator of the release that holds still runs")
 		}
 	}, "10s", time.Second).Should(Succeed())
 	t.Logf("%6.1fs after %s was approved: its CSV is still Pending (OperatorConditionNotUpgradeable), the operator of %s still runs",
 		time.Since(published).Seconds(), next.CSV.Name, csv.Name)
 
-	// The resync ends: LINSTOR upgrades, and then OLM goes on.
+	// The resync ends: LINSTOR upgrades, and only then does OLM go on. Until the upgrade
+	// succeeded, the held CSV never leaves Pending (read before the cluster: OLM moves it
+	// only after the operator saw the upgrade end).
 	resynced := time.Now()
 	g.Expect(linstor.emu.SetDiskState("pvc-data", "node-1", "UpToDate")).To(Succeed())
-	waitAvailable(g, to)
-	t.Logf("LinstorCluster Available on LINSTOR %s: %.1fs after approving %s (%.1fs after the resync ended)",
-		to, time.Since(approved).Seconds(), csv.Name, time.Since(resynced).Seconds())
-	// Verification ends the upgrade once the cluster answers at the new version.
+	availableAt := time.Duration(0)
 	g.Eventually(func(g Gomega) {
+		held := &operatorsv1alpha1.ClusterServiceVersion{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: next.CSV.Name}, held)).To(Succeed())
 		cl := clusterNow(g)
-		g.Expect(cl.Status.Upgrade).NotTo(BeNil())
-		g.Expect(cl.Status.Upgrade.Phase).To(Equal(linstorv1.UpgradeSucceeded), cl.Status.Upgrade.Message)
+		done := cl.Status.Upgrade != nil && cl.Status.Upgrade.Phase == linstorv1.UpgradeSucceeded
+		if !done && held.Status.Phase != operatorsv1alpha1.CSVPhasePending {
+			StopTrying(fmt.Sprintf("OLM moved %s to %s while the LINSTOR upgrade is %+v", next.CSV.Name, held.Status.Phase, cl.Status.Upgrade)).Now()
+		}
+		if availableAt == 0 && cl.Status.Version == to && meta.IsStatusConditionTrue(cl.Status.Conditions, linstorv1.ConditionAvailable) {
+			availableAt = time.Since(resynced)
+		}
+		g.Expect(done).To(BeTrue(), "upgrade %+v", cl.Status.Upgrade)
 		g.Expect(cl.Status.Upgrade.From).To(Equal(from))
 		g.Expect(cl.Status.Deployed).To(Equal(&linstorv1.DeployedVersions{Controller: to, Satellites: to}))
 	}, timeout, tick).Should(Succeed())
+	waitAvailable(g, to)
+	if availableAt == 0 {
+		availableAt = time.Since(resynced)
+	}
+	t.Logf("LinstorCluster Available on LINSTOR %s: %.1fs after approving %s (%.1fs after the resync ended)",
+		to, (availableAt + resynced.Sub(approved)).Seconds(), csv.Name, availableAt.Seconds())
+	g.Expect(phases.seen()).To(ContainElements(linstorv1.UpgradePreflight, linstorv1.UpgradeBackup, linstorv1.UpgradeController,
+		linstorv1.UpgradeSatellites, linstorv1.UpgradeVerify, linstorv1.UpgradeSucceeded), "%s", phases)
+	t.Logf("upgrade phases seen: %v", phases.seen())
+	addresses := linstorAddresses()
+	g.Expect(len(addresses)).To(BeNumerically(">", addressesBefore), "the LINSTOR controller pod was replaced and served at its new address")
+	t.Logf("LINSTOR served at %v", addresses)
 	t.Logf("%6.1fs after the resync ended: the upgrade Succeeded; backup %s", time.Since(resynced).Seconds(), clusterNow(g).Status.Upgrade.BackupName)
 	nextCSV := waitCSVSucceeded(g, next.CSV.Name)
 	t.Logf("%6.1fs after the resync ended: the held CSV %s Succeeded", time.Since(resynced).Seconds(), next.CSV.Name)
@@ -161,6 +187,8 @@ func fixForwardWhileDegraded(t *testing.T) {
 	requireInstalled(t)
 	g := NewWithT(t)
 	version := clusterNow(g).Status.Version
+	before := satelliteUIDs(g)
+	g.Expect(before).To(HaveLen(3))
 	const keep = "olm-e2e.linstor.io/keep"
 	setLabel(g, "node-0", keep, "yes")
 	updateCluster(g, func(cl *linstorv1.LinstorCluster) { cl.Spec.NodeSelector = map[string]string{keep: "yes"} })
@@ -182,24 +210,34 @@ func fixForwardWhileDegraded(t *testing.T) {
 		installed.csv, operatorUpgradeable(g, installed.csv).Message)
 
 	next := publishTestRelease(g, "0.3.2")
-	ip := waitInstallPlan(g, next.CSV.Name)
-	approve(g, ip)
 	approved := time.Now()
 	rec := startRecorder(t, approved, "approving "+next.CSV.Name)
+	t.Logf("approved InstallPlans %v (test-only %s)", approveInstall(g, next.CSV.Name), next.CSV.Name)
 	csv := waitCSVSucceeded(g, next.CSV.Name)
 	rec.stop()
-	t.Logf("%6.1fs after the approval: the fix-forward CSV %s Succeeded on the degraded cluster", time.Since(approved).Seconds(), csv.Name)
+	t.Logf("%6.1fs after the approval: the test-only fix-forward CSV %s Succeeded on the degraded cluster", time.Since(approved).Seconds(), csv.Name)
 	op, dep := startRelease(t, csv)
 	installed.csv, installed.deployment, installed.op = csv.Name, dep, op
 
-	// Still held under the new operator: nothing was removed. The admin undoes the mistake.
-	g.Expect(meta.FindStatusCondition(clusterNow(g).Status.Conditions, linstorv1.ConditionDegraded).Reason).To(Equal(linstorv1.ReasonRemovalHeld))
+	// Still held under the new operator: the same satellites, every LINSTOR node there.
+	g.Consistently(func(g Gomega) {
+		d := meta.FindStatusCondition(clusterNow(g).Status.Conditions, linstorv1.ConditionDegraded)
+		g.Expect(d).NotTo(BeNil())
+		g.Expect(d.Reason).To(Equal(linstorv1.ReasonRemovalHeld))
+		g.Expect(satelliteUIDs(g)).To(Equal(before))
+		for node := range before {
+			_, ok := linstor.emu.Node(node)
+			g.Expect(ok).To(BeTrue(), "LINSTOR node %s", node)
+		}
+	}, "3s", tick).Should(Succeed())
+	// The admin undoes the mistake.
 	updateCluster(g, func(cl *linstorv1.LinstorCluster) { cl.Spec.NodeSelector = nil })
 	waitAvailable(g, version)
 	g.Eventually(func(g Gomega) {
 		g.Expect(meta.IsStatusConditionFalse(clusterNow(g).Status.Conditions, linstorv1.ConditionDegraded)).To(BeTrue())
 	}, timeout, tick).Should(Succeed())
-	t.Logf("%6.1fs after the approval: the selection undone, the LinstorCluster Available under %s with its 3 satellites", time.Since(approved).Seconds(), csv.Name)
+	g.Expect(satelliteUIDs(g)).To(Equal(before), "the satellites were never removed and recreated")
+	t.Logf("%6.1fs after the approval: the selection undone, the LinstorCluster Available under %s with the same 3 satellites", time.Since(approved).Seconds(), csv.Name)
 }
 
 // conversionCRDs are the CRDs with a v1alpha1 and a v1, joined by the operator's webhook.
@@ -224,28 +262,148 @@ func linstorVersionOf(g Gomega, csvName string) string {
 func publishTestRelease(g Gomega, version string) *runbundle.Bundle {
 	b, err := runbundle.ReadBundle(testBundleDir(world.work, version))
 	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(b.CSV.Annotations).To(HaveKey(TestOnlyAnnotation))
 	opts := runBundleOptions(nil)
 	opts.CatalogDir = testCatalogDir(world.work, version)
+	published := time.Now()
 	g.Expect(runbundle.Publish(ctx, opts)).To(Succeed())
+	// OLM reads the catalog again once its connection to the server is READY again.
+	g.Eventually(func(g Gomega) {
+		cs := &operatorsv1alpha1.CatalogSource{}
+		g.Expect(world.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: runbundle.CatalogSourceName}, cs)).To(Succeed())
+		st := cs.Status.GRPCConnectionState
+		g.Expect(st).NotTo(BeNil())
+		g.Expect(st.LastObservedState).To(Equal("READY"))
+		g.Expect(st.LastConnectTime.Time).To(BeTemporally(">=", published.Truncate(time.Second)))
+	}, timeout, tick).Should(Succeed())
 	return b
 }
 
-// waitInstallPlan waits for the Subscription's InstallPlan of csv, awaiting approval.
+// waitInstallPlan waits for an InstallPlan of the Subscription that installs csv and
+// awaits approval (the newest, should OLM have resolved again).
 func waitInstallPlan(g Gomega, csv string) *operatorsv1alpha1.InstallPlan {
 	var found *operatorsv1alpha1.InstallPlan
 	g.Eventually(func(g Gomega) {
 		var plans operatorsv1alpha1.InstallPlanList
 		g.Expect(world.client.List(ctx, &plans, client.InNamespace(namespace))).To(Succeed())
-		found = nil
-		for i, ip := range plans.Items {
-			if slices.Contains(ip.Spec.ClusterServiceVersionNames, csv) {
-				found = &plans.Items[i]
-			}
-		}
-		g.Expect(found).NotTo(BeNil(), "no InstallPlan for %s", csv)
+		found = runbundle.InstallPlanToApprove(plans.Items, subscription(g).UID, csv)
+		g.Expect(found).NotTo(BeNil(), "no InstallPlan of %s awaiting approval", csv)
 		g.Expect(found.Status.Phase).To(Equal(operatorsv1alpha1.InstallPlanPhaseRequiresApproval))
 	}, timeout, tick).Should(Succeed())
 	return found
+}
+
+// approveInstall approves the Subscription's InstallPlan of csv, and any plan OLM makes
+// for it again before it ran, until the CSV exists. It returns the plans it approved.
+func approveInstall(g Gomega, csv string) []string {
+	var approved []string
+	g.Eventually(func(g Gomega) {
+		err := world.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: csv}, &operatorsv1alpha1.ClusterServiceVersion{})
+		if err == nil && len(approved) > 0 {
+			return
+		}
+		var plans operatorsv1alpha1.InstallPlanList
+		g.Expect(world.client.List(ctx, &plans, client.InNamespace(namespace))).To(Succeed())
+		if ip := runbundle.InstallPlanToApprove(plans.Items, subscription(g).UID, csv); ip != nil {
+			approve(g, ip)
+			approved = append(approved, ip.Name)
+		}
+		g.Expect(approved).NotTo(BeEmpty(), "no InstallPlan of %s to approve", csv)
+		g.Expect(world.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: csv}, &operatorsv1alpha1.ClusterServiceVersion{})).To(Succeed(), "CSV %s not created yet", csv)
+	}, timeout, tick).Should(Succeed())
+	return approved
+}
+
+// satelliteUIDs are the LinstorSatellites by name, with their UIDs: a satellite removed
+// and made again has another.
+func satelliteUIDs(g Gomega) map[string]types.UID {
+	var sats linstorv1.LinstorSatelliteList
+	g.Expect(world.client.List(ctx, &sats, client.InNamespace(namespace))).To(Succeed())
+	out := map[string]types.UID{}
+	for _, s := range sats.Items {
+		out[s.Name] = s.UID
+	}
+	return out
+}
+
+// phaseWatch collects, from a watch, every phase the LinstorCluster's upgrade status
+// takes, however short (polling could miss one).
+type phaseWatch struct {
+	mu     sync.Mutex
+	phases []linstorv1.UpgradePhase
+	events []string // what else the watch said: errors, restarts
+}
+
+func (p *phaseWatch) seen() []linstorv1.UpgradePhase {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.phases)
+}
+
+func (p *phaseWatch) String() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return fmt.Sprintf("phases %v, watch events %v", p.phases, p.events)
+}
+
+func (p *phaseWatch) note(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.events = append(p.events, fmt.Sprintf(format, args...))
+}
+
+// watchUpgradePhases watches the LinstorCluster until the test ends, watching again
+// should the API server end a watch.
+func watchUpgradePhases(t *testing.T) *phaseWatch {
+	t.Helper()
+	wc, err := client.NewWithWatch(world.cluster.Config, client.Options{Scheme: world.client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &phaseWatch{}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	go func() {
+		for {
+			w, err := wc.Watch(ctx, &linstorv1.LinstorClusterList{}, client.InNamespace(namespace))
+			if err != nil {
+				p.note("watch: %v", err)
+				select {
+				case <-done:
+					return
+				case <-time.After(time.Second):
+					continue
+				}
+			}
+			for open := true; open; {
+				select {
+				case <-done:
+					w.Stop()
+					return
+				case ev, ok := <-w.ResultChan():
+					if !ok {
+						p.note("the watch ended")
+						open = false
+						continue
+					}
+					cl, isCluster := ev.Object.(*linstorv1.LinstorCluster)
+					if !isCluster {
+						p.note("%s %T", ev.Type, ev.Object)
+						continue
+					}
+					if cl.Status.Upgrade == nil {
+						continue
+					}
+					p.mu.Lock()
+					if n := len(p.phases); n == 0 || p.phases[n-1] != cl.Status.Upgrade.Phase {
+						p.phases = append(p.phases, cl.Status.Upgrade.Phase)
+					}
+					p.mu.Unlock()
+				}
+			}
+		}
+	}()
+	return p
 }
 
 func approve(g Gomega, ip *operatorsv1alpha1.InstallPlan) {
@@ -309,6 +467,7 @@ func channelSwitchMovesTheLine(t *testing.T) {
 	setChannel(g, lineNow)
 	probe := publishTestRelease(g, channelProbe)
 	published := time.Now()
+	g.Expect(probe.CSV.Annotations).To(HaveKey(TestOnlyAnnotation))
 	g.Consistently(func(g Gomega) {
 		sub := subscription(g)
 		g.Expect(sub.Status.InstalledCSV).To(Equal(installed.csv))
@@ -319,7 +478,7 @@ func channelSwitchMovesTheLine(t *testing.T) {
 		}
 	}, "10s", time.Second).Should(Succeed())
 	sub := subscription(g)
-	t.Logf("%.1fs after the catalog offered %s (LINSTOR %s): the Subscription on %s is %s at %s, with no InstallPlan for it",
+	t.Logf("%.1fs after OLM read the catalog offering the test-only probe %s (LINSTOR %s): the Subscription on %s is %s at %s, with no InstallPlan for it",
 		time.Since(published).Seconds(), probe.CSV.Name, probeLinstor, lineNow, sub.Status.State, sub.Status.InstalledCSV)
 
 	setChannel(g, lineNext)

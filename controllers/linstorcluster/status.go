@@ -299,7 +299,7 @@ func setUpgradeableCondition(c *linstorv1.LinstorCluster, s *scope) {
 		switch {
 		case lifecycle.InProgress(c.Status.Upgrade):
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonUpgradeInProgress, upgradeMessage(c.Status.Upgrade)
-		case restoreRunning(c.Status.Restore):
+		case lifecycle.RestoreInProgress(c.Status.Restore):
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonUpgradeInProgress, "a restore of "+c.Status.Restore.BackupName+" runs"
 		case meta.FindStatusCondition(c.Status.Conditions, linstorv1.ConditionUpgradeable) != nil:
 			return
@@ -317,11 +317,6 @@ func setUpgradeableCondition(c *linstorv1.LinstorCluster, s *scope) {
 		cond.Message = fmt.Sprintf("Degraded (%s), which holds no operator upgrade: %s", reason, msg)
 	}
 	phases.SetCondition(&c.Status.Conditions, cond)
-}
-
-// restoreRunning: a restore was confirmed and has not ended (Stopping or Restoring).
-func restoreRunning(r *linstorv1.RestoreStatus) bool {
-	return r != nil && (r.Phase == lifecycle.RestoreStopping || r.Phase == lifecycle.RestoreRestoring)
 }
 
 // stopReason is why the controller is stopped, as a condition reason.

@@ -319,6 +319,11 @@ func inProgress(p linstorv1.UpgradePhase) bool {
 // InProgress reports an upgrade phase that is under way.
 func InProgress(u *linstorv1.UpgradeStatus) bool { return u != nil && inProgress(u.Phase) }
 
+// RestoreInProgress reports a confirmed restore that has not ended (Stopping or Restoring).
+func RestoreInProgress(r *linstorv1.RestoreStatus) bool {
+	return r != nil && (r.Phase == RestoreStopping || r.Phase == RestoreRestoring)
+}
+
 func (in *Input) phaseTimeout() time.Duration {
 	if in.Spec.PhaseTimeout > 0 {
 		return in.Spec.PhaseTimeout

@@ -2155,3 +2155,20 @@ func TestRowCounts(t *testing.T) {
 	}
 	t.Logf("%-16s %3d rows (%d of them BUG rows, skipped unless LIFECYCLE_BUGS=1)", "total", total, skipped)
 }
+
+func TestRestoreInProgress(t *testing.T) {
+	for phase, want := range map[string]bool{
+		RestoreAwaitingConfirmation: false, // LINSTOR still runs untouched
+		RestoreStopping:             true,
+		RestoreRestoring:            true,
+		RestoreRestored:             false,
+		RestoreFailed:               false,
+	} {
+		if got := RestoreInProgress(&linstorv1.RestoreStatus{BackupName: "b1", Phase: phase}); got != want {
+			t.Errorf("RestoreInProgress(%s) = %v, want %v", phase, got, want)
+		}
+	}
+	if RestoreInProgress(nil) {
+		t.Error("RestoreInProgress(nil) = true, want false")
+	}
+}

@@ -216,10 +216,7 @@ func (r *Reconciler) reconcileSatellites(ctx context.Context, s *scope) (ctrl.Re
 	}
 	// Removing many satellites at once is held until confirmed (a nodeSelector typo,
 	// nodes vanishing): decided here, before any is deleted, so the first deletions
-	// cannot slip through before the others are seen. Retain counts too while its node
-	// exists: it touches nothing in LINSTOR, but the satellite there stops, so LINSTOR
-	// loses the node (OFFLINE, its replicas unmanaged) until it is selected again. On a
-	// node that is gone nothing runs any more: removing its satellite stops nothing.
+	// cannot slip through before the others are seen.
 	removal := satellite.Removal{Total: len(existing.Items), Confirmed: s.cluster.Annotations[satellite.AnnotationConfirmRemoval]}
 	nodeExists := make(map[string]bool, len(nodes.Items))
 	for _, n := range nodes.Items {
@@ -231,17 +228,10 @@ func (r *Reconciler) reconcileSatellites(ctx context.Context, s *scope) (ctrl.Re
 		if !metav1.IsControlledBy(sat, s.cluster) {
 			continue
 		}
-		retain := sat.Spec.DeletionPolicy == linstorv1.DeletionRetain
-		switch {
-		case !sat.DeletionTimestamp.IsZero():
-			// A Retain deletion is over at once; Evacuate and Delete take their time.
-			if !retain {
-				removal.Removing = append(removal.Removing, sat.Name)
-			}
-		case !wanted[sat.Name]:
-			if !retain || nodeExists[sat.Name] {
-				removal.Removing = append(removal.Removing, sat.Name)
-			}
+		if satellite.Removing(sat, wanted[sat.Name], nodeExists[sat.Name]) {
+			removal.Removing = append(removal.Removing, sat.Name)
+		}
+		if sat.DeletionTimestamp.IsZero() && !wanted[sat.Name] {
 			unwanted = append(unwanted, sat)
 		}
 	}
@@ -250,9 +240,6 @@ func (r *Reconciler) reconcileSatellites(ctx context.Context, s *scope) (ctrl.Re
 		unwanted = unwanted[:0]
 	}
 	for _, sat := range unwanted {
-		if !sat.DeletionTimestamp.IsZero() {
-			continue
-		}
 		if err := r.Client.Delete(ctx, sat); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, err.Error())
 			continue

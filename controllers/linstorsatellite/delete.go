@@ -200,7 +200,9 @@ func (r *Reconciler) guardedRemoval(ctx context.Context, s *scope) bool {
 	in := satellite.Removal{Name: s.sat.Name, Total: len(list.Items), MaxConcurrent: s.sat.Spec.MaxConcurrentEvacuations,
 		Confirmed: s.cluster.Annotations[satellite.AnnotationConfirmRemoval]}
 	for _, sat := range list.Items {
-		if !sat.DeletionTimestamp.IsZero() && sat.Spec.DeletionPolicy != linstorv1.DeletionRetain && controllerutil.ContainsFinalizer(&sat, Finalizer) {
+		// Selection is the cluster controller's to judge: here only deletions under way
+		// count, and one whose finalizer is gone is over.
+		if satellite.Removing(&sat, true, true) && controllerutil.ContainsFinalizer(&sat, Finalizer) {
 			in.Removing = append(in.Removing, sat.Name)
 		}
 	}

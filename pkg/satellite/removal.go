@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 )
 
 // AnnotationConfirmRemoval, set on the LinstorCluster to the number of satellites being
@@ -28,6 +30,20 @@ type Removal struct {
 	MaxConcurrent *int32
 	// Confirmed is the AnnotationConfirmRemoval value ("" when absent).
 	Confirmed string
+}
+
+// Removing says whether sat counts among a cluster's removals under way (Removal.Removing).
+// A deletion counts while it takes its time (Evacuate, Delete); a Retain deletion is over
+// at once. A satellite no longer selected counts, Retain too while its node exists: it
+// touches nothing in LINSTOR, but the satellite there stops, so LINSTOR loses the node
+// (OFFLINE, its replicas unmanaged) until it is selected again. On a node that is gone
+// nothing runs any more, so removing its Retain satellite stops nothing.
+func Removing(sat *linstorv1.LinstorSatellite, selected, nodeExists bool) bool {
+	retain := sat.Spec.DeletionPolicy == linstorv1.DeletionRetain
+	if !sat.DeletionTimestamp.IsZero() {
+		return !retain
+	}
+	return !selected && (!retain || nodeExists)
 }
 
 // RemovalHeld says why the satellite must not start its Evacuate or Delete now ("" when

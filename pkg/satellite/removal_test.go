@@ -3,6 +3,10 @@ package satellite
 import (
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 )
 
 func TestRemovalHeld(t *testing.T) {
@@ -30,6 +34,37 @@ func TestRemovalHeld(t *testing.T) {
 			got := RemovalHeld(tc.in)
 			if (got != "") != tc.held || !strings.Contains(got, tc.message) {
 				t.Fatalf("RemovalHeld = %q, want held=%t containing %q", got, tc.held, tc.message)
+			}
+		})
+	}
+}
+
+func TestRemoving(t *testing.T) {
+	now := metav1.Now()
+	for _, tc := range []struct {
+		name                           string
+		policy                         linstorv1.DeletionPolicy
+		deleting, selected, nodeExists bool
+		want                           bool
+	}{
+		{"selected, running", linstorv1.DeletionEvacuate, false, true, true, false},
+		{"selected Retain, running", linstorv1.DeletionRetain, false, true, true, false},
+		{"Evacuate being deleted", linstorv1.DeletionEvacuate, true, true, true, true},
+		{"Delete being deleted", linstorv1.DeletionDelete, true, false, false, true},
+		{"Retain being deleted: over at once", linstorv1.DeletionRetain, true, false, true, false},
+		{"Evacuate no longer selected", linstorv1.DeletionEvacuate, false, false, true, true},
+		{"Delete no longer selected, node gone", linstorv1.DeletionDelete, false, false, false, true},
+		{"Retain no longer selected, node there: its satellite would stop", linstorv1.DeletionRetain, false, false, true, true},
+		{"Retain no longer selected, node gone: nothing runs there", linstorv1.DeletionRetain, false, false, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sat := &linstorv1.LinstorSatellite{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+			sat.Spec.DeletionPolicy = tc.policy
+			if tc.deleting {
+				sat.DeletionTimestamp = &now
+			}
+			if got := Removing(sat, tc.selected, tc.nodeExists); got != tc.want {
+				t.Fatalf("Removing = %t, want %t", got, tc.want)
 			}
 		})
 	}

@@ -197,15 +197,8 @@ func opmBinary(t *testing.T) string {
 func TestCatalogFromProjectBundleValidates(t *testing.T) {
 	opm := opmBinary(t)
 	bundleDir := filepath.Join(repoRoot(t), "bundle")
-	b, err := ReadBundle(bundleDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, rendered := readAndRender(t, opm, bundleDir)
 	channel, err := b.Channel("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rendered, err := render(t.Context(), opm, bundleDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,14 +261,7 @@ func TestSameBundle(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dir := range []string{filepath.Join(root, "bundle"), filepath.Join(root, "bundles", "0.2.0")} {
-		b, err := ReadBundle(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rendered, err := render(t.Context(), opm, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b, rendered := readAndRender(t, opm, dir)
 		if err := SameBundle(catalog, rendered, b.CSV.Name); err != nil {
 			t.Errorf("%s: %v", dir, err)
 		}
@@ -298,15 +284,22 @@ func TestSameBundle(t *testing.T) {
 	if err := os.WriteFile(csvFile, []byte(edited), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b, err := ReadBundle(changed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rendered, err := render(t.Context(), opm, changed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, rendered := readAndRender(t, opm, changed)
 	if err := SameBundle(catalog, rendered, b.CSV.Name); err == nil || !strings.Contains(err.Error(), "differs from the bundle directory's") {
 		t.Errorf("a changed bundle: %v, want it refused", err)
 	}
+}
+
+// readAndRender reads a bundle directory and renders it as opm does.
+func readAndRender(t *testing.T, opm, dir string) (*Bundle, []byte) {
+	t.Helper()
+	b, err := ReadBundle(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered, err := render(t.Context(), opm, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, rendered
 }

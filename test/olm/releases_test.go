@@ -28,7 +28,7 @@ const (
 	probeLinstor = "1.34.0"
 )
 
-// releaseDirs are where prepareReleases writes what the world needs.
+// testBundleDir is where prepareReleases writes the test-only bundle of version.
 func testBundleDir(work, version string) string { return filepath.Join(work, "bundles", version) }
 
 // testCatalogDir is the catalog that also offers the test-only releases up to version.

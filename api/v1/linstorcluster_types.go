@@ -448,6 +448,50 @@ type LinstorClusterStatus struct {
 	// +listMapKey=secretName
 	// +optional
 	Certificates []CertificateStatus `json:"certificates,omitempty"`
+
+	// skippedNodes are nodes the satellite selection takes but that get no satellite,
+	// with the reason (for example a NoSchedule or NoExecute taint the satellite pod
+	// does not tolerate). At most 50 are listed; satellites.skipped counts them all.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=50
+	// +optional
+	SkippedNodes []SkippedNode `json:"skippedNodes,omitempty"`
+
+	// lostNodes are LINSTOR nodes the user acknowledged as gone for good (annotation
+	// linstor.io/acknowledge-lost-nodes): upgrade preflight and verification proceed
+	// without them. Nothing else skips a node.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	LostNodes []LostNode `json:"lostNodes,omitempty"`
+}
+
+// SkippedNode is a node selected for a satellite that gets none.
+type SkippedNode struct {
+	// name of the Kubernetes node.
+	// +required
+	Name string `json:"name"`
+	// reason is a CamelCase word, e.g. UntoleratedTaint.
+	// +required
+	Reason string `json:"reason"`
+	// message says why, naming the taint or condition, and what to do.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// LostNode is a LINSTOR node acknowledged as gone for good.
+type LostNode struct {
+	// name of the LINSTOR node.
+	// +required
+	Name string `json:"name"`
+	// acknowledgedAt is when the operator first saw the acknowledgement.
+	// +optional
+	AcknowledgedAt *metav1.Time `json:"acknowledgedAt,omitempty"`
+	// message says what the acknowledgement changes.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // DeployedVersions are the LINSTOR versions the operator deploys.
@@ -587,6 +631,10 @@ type SatelliteCounts struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Satellites",xDescriptors={"urn:alm:descriptor:text"}
 	Total int32 `json:"total,omitempty"`
+	// skipped counts the selected nodes that get no satellite (see skippedNodes).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Nodes Skipped",xDescriptors={"urn:alm:descriptor:text"}
+	Skipped int32 `json:"skipped,omitempty"`
 }
 
 // CapacityStatus totals storage pool capacity.

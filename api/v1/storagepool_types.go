@@ -172,6 +172,14 @@ type DiskDiscovery struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Discover: Max Disks per Node",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
 	// +optional
 	MaxDisksPerNode *int32 `json:"maxDisksPerNode,omitempty"`
+	// allowAnyDisk acknowledges that a matcher without models or devicePaths (size and
+	// rotational only) may claim every unused physical disk of a node, including a disk
+	// that holds data without a signature lsblk recognizes (a raw database device, an
+	// unlabelled disk of another system). Without it such a matcher is refused on create
+	// and change, and an older one claims nothing (its pool status says why).
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Discover: Allow Any Disk",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
+	// +optional
+	AllowAnyDisk bool `json:"allowAnyDisk,omitempty"`
 	// dryRun reports on each LinstorSatellite which disks would be claimed, and claims
 	// nothing.
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Discover: Dry Run",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}

@@ -159,6 +159,10 @@ const (
 	PoolRegistering DiscoveryPoolState = "Registering"
 	// PoolClaimFailed: LINSTOR did not create the pool from the claimed disks.
 	PoolClaimFailed DiscoveryPoolState = "ClaimFailed"
+	// PoolAwaitingAcknowledgement: the matcher names no models or devicePaths, so it
+	// could take any unused disk of the node; the disks it would claim are reported and
+	// nothing is claimed until allowAnyDisk is set.
+	PoolAwaitingAcknowledgement DiscoveryPoolState = "AwaitingAcknowledgement"
 )
 
 // DiscoveryPoolStatus is one discovery pool on one node.
@@ -167,7 +171,8 @@ type DiscoveryPoolStatus struct {
 	// +required
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Discovery Pool",xDescriptors={"urn:alm:descriptor:text"}
 	Name string `json:"name"`
-	// state: Created, WaitingForDisks, DryRun, Claiming, Registering or ClaimFailed.
+	// state: Created, WaitingForDisks, DryRun, AwaitingAcknowledgement, Claiming,
+	// Registering or ClaimFailed.
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Discovery Pool State"
 	// +optional
 	State DiscoveryPoolState `json:"state,omitempty"`
@@ -197,7 +202,7 @@ type DiskState string
 const (
 	// DiskClaimed: the disk was given to LINSTOR for a pool.
 	DiskClaimed DiskState = "Claimed"
-	// DiskWouldClaim: a dry-run pool would claim the disk.
+	// DiskWouldClaim: a dry-run pool, or one awaiting acknowledgement, would claim the disk.
 	DiskWouldClaim DiskState = "WouldClaim"
 	// DiskSkipped: the disk is unused and no pool takes it; reason says why.
 	DiskSkipped DiskState = "Skipped"
@@ -240,8 +245,11 @@ type DiskStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Disk Pool"
 	// +optional
 	Pool string `json:"pool,omitempty"`
-	// reason a disk is skipped: NoMatch, MatchedTwice, HostDevice, LimitReached,
-	// PoolExists or PoolFailed.
+	// reason a disk is skipped: NotAPhysicalDisk (a loop, zvol, md, dm, DRBD, RBD, NBD,
+	// optical or RAM device: never claimed),
+	// SameIdentityTwice (its WWN or serial is listed twice on the node: two paths to one
+	// disk), SeenOnOtherNode (its WWN or serial is reported by another node: a shared
+	// LUN), NoMatch, MatchedTwice, HostDevice, LimitReached, PoolExists or PoolFailed.
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Disk Skipped Because"
 	// +optional
 	Reason string `json:"reason,omitempty"`

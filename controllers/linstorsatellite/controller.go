@@ -53,9 +53,11 @@ const (
 
 // Reconciler reconciles LinstorSatellites.
 type Reconciler struct {
-	Client   client.Client
-	Images   images.Set
-	Recorder record.EventRecorder
+	Client client.Client
+	// APIReader reads around the cache where a stale read could claim a disk twice.
+	APIReader client.Reader
+	Images    images.Set
+	Recorder  record.EventRecorder
 	// Linstor opens connections to a cluster's LINSTOR, for writes.
 	Linstor *linstor.Connector
 	// Observer reads LINSTOR's state once per cycle for every satellite.

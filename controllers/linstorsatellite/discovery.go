@@ -50,6 +50,10 @@ func (r *Reconciler) planDiscovery(ctx context.Context, s *scope, exists func(st
 			for _, d := range disks {
 				in.Listed = append(in.Listed, discovery.Disk{Device: d.Device, Size: d.Size, Rotational: d.Rotational, Model: d.Model, Serial: d.Serial, WWN: d.Wwn})
 			}
+			if in.Elsewhere, err = r.disksElsewhere(ctx, r.Client, s.sat); err != nil {
+				listErr = err
+				in.Listed = nil // no claim without knowing what the other nodes see
+			}
 		}
 	}
 	plan := discovery.Decide(in)
@@ -117,6 +121,28 @@ func (r *Reconciler) createDiscoveryPool(ctx context.Context, s *scope, want *li
 	if err := r.recordDiscovery(ctx, s); err != nil {
 		return false, fmt.Errorf("recording the claim of %s before sending it: %w", strings.Join(plan.Devices, ", "), err)
 	}
+	// Every node records the disks it lists before it claims, then reads the others'
+	// records from the API server (not the cache): of two nodes that see one LUN and
+	// claim at once, at least the second sees the first and stops.
+	elsewhere, err := r.disksElsewhere(ctx, r.apiReader(), s.sat)
+	if err != nil {
+		return false, fmt.Errorf("reading what other nodes report before claiming %s: %w", strings.Join(plan.Devices, ", "), err)
+	}
+	if shared := sharedDisks(plan.Disks, elsewhere); len(shared) > 0 {
+		// Nothing was sent, so nothing is remembered as claimed: the next pass decides
+		// afresh, with the other node's record in its cache.
+		st.State = linstorv1.PoolClaimFailed
+		st.Message = fmt.Sprintf("The claim of %s was not sent: %s", strings.Join(plan.Devices, ", "), strings.Join(shared, "; "))
+		st.Claimed, st.Attempts, st.ClaimTime = nil, 0, nil
+		for i := range s.discovery.Disks {
+			if d := &s.discovery.Disks[i]; d.State == linstorv1.DiskClaimed && d.Pool == want.Name && slices.Contains(st.Claimed, d.Device) {
+				d.State, d.Reason, d.Message = linstorv1.DiskSkipped, discovery.ReasonSeenOnOtherNode, "Not claimed: another node reported the same WWN or serial just before the claim; see the pool's message"
+			}
+		}
+		r.Recorder.Eventf(s.sat, corev1.EventTypeWarning, "DiskShared", "Not claiming %s on node %s for storage pool %s: %s", strings.Join(plan.Devices, ", "), s.sat.Name, want.Name, strings.Join(shared, "; "))
+		s.claimFailed = append(s.claimFailed, fmt.Sprintf("pool %s: %s", want.Name, st.Message))
+		return false, nil
+	}
 	r.wrote(s)
 	if err := createPool(ctx, s.lc, s.sat.Name, want, kind, driverProps, userProps, plan.Devices); err != nil {
 		st.State = linstorv1.PoolClaimFailed
@@ -135,6 +161,50 @@ func (r *Reconciler) createDiscoveryPool(ctx context.Context, s *scope, want *li
 			plan.Devices[i], d.Device, resource.NewQuantity(d.Size, resource.BinarySI), d.Model, d.Serial, s.sat.Name, want.Name)
 	}
 	return true, nil
+}
+
+// disksElsewhere maps the identity keys of every disk the other LinstorSatellites of
+// the namespace report (listed, skipped or claimed) to one of their nodes.
+func (r *Reconciler) disksElsewhere(ctx context.Context, reader client.Reader, sat *linstorv1.LinstorSatellite) (map[string]string, error) {
+	var list linstorv1.LinstorSatelliteList
+	if err := reader.List(ctx, &list, client.InNamespace(sat.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing LinstorSatellites for disks shared between nodes: %w", err)
+	}
+	out := map[string]string{}
+	for _, other := range list.Items {
+		if other.Name == sat.Name || other.Status.Discovery == nil {
+			continue
+		}
+		for _, d := range other.Status.Discovery.Disks {
+			for _, k := range discovery.IdentityKeys(d) {
+				if _, seen := out[k]; !seen {
+					out[k] = other.Name
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// sharedDisks says, for each disk another node reports, which node.
+func sharedDisks(disks []discovery.Disk, elsewhere map[string]string) []string {
+	var out []string
+	for _, d := range disks {
+		for _, k := range discovery.IdentityKeys(linstorv1.DiskStatus{WWN: d.WWN, Serial: d.Serial}) {
+			if node, ok := elsewhere[k]; ok {
+				out = append(out, fmt.Sprintf("%s (%s) is also reported by node %s, a LUN shared by several nodes", d.Device, k, node))
+				break
+			}
+		}
+	}
+	return out
+}
+
+func (r *Reconciler) apiReader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
 }
 
 // recordDiscovery saves the discovery status now, ahead of the pass's status update.

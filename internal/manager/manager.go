@@ -142,7 +142,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("setting up the LinstorCluster controller: %w", err)
 	}
 	if err := (&linstorsatellite.Reconciler{
-		Client: mgr.GetClient(), Images: opts.Images, Recorder: mgr.GetEventRecorderFor("linstor-operator"),
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Images: opts.Images, Recorder: mgr.GetEventRecorderFor("linstor-operator"),
 		Linstor: connector, Observer: obs, Events: satelliteEvents, Poll: opts.LinstorPoll, Grace: grace,
 		Backoff: phases.Backoff{Max: 2 * time.Minute}, Namespace: opts.Namespace, DiskRelist: opts.DiskRelist,
 	}).SetupWithManager(mgr); err != nil {

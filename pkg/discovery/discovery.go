@@ -80,6 +80,10 @@ type Input struct {
 	Listed []Disk
 	// Previous is the discovery status the last pass saved.
 	Previous *linstorv1.DiscoveryStatus
+	// Elsewhere maps the identity keys (IdentityKeys) of every disk other nodes report
+	// in their discovery status, listed or claimed, to one such node: a disk seen there
+	// is a shared LUN, and claiming it here would write under the other node's feet.
+	Elsewhere map[string]string
 }
 
 // Action is what the controller does for a pool.
@@ -130,7 +134,13 @@ func ListDue(pools []Pool, prev *linstorv1.DiscoveryStatus, generation int64, no
 //   - after a claim whose outcome is unknown or failed, the same disks are retried only
 //     while all of them are still listed unused; otherwise nothing is claimed for it;
 //   - a disk matched by two pools, or listed in a pool's hostDevices, is claimed by none;
-//   - a dry-run pool claims nothing;
+//   - only whole physical disks are claimed (DeviceKind): never a loop device, zvol, md,
+//     dm, DRBD, RBD or NBD device, and an unknown kind only when devicePaths names it;
+//   - a WWN or serial listed twice on the node, or reported by another node, is one disk
+//     seen twice (two paths, a shared LUN): claimed by none;
+//   - a dry-run pool claims nothing, nor does a matcher that could take any disk
+//     (no models, no devicePaths) until allowAnyDisk acknowledges it;
+//   - a retried claim finds its disks by WWN, serial and size, never by kernel path;
 //   - only disks LINSTOR listed as unused in this very pass are ever claimed.
 func Decide(in Input) Plan {
 	prevPools := map[string]linstorv1.DiscoveryPoolStatus{}
@@ -147,11 +157,6 @@ func Decide(in Input) Plan {
 			claimedFor[d.Pool] = append(claimedFor[d.Pool], d.Device)
 		}
 	}
-	listed := map[string]Disk{}
-	for _, d := range in.Listed {
-		listed[d.Device] = d
-	}
-
 	plan := Plan{}
 	decided := map[string]*PoolPlan{}
 	var matching []*PoolPlan // pools that take disks from this listing
@@ -172,7 +177,7 @@ func Decide(in Input) Plan {
 		case attempted && in.Listed == nil:
 			// Wait for a listing to know what the last claim did.
 		case attempted:
-			retryClaim(in, pp, prev, listed)
+			retryClaim(in, pp, prev, prevDisks)
 		case (hasPrev && (prev.State == linstorv1.PoolCreated || prev.State == linstorv1.PoolRegistering)) || len(claimedFor[p.Name]) > 0:
 			pp.Action = Register
 			pp.Status.State = linstorv1.PoolRegistering
@@ -225,51 +230,105 @@ func Decide(in Input) Plan {
 
 // retryClaim decides after a claim whose outcome is unknown or failed: the same disks
 // again while all of them are still unused and still this pool's alone, else nothing,
-// saying why.
-func retryClaim(in Input, pp *PoolPlan, prev linstorv1.DiscoveryPoolStatus, listed map[string]Disk) {
+// saying why. A disk is found again by its WWN, serial and size, not by its kernel
+// path, which a reboot may have given to another disk.
+func retryClaim(in Input, pp *PoolPlan, prev linstorv1.DiscoveryPoolStatus, prevDisks []linstorv1.DiskStatus) {
 	var gone, unwanted []string
 	var disks []Disk
 	for _, dev := range prev.Claimed {
-		d, ok := listed[dev]
+		d, ok := findAgain(in.Listed, rememberedClaim(prevDisks, prev.Name, dev))
 		if !ok {
 			gone = append(gone, dev)
 			continue
 		}
-		if m := classify(in, d); m.explicit || len(m.matchedBy) != 1 || m.matchedBy[0] != prev.Name {
-			unwanted = append(unwanted, dev)
+		m := classify(in, d)
+		switch {
+		case m.refused != "":
+			unwanted = append(unwanted, fmt.Sprintf("%s (%s)", dev, m.message))
+		case m.explicit || len(m.matchedBy) != 1 || m.matchedBy[0] != prev.Name:
+			unwanted = append(unwanted, dev+" (no longer matched by this pool alone: the spec changed)")
 		}
 		disks = append(disks, d)
 	}
 	switch {
 	case len(gone) > 0:
 		pp.Status.State = linstorv1.PoolClaimFailed
-		pp.Status.Message = fmt.Sprintf("The claim of %s did not create the pool, and %s no longer listed as unused: LINSTOR did part of the work (a PV or zpool may exist). "+
+		pp.Status.Message = fmt.Sprintf("The claim of %s did not create the pool, and %s no longer listed as unused with the same WWN, serial and size: LINSTOR did part of the work (a PV or zpool may exist), or the kernel names changed. "+
 			"No other disk is claimed for this pool on this node. Inspect the node (pvs, vgs, zpool status); once the disks are unused again, the claim is retried",
 			strings.Join(prev.Claimed, ", "), plural(gone, "is", "are"))
 		return
 	case len(unwanted) > 0:
 		pp.Status.State = linstorv1.PoolClaimFailed
-		pp.Status.Message = fmt.Sprintf("The claim of %s did not create the pool and is not retried: %s no longer matched by this pool alone (the spec changed). "+
-			"No other disk is claimed for this pool on this node while these are remembered; remove the pool from the spec to forget them", strings.Join(prev.Claimed, ", "), plural(unwanted, "is", "are"))
+		pp.Status.Message = fmt.Sprintf("The claim of %s did not create the pool and is not retried: %s. "+
+			"No other disk is claimed for this pool on this node while these are remembered; remove the pool from the spec to forget them", strings.Join(prev.Claimed, ", "), strings.Join(unwanted, "; "))
 		return
 	}
 	pp.Action = Claim
 	pp.Disks = disks
+	pp.Status.Claimed = nil
 	for _, d := range disks {
 		pp.Devices = append(pp.Devices, d.Device) // a first attempt with stable names failed or is unknown
+		pp.Status.Claimed = append(pp.Status.Claimed, d.Device)
 	}
 	pp.Status.State = linstorv1.PoolClaiming
 	pp.Status.Attempts = prev.Attempts + 1
-	pp.Status.Message = fmt.Sprintf("Claiming %s again (attempt %d): all of them are still unused", strings.Join(prev.Claimed, ", "), pp.Status.Attempts)
+	pp.Status.Message = fmt.Sprintf("Claiming %s again (attempt %d): all of them are still unused", strings.Join(pp.Status.Claimed, ", "), pp.Status.Attempts)
+}
+
+// rememberedClaim is the disk status the last listing saved for a claimed path of pool;
+// only the path is known when none was saved.
+func rememberedClaim(prevDisks []linstorv1.DiskStatus, pool, dev string) linstorv1.DiskStatus {
+	for _, d := range prevDisks {
+		if d.State == linstorv1.DiskClaimed && d.Pool == pool && d.Device == dev {
+			return d
+		}
+	}
+	return linstorv1.DiskStatus{Device: dev}
+}
+
+// findAgain finds a remembered disk in this listing: by WWN or serial and size when
+// it has them (whatever its path now), else by path, size and model. A remembered disk
+// without a size was never seen listed: it is not found.
+func findAgain(listed []Disk, was linstorv1.DiskStatus) (Disk, bool) {
+	if was.Size == nil {
+		return Disk{}, false
+	}
+	size := was.Size.Value()
+	keys := identityKeys(was.WWN, was.Serial)
+	var found []Disk
+	for _, d := range listed {
+		switch {
+		case d.Size != size:
+		case len(keys) > 0:
+			if d.WWN == was.WWN && d.Serial == was.Serial {
+				found = append(found, d)
+			}
+		case d.Device == was.Device && d.Model == was.Model && d.WWN == "" && d.Serial == "":
+			found = append(found, d)
+		}
+	}
+	if len(found) != 1 {
+		return Disk{}, false // gone, or two candidates: not the disk we can be sure of
+	}
+	return found[0], true
 }
 
 // match is how the pools see one disk.
 type match struct {
 	explicit  bool     // listed in a pool's hostDevices
 	owner     string   // that pool
+	refused   string   // why no pool may claim it (a Reason), or ""
+	message   string   // the refusal in words
 	matchedBy []string // discovery pools whose matcher takes it
 	why       []string // "<pool>: <what did not match>" for the others
 }
+
+// Reasons a disk is refused whatever the pools say.
+const (
+	ReasonNotAPhysicalDisk  = "NotAPhysicalDisk"
+	ReasonSameIdentityTwice = "SameIdentityTwice"
+	ReasonSeenOnOtherNode   = "SeenOnOtherNode"
+)
 
 func classify(in Input, d Disk) match {
 	var m match
@@ -277,6 +336,7 @@ func classify(in Input, d Disk) match {
 	if stable := StableName(d); !m.explicit && stable != "" {
 		m.owner, m.explicit = in.HostDevices[stable]
 	}
+	m.refused, m.message = refusal(in, d)
 	for _, p := range in.Pools {
 		if reason := mismatch(&p.Match, d, StableName(d)); reason != "" {
 			m.why = append(m.why, p.Name+": "+reason)
@@ -285,6 +345,36 @@ func classify(in Input, d Disk) match {
 		}
 	}
 	return m
+}
+
+// refusal says why no pool may claim d on this node: what it is, or that its identity
+// is seen twice.
+func refusal(in Input, d Disk) (reason, message string) {
+	if kind, what := DeviceKind(d.Device); kind == NeverClaimed {
+		return ReasonNotAPhysicalDisk, fmt.Sprintf("A %s, not a physical disk: discovery never claims it (list it in a pool's hostDevices if it really is free)", what)
+	}
+	keys := identityKeys(d.WWN, d.Serial)
+	for _, other := range in.Listed {
+		if other.Device == d.Device {
+			continue
+		}
+		for _, k := range identityKeys(other.WWN, other.Serial) {
+			if slices.Contains(keys, k) {
+				return ReasonSameIdentityTwice, fmt.Sprintf("%s is also listed as %s: two paths to one disk (multipath without multipathd?). Claimed by neither; run multipathd, or list the path to use in a pool's hostDevices", describeKey(k), other.Device)
+			}
+		}
+	}
+	for _, k := range keys {
+		if node, ok := in.Elsewhere[k]; ok {
+			return ReasonSeenOnOtherNode, fmt.Sprintf("%s is also reported by node %s: a LUN shared by several nodes, which a pool on each would overwrite. Claimed by none; list it in the hostDevices of one node's pool if only that node uses it", describeKey(k), node)
+		}
+	}
+	return "", ""
+}
+
+func describeKey(k string) string {
+	kind, value, _ := strings.Cut(k, ":")
+	return fmt.Sprintf("Its %s %q", strings.ToUpper(kind), value)
 }
 
 func plural(items []string, one, many string) string {
@@ -313,6 +403,8 @@ func assign(in Input, decided map[string]*PoolPlan, matching []*PoolPlan) []lins
 		case m.explicit:
 			st.State, st.Reason = linstorv1.DiskSkipped, "HostDevice"
 			st.Message = fmt.Sprintf("Listed in the hostDevices of storage pool %s: no discovery pool claims it", owner)
+		case m.refused != "":
+			st.State, st.Reason, st.Message = linstorv1.DiskSkipped, m.refused, m.message
 		case len(matchedBy) > 1:
 			st.State, st.Reason = linstorv1.DiskSkipped, "MatchedTwice"
 			st.Message = fmt.Sprintf("Matched by storage pools %s: claimed by none. Make their matchers exclusive", strings.Join(matchedBy, " and "))
@@ -362,6 +454,8 @@ func assign(in Input, decided map[string]*PoolPlan, matching []*PoolPlan) []lins
 				st.Message = fmt.Sprintf("Storage pool %s takes at most %d disks per node (maxDisksPerNode)", name, limit)
 			case match.DryRun:
 				st.State, st.Message = linstorv1.DiskWouldClaim, fmt.Sprintf("Storage pool %s would claim it (dry run)", name)
+			case NeedsAcknowledgement(match):
+				st.State, st.Message = linstorv1.DiskWouldClaim, fmt.Sprintf("Storage pool %s would claim it once its matcher sets allowAnyDisk, or names models or devicePaths", name)
 			default:
 				st.State, st.Message = linstorv1.DiskClaimed, fmt.Sprintf("Claimed for storage pool %s", name)
 				d := disks[i]
@@ -384,6 +478,10 @@ func assign(in Input, decided map[string]*PoolPlan, matching []*PoolPlan) []lins
 		case match.DryRun:
 			pp.Status.State = linstorv1.PoolDryRun
 			pp.Status.Message = fmt.Sprintf("Dry run: would claim %d disks; nothing is claimed while dryRun is set", limit)
+		case NeedsAcknowledgement(match):
+			pp.Status.State = linstorv1.PoolAwaitingAcknowledgement
+			pp.Status.Message = fmt.Sprintf("Would claim %d disks, but the matcher names no models or devicePaths, so it takes any unused disk of the node, including one holding data lsblk sees no signature of. "+
+				"Nothing is claimed until source.discover.allowAnyDisk is set, or models or devicePaths narrow the matcher", limit)
 		default:
 			pp.Action = Claim
 			pp.Status.State = linstorv1.PoolClaiming
@@ -404,8 +502,17 @@ func diskStatus(d Disk) linstorv1.DiskStatus {
 	}
 }
 
+// NeedsAcknowledgement reports whether a matcher could take any unused disk of a node
+// (size and rotational only) without allowAnyDisk acknowledging it.
+func NeedsAcknowledgement(m *linstorv1.DiskDiscovery) bool {
+	return len(m.Models) == 0 && len(m.DevicePaths) == 0 && !m.AllowAnyDisk
+}
+
 // mismatch says why d does not match m, or "" when it does.
 func mismatch(m *linstorv1.DiskDiscovery, d Disk, stable string) string {
+	if kind, what := DeviceKind(d.Device); kind == UnknownKind && !namesExactly(m.DevicePaths, d) {
+		return fmt.Sprintf("a %s: only a devicePaths entry naming it exactly claims it", what)
+	}
 	switch {
 	case m.MinSize != nil && d.Size < m.MinSize.Value():
 		return fmt.Sprintf("smaller than minSize %s", m.MinSize)

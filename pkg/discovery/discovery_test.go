@@ -30,8 +30,8 @@ var (
 func q(s string) *resource.Quantity { v := resource.MustParse(s); return &v }
 
 var (
-	fast = Pool{Name: "fast", Match: linstorv1.DiskDiscovery{Rotational: ptr.To(false), MinSize: q("1Ti")}}
-	bulk = Pool{Name: "bulk", Match: linstorv1.DiskDiscovery{Rotational: ptr.To(true)}}
+	fast = Pool{Name: "fast", Match: linstorv1.DiskDiscovery{Rotational: ptr.To(false), MinSize: q("1Ti"), AllowAnyDisk: true}}
+	bulk = Pool{Name: "bulk", Match: linstorv1.DiskDiscovery{Rotational: ptr.To(true), AllowAnyDisk: true}}
 )
 
 func poolPlan(t *testing.T, p Plan, name string) PoolPlan {
@@ -130,7 +130,7 @@ func TestMatchers(t *testing.T) {
 }
 
 func TestADiskMatchedByTwoPoolsIsClaimedByNone(t *testing.T) {
-	ssd := Pool{Name: "ssd", Match: linstorv1.DiskDiscovery{Rotational: ptr.To(false)}}
+	ssd := Pool{Name: "ssd", Match: linstorv1.DiskDiscovery{Rotational: ptr.To(false), AllowAnyDisk: true}}
 	samsung := Pool{Name: "samsung", Match: linstorv1.DiskDiscovery{Models: []string{"SAMSUNG*"}}}
 	p := Decide(Input{Pools: []Pool{ssd, samsung}, Listed: []Disk{nvme0, small}})
 	if d := disk(t, p, nvme0.Device); d.State != linstorv1.DiskSkipped || d.Reason != "MatchedTwice" || !strings.Contains(d.Message, "ssd and samsung") {
@@ -341,9 +341,9 @@ func TestAClaimIsNotRetriedOnDisksTheSpecNoLongerGivesThePool(t *testing.T) {
 		in    Input
 		cause string
 	}{
-		{"no longer matches", Input{Pools: []Pool{narrowed}, Listed: []Disk{nvme0, nvme1}, Previous: prev}, "/dev/nvme0n1 is no longer matched by this pool alone"},
-		{"now matched twice", Input{Pools: []Pool{fast, samsung}, Listed: []Disk{nvme0}, Previous: prev}, "/dev/nvme0n1 is no longer matched by this pool alone"},
-		{"now a host device", Input{Pools: []Pool{fast}, HostDevices: map[string]string{nvme0.Device: "manual"}, Listed: []Disk{nvme0}, Previous: prev}, "/dev/nvme0n1 is no longer matched by this pool alone"},
+		{"no longer matches", Input{Pools: []Pool{narrowed}, Listed: []Disk{nvme0, nvme1}, Previous: prev}, "/dev/nvme0n1 (no longer matched by this pool alone"},
+		{"now matched twice", Input{Pools: []Pool{fast, samsung}, Listed: []Disk{nvme0}, Previous: prev}, "/dev/nvme0n1 (no longer matched by this pool alone"},
+		{"now a host device", Input{Pools: []Pool{fast}, HostDevices: map[string]string{nvme0.Device: "manual"}, Listed: []Disk{nvme0}, Previous: prev}, "/dev/nvme0n1 (no longer matched by this pool alone"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := Decide(tc.in)

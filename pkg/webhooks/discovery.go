@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/discovery"
 )
 
 // validateDiscovery refuses matchers that can never match or that contradict
@@ -56,4 +57,33 @@ func validateDiscovery(at *field.Path, pools []linstorv1.StoragePool) field.Erro
 		seen = append(seen, matcher{i, criteria})
 	}
 	return errs
+}
+
+// validateDiscoveryAcknowledged refuses a matcher that could claim any unused disk of
+// a node (no models, no devicePaths) unless allowAnyDisk acknowledges it. A pool whose
+// matcher the update leaves as it was is not judged again: objects made before this
+// rule stay writable (the controller claims nothing for them and says why).
+func validateDiscoveryAcknowledged(at *field.Path, pools, old []linstorv1.StoragePool) field.ErrorList {
+	var errs field.ErrorList
+	for i, p := range pools {
+		if p.Source == nil || p.Source.Discover == nil || p.Source.Discover.DryRun || !discovery.NeedsAcknowledgement(p.Source.Discover) {
+			continue
+		}
+		if unchangedMatcher(p, old) {
+			continue
+		}
+		errs = append(errs, field.Invalid(at.Index(i).Child("source", "discover", "allowAnyDisk"), false,
+			"a matcher without models or devicePaths takes every unused disk of every node it applies to, including a disk holding data that has no signature lsblk recognizes "+
+				"(a raw database device, another system's unlabelled disk); name the disks with models or devicePaths, try it with dryRun, or set allowAnyDisk: true to acknowledge"))
+	}
+	return errs
+}
+
+func unchangedMatcher(p linstorv1.StoragePool, old []linstorv1.StoragePool) bool {
+	for _, o := range old {
+		if o.Name == p.Name && o.Source != nil && o.Source.Discover != nil {
+			return equality.Semantic.DeepEqual(o.Source.Discover, p.Source.Discover)
+		}
+	}
+	return false
 }

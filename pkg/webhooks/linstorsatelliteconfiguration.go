@@ -39,7 +39,7 @@ func (SatelliteConfigurationValidator) ValidateDelete(context.Context, runtime.O
 func (v SatelliteConfigurationValidator) validate(ctx context.Context, cfg *linstorv1.LinstorSatelliteConfiguration, old runtime.Object) error {
 	paths := func(p string) (string, bool) { return linstorv1alpha1.SatelliteConfigurationFieldPath(&cfg.Spec, p) }
 	errs := versionRules[linstorv1.LinstorSatelliteConfigurationSpec, linstorv1.LinstorSatelliteConfigurationStatus](ctx, "LinstorSatelliteConfiguration", cfg, old, paths)
-	own := SpecErrors(cfg)
+	own := specErrors(cfg, old)
 	own = append(own, satelliteConfigurationEscalations(ctx, v.Reader, cfg, old)...)
 	own = append(own, satelliteConfigurationPatchEscalations(ctx, v.Reader, cfg, old)...)
 	if old != nil {

@@ -36,7 +36,11 @@ func Setup(mgr ctrl.Manager, namespace string) error {
 // (a restoreFrom backup is not looked up, and a LinstorSatelliteConfiguration's patch
 // is not judged against the LinstorCluster's podTemplatePolicy), so tests use it as the
 // model of validity.
-func SpecErrors(obj runtime.Object) field.ErrorList {
+func SpecErrors(obj runtime.Object) field.ErrorList { return specErrors(obj, nil) }
+
+// specErrors is SpecErrors on an update: a rule added in a later release (a discovery
+// matcher's acknowledgement) holds only what the update changes.
+func specErrors(obj, old runtime.Object) field.ErrorList {
 	switch o := obj.(type) {
 	case *linstorv1.LinstorCluster:
 		return append(append(validateClusterSpec(&o.Spec), clusterEscalations(o, nil)...), clusterPatchErrors(o, nil)...)
@@ -48,7 +52,12 @@ func SpecErrors(obj runtime.Object) field.ErrorList {
 		errs = append(errs, satelliteConfigurationPatchErrors(o)...)
 		errs = append(errs, validateNodeProperties(spec.Child("properties"), o.Spec.Properties)...)
 		errs = append(errs, validateNodePropertySources(spec.Child("properties"), o.Spec.Properties)...)
+		var oldPools []linstorv1.StoragePool
+		if prev, ok := old.(*linstorv1.LinstorSatelliteConfiguration); ok {
+			oldPools = prev.Spec.StoragePools
+		}
 		errs = append(errs, validateStoragePools(spec.Child("storagePools"), o.Spec.StoragePools)...)
+		errs = append(errs, validateDiscoveryAcknowledged(spec.Child("storagePools"), o.Spec.StoragePools, oldPools)...)
 		return append(errs, validateNetInterfaces(spec.Child("netInterfaces"), o.Spec.NetInterfaces)...)
 	case *linstorv1.LinstorNodeConnection:
 		if err := validateNodeConnection(o); err != nil {

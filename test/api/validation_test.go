@@ -162,9 +162,11 @@ var invalidCases = []struct {
 	{"discovery path pattern", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"lvmThinPool": obj{}, "source": obj{"discover": obj{"devicePaths": list{"/dev/nvme[0-"}}}})}},
 		`spec.storagePools[0].source.discover.devicePaths[0]: Invalid value: "/dev/nvme[0-": is not a valid shell pattern`},
 	{"two pools discovering the same disks", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{
-		pool("fast", obj{"lvmThinPool": obj{}, "source": obj{"discover": obj{"rotational": false}}}),
+		pool("fast", obj{"lvmThinPool": obj{}, "source": obj{"discover": obj{"rotational": false, "allowAnyDisk": true}}}),
 		pool("also", obj{"zfsThinPool": obj{}, "source": obj{"discover": obj{"rotational": false, "dryRun": true}}})}},
 		`spec.storagePools[1].source.discover: Invalid value: "": matches the same disks as spec.storagePools[0].source.discover: a disk matched by two pools is claimed by neither`},
+	{"discovery matcher that takes any disk", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("hdd", obj{"zfsPool": obj{}, "source": obj{"discover": obj{"rotational": true, "minSize": "4Ti"}}})}},
+		`spec.storagePools[0].source.discover.allowAnyDisk: Invalid value: false: a matcher without models or devicePaths takes every unused disk of every node it applies to`},
 }
 
 func TestInvalidObjectsAreRefusedWithAClearMessage(t *testing.T) {

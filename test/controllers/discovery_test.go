@@ -40,9 +40,9 @@ func quantity(s string) *resource.Quantity { q := resource.MustParse(s); return 
 
 var (
 	nvmeThin = linstorv1.StoragePool{Name: "nvme", LvmThinPool: &linstorv1.LvmThinPool{},
-		Source: &linstorv1.StoragePoolSource{Discover: &linstorv1.DiskDiscovery{Rotational: ptr.To(false), MinSize: quantity("1Ti")}}}
+		Source: &linstorv1.StoragePoolSource{Discover: &linstorv1.DiskDiscovery{Rotational: ptr.To(false), MinSize: quantity("1Ti"), AllowAnyDisk: true}}}
 	hddZfs = linstorv1.StoragePool{Name: "hdd", ZfsPool: &linstorv1.ZfsPool{},
-		Source: &linstorv1.StoragePoolSource{Discover: &linstorv1.DiskDiscovery{Rotational: ptr.To(true)}}}
+		Source: &linstorv1.StoragePoolSource{Discover: &linstorv1.DiskDiscovery{Rotational: ptr.To(true), AllowAnyDisk: true}}}
 )
 
 // discoveryCluster brings up a cluster whose nodes have the given disks and one
@@ -239,7 +239,7 @@ func TestDiscoveryDryRunClaimsNothing(t *testing.T) {
 func TestDiscoveryDiskMatchedByTwoPoolsIsClaimedByNone(t *testing.T) {
 	g := NewWithT(t)
 	ssd := linstorv1.StoragePool{Name: "ssd", LvmThinPool: &linstorv1.LvmThinPool{},
-		Source: &linstorv1.StoragePoolSource{Discover: &linstorv1.DiskDiscovery{Rotational: ptr.To(false), MaxSize: quantity("1Ti")}}}
+		Source: &linstorv1.StoragePoolSource{Discover: &linstorv1.DiskDiscovery{Rotational: ptr.To(false), MaxSize: quantity("1Ti"), AllowAnyDisk: true}}}
 	samsung := linstorv1.StoragePool{Name: "samsung", LvmPool: &linstorv1.LvmPool{},
 		Source: &linstorv1.StoragePoolSource{Discover: &linstorv1.DiskDiscovery{Models: []string{"SAMSUNG*"}}}}
 	small := nvmeDisk("/dev/nvme0n1", 960*gib, "21") // a Samsung and small: both pools want it

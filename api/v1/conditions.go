@@ -76,4 +76,11 @@ const (
 	// ReasonExternalController: LINSTOR's controller is not the operator's; its URL and
 	// spec.tls.internal say what is encrypted (Encrypted=False when something is not).
 	ReasonExternalController = "ExternalController"
+	// ReasonUntoleratedTaint: a node selected for a satellite that has none carries a
+	// NoSchedule or NoExecute taint the satellite pod does not tolerate; it gets none
+	// until the taint is gone or tolerated (LinstorCluster status.skippedNodes).
+	ReasonUntoleratedTaint = "UntoleratedTaint"
+	// ReasonNodeEvicted: LINSTOR evicted the node and the operator does not restore it
+	// yet; the message says what it waits for.
+	ReasonNodeEvicted = "NodeEvicted"
 )

@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -65,6 +66,8 @@ type Reconciler struct {
 
 	restores restoreJobs // database restores running in the background
 	warned   sync.Map    // cluster UID -> the unencrypted warning last sent
+	// cluster UID -> the refused lost-node acknowledgements last reported
+	lostNodesSaid sync.Map
 }
 
 // Cluster-wide: the operator's own API, nodes, the CSI driver object, and LINSTOR's
@@ -157,7 +160,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Satellites change often while a cluster converges: their summary is taken at
 		// most every satelliteSummaryDelay, not once per change.
 		Watches(&linstorv1.LinstorSatellite{}, satellitesSummarized()).
-		Watches(&corev1.Node{}, allClusters, builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		// Labels select the nodes, taints decide which new ones can run a satellite.
+		Watches(&corev1.Node{}, allClusters, builder.WithPredicates(predicate.Or[client.Object](predicate.LabelChangedPredicate{}, taintsChanged()))).
 		Watches(&linstorv1.LinstorSatelliteConfiguration{}, allClusters).
 		// An operand account installed or removed changes whether its pods can start.
 		Watches(&corev1.ServiceAccount{}, allClusters, builder.WithPredicates(predicate.Funcs{
@@ -197,4 +201,12 @@ func satellitesSummarized() handler.EventHandler {
 			enqueue(e.Object, q)
 		},
 	}
+}
+
+// taintsChanged: a node's taints changed (a node without a satellite may now run one,
+// or not).
+func taintsChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return !equality.Semantic.DeepEqual(e.ObjectOld.(*corev1.Node).Spec.Taints, e.ObjectNew.(*corev1.Node).Spec.Taints)
+	}}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
 	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/render"
 	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 )
 
@@ -47,13 +49,23 @@ func (r *Reconciler) reconcileLifecycle(ctx context.Context, s *scope) (_ ctrl.R
 	}()
 	c := s.cluster
 	spec := r.lifecycleSpec(c)
-	state := lifecycle.State{Deployed: c.Status.Deployed, Upgrade: c.Status.Upgrade, Restore: c.Status.Restore}.DeepCopy()
-	obs, err := r.observeLifecycle(ctx, c, lifecycle.Needs(spec, state))
+	state := lifecycle.State{Deployed: c.Status.Deployed, Upgrade: c.Status.Upgrade, Restore: c.Status.Restore, LostNodes: c.Status.LostNodes}.DeepCopy()
+	// Which nodes are acknowledged as lost is decided first: the upgrade's checks are
+	// observed without them.
+	lost, err := r.decideLostNodes(ctx, c)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	in := lifecycle.Input{Spec: spec, State: state, Observed: obs, Release: r.release(), Now: time.Now()}
+	decided := state.DeepCopy()
+	decided.LostNodes = lost.Lost
+	obs, err := r.observeLifecycle(ctx, c, lifecycle.Needs(spec, decided), lifecycle.LostNames(decided.LostNodes))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	in := lifecycle.Input{Spec: spec, State: decided, Observed: obs, Release: r.release(), Now: time.Now()}
 	out := lifecycle.Step(in)
+	out.Events = append(lost.Events, out.Events...)
+	s.lostNodesRefused = r.refusedLostNodes(c, lost)
 	// The status write does not wake this controller: a step that moved asks for the
 	// next pass itself.
 	moved := !equalState(state, out.State) || out.VersionStale
@@ -113,9 +125,81 @@ func (r *Reconciler) lifecycleSpec(c *linstorv1.LinstorCluster) lifecycle.Spec {
 	return spec
 }
 
-// observeLifecycle reads what Needs asks for. LINSTOR that does not answer is an
-// observation, not an error.
-func (r *Reconciler) observeLifecycle(ctx context.Context, c *linstorv1.LinstorCluster, need lifecycle.Need) (lifecycle.Observed, error) {
+// decideLostNodes looks at the nodes the acknowledge-lost-nodes annotation names, and
+// those status.lostNodes records, and decides which are honoured (lifecycle.LostNodes).
+// LINSTOR that does not answer leaves the recorded ones as they are.
+func (r *Reconciler) decideLostNodes(ctx context.Context, c *linstorv1.LinstorCluster) (lifecycle.LostNodesOutput, error) {
+	annotation := c.Annotations[lifecycle.AnnotationAcknowledgeLostNodes]
+	in := lifecycle.LostNodesInput{Annotation: annotation, Recorded: c.Status.LostNodes, Now: time.Now()}
+	if !lifecycle.NeedsLostNodes(annotation, c.Status.LostNodes) {
+		return lifecycle.LostNodes(in), nil
+	}
+	names := lifecycle.AcknowledgedNames(annotation)
+	for _, l := range c.Status.LostNodes {
+		names = append(names, l.Name)
+	}
+	var kubeNodes corev1.NodeList
+	if err := r.Client.List(ctx, &kubeNodes); err != nil {
+		return lifecycle.LostNodesOutput{}, fmt.Errorf("listing nodes: %w", err)
+	}
+	var pods corev1.PodList
+	if err := r.Direct.List(ctx, &pods, client.InNamespace(c.Namespace),
+		client.MatchingLabels{render.LabelName: render.SatelliteComponent, render.LabelInstance: c.Name}); err != nil {
+		return lifecycle.LostNodesOutput{}, fmt.Errorf("listing satellite pods: %w", err)
+	}
+	conn, err := r.Linstor.Connect(ctx, c)
+	if err != nil {
+		return lifecycle.LostNodes(in), nil
+	}
+	linstorNodes, err := conn.Nodes.GetAll(ctx)
+	if err != nil {
+		return lifecycle.LostNodes(in), nil
+	}
+	in.Seen = map[string]lifecycle.SeenNode{}
+	for _, name := range names {
+		key := strings.ToLower(name)
+		seen := lifecycle.SeenNode{Name: name}
+		for _, n := range linstorNodes {
+			if strings.EqualFold(n.Name, name) {
+				seen.InLinstor, seen.Name, seen.ConnectionStatus = true, n.Name, n.ConnectionStatus
+			}
+		}
+		for _, n := range kubeNodes.Items {
+			seen.KubernetesNode = seen.KubernetesNode || strings.EqualFold(n.Name, name)
+		}
+		for _, p := range pods.Items {
+			if strings.EqualFold(p.Spec.NodeName, name) && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				seen.SatelliteRunning = true
+			}
+		}
+		in.Seen[key] = seen
+	}
+	return lifecycle.LostNodes(in), nil
+}
+
+// refusedLostNodes is what the status says of acknowledgements that are not honoured;
+// a Warning Event says it once per change (this process remembers what it said).
+func (r *Reconciler) refusedLostNodes(c *linstorv1.LinstorCluster, lost lifecycle.LostNodesOutput) string {
+	if lost.Unknown {
+		said, _ := r.lostNodesSaid.Load(c.UID)
+		msg, _ := said.(string)
+		return msg // not looked at: what was said last stands
+	}
+	if len(lost.NotHonoured) == 0 {
+		r.lostNodesSaid.Delete(c.UID)
+		return ""
+	}
+	msg := fmt.Sprintf("%s is not honoured for %s", lifecycle.AnnotationAcknowledgeLostNodes, strings.Join(lost.NotHonoured, "; "))
+	if said, ok := r.lostNodesSaid.Load(c.UID); !ok || said != msg {
+		r.lostNodesSaid.Store(c.UID, msg)
+		r.Recorder.Event(c, corev1.EventTypeWarning, "LostNodeNotAcknowledged", msg)
+	}
+	return msg
+}
+
+// observeLifecycle reads what Needs asks for; the upgrade's checks leave out the nodes
+// acknowledged as lost. LINSTOR that does not answer is an observation, not an error.
+func (r *Reconciler) observeLifecycle(ctx context.Context, c *linstorv1.LinstorCluster, need lifecycle.Need, lost map[string]bool) (lifecycle.Observed, error) {
 	var obs lifecycle.Observed
 	active, err := dbbackup.Active(ctx, r.Client, c)
 	if err != nil {
@@ -125,7 +209,7 @@ func (r *Reconciler) observeLifecycle(ctx context.Context, c *linstorv1.LinstorC
 		obs.ActiveBackup = active.Name
 	}
 	if need.Linstor {
-		obs.Linstor = r.observeLinstor(ctx, c, need)
+		obs.Linstor = r.observeLinstor(ctx, c, need, lost)
 	}
 	for _, b := range []struct {
 		name string
@@ -157,7 +241,7 @@ func (r *Reconciler) observeLifecycle(ctx context.Context, c *linstorv1.LinstorC
 	return obs, nil
 }
 
-func (r *Reconciler) observeLinstor(ctx context.Context, c *linstorv1.LinstorCluster, need lifecycle.Need) *lifecycle.Linstor {
+func (r *Reconciler) observeLinstor(ctx context.Context, c *linstorv1.LinstorCluster, need lifecycle.Need, lost map[string]bool) *lifecycle.Linstor {
 	l := &lifecycle.Linstor{}
 	conn, err := r.Linstor.Connect(ctx, c)
 	if err != nil {
@@ -178,6 +262,9 @@ func (r *Reconciler) observeLinstor(ctx context.Context, c *linstorv1.LinstorClu
 		l.Err = err.Error()
 		return l
 	}
+	// A node acknowledged as lost has no satellite to wait for: the Satellites phase
+	// does not wait for it either, or every upgrade would roll back on it.
+	nodes, _, _ = lifecycle.WithoutLostNodes(lost, nodes, nil, nil)
 	for _, n := range nodes {
 		if linstor.RunsSatellite(n) && n.ConnectionStatus != "ONLINE" {
 			l.Waiting = append(l.Waiting, n.Name+" "+n.ConnectionStatus)
@@ -202,6 +289,7 @@ func (r *Reconciler) observeLinstor(ctx context.Context, c *linstorv1.LinstorClu
 			syncing[rd.Name] = !status.SyncedOnAll
 		}
 	}
+	_, resources, syncing = lifecycle.WithoutLostNodes(lost, nil, resources, syncing)
 	l.Problems = upgrade.Problems(nodes, resources, syncing)
 	return l
 }
@@ -241,6 +329,7 @@ func (r *Reconciler) saveLifecycle(ctx context.Context, c *linstorv1.LinstorClus
 	}
 	before := c.DeepCopy()
 	c.Status.Deployed, c.Status.Upgrade, c.Status.Restore = next.Deployed.DeepCopy(), next.Upgrade.DeepCopy(), next.Restore.DeepCopy()
+	c.Status.LostNodes = next.DeepCopy().LostNodes
 	if out.VersionStale {
 		c.Status.Version = "" // LINSTOR reports its version again once it runs on the replaced database
 	}
@@ -300,7 +389,7 @@ func (r *Reconciler) act(ctx context.Context, c *linstorv1.LinstorCluster, a lif
 // useLifecycle hands the decision to the phases that follow and to the status.
 func (r *Reconciler) useLifecycle(s *scope, out lifecycle.Output) {
 	s.deployed, s.upgradeStatus, s.restoreStatus = out.State.Deployed, out.State.Upgrade, out.State.Restore
-	s.stopController, s.fenceCSI, s.upgrading = out.StopController, out.FenceCSI, out.Upgrading
+	s.stopController, s.fenceCSI, s.upgrading, s.holdOperator = out.StopController, out.FenceCSI, out.Upgrading, out.HoldOperator
 	s.lifecycleProblem = out.Problem
 	s.lifecycleDecided = true
 }

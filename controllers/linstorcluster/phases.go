@@ -182,6 +182,7 @@ func (r *Reconciler) reconcileSatellites(ctx context.Context, s *scope) (ctrl.Re
 	}
 	certPending := render.InternalTLSEnabled(s.cluster) && !certificateRecorded(s.cluster, render.InternalTLSSecretName(s.cluster))
 	deferred := false
+	var skippedNodes []linstorv1.SkippedNode // selected nodes that get no satellite
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
 		decision, err := satellite.Desired(s.cluster, configs.Items, node)
@@ -200,20 +201,26 @@ func (r *Reconciler) reconcileSatellites(ctx context.Context, s *scope) (ctrl.Re
 		if !decision.Selected {
 			continue
 		}
-		wanted[node.Name] = true
-		if certPending && !exists[node.Name] {
-			deferred = true
-			continue
-		}
 		sat := &linstorv1.LinstorSatellite{
 			TypeMeta:   metav1.TypeMeta{APIVersion: linstorv1.GroupVersion.String(), Kind: "LinstorSatellite"},
 			ObjectMeta: metav1.ObjectMeta{Name: node.Name, Namespace: s.cluster.Namespace, Labels: map[string]string{render.LabelCluster: s.cluster.Name, render.LabelManagedBy: render.ManagedBy}},
 			Spec:       spec,
 		}
+		if skip := r.skippedForTaints(s.cluster, sat, node, exists[node.Name]); skip != nil {
+			skippedNodes = append(skippedNodes, *skip)
+			continue
+		}
+		wanted[node.Name] = true
+		if certPending && !exists[node.Name] {
+			deferred = true
+			continue
+		}
 		if _, err := r.applier.Apply(ctx, s.cluster, []client.Object{sat}); err != nil {
 			errs = append(errs, err.Error())
 		}
 	}
+	s.skippedNodes, s.satellitesSkipped = satellite.SkippedNodeList(skippedNodes, satellite.MaxSkippedNodes)
+	s.skippedDecided = true
 	// Removing many satellites at once is held until confirmed (a nodeSelector typo,
 	// nodes vanishing): decided here, before any is deleted, so the first deletions
 	// cannot slip through before the others are seen.
@@ -260,6 +267,21 @@ func (r *Reconciler) reconcileSatellites(ctx context.Context, s *scope) (ctrl.Re
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// skippedForTaints says why a selected node gets no satellite for a taint its pod does
+// not tolerate (satellite.SkippedForTaints), or nil. Only a node without a satellite is
+// ever skipped; one whose pod cannot be rendered is not (its LinstorSatellite reports
+// the error).
+func (r *Reconciler) skippedForTaints(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellite, node *corev1.Node, hasSatellite bool) *linstorv1.SkippedNode {
+	if hasSatellite || len(node.Spec.Taints) == 0 {
+		return nil
+	}
+	pod, err := render.SatellitePodSpec(cluster, sat, node, r.Images)
+	if err != nil {
+		return nil
+	}
+	return satellite.SkippedForTaints(node, pod, hasSatellite)
 }
 
 // certificateRecorded: the cluster's status holds the fingerprint of Secret name.

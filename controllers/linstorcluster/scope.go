@@ -33,6 +33,11 @@ type scope struct {
 	stopController string
 	fenceCSI       bool
 	upgrading      bool
+	// holdOperator: what is in progress must be finished by this operator release
+	// (lifecycle.Output.HoldOperator); Upgradeable is False meanwhile.
+	holdOperator bool
+	// lostNodesRefused says which lost-node acknowledgements are not honoured, and why.
+	lostNodesRefused string
 	// lifecycleDecided: this pass took the decision (false when it failed or a
 	// conflict sent it round again, and for a cluster that manages nothing).
 	lifecycleDecided bool
@@ -63,6 +68,12 @@ type scope struct {
 	satellitesTotal, satellitesReady int32
 	totalKiB, freeKiB                int64
 	poolsSeen                        bool
+
+	// skippedDecided: reconcileSatellites looked at every node this pass; skippedNodes
+	// (at most satellite.MaxSkippedNodes) and satellitesSkipped (all) are its result.
+	skippedDecided    bool
+	skippedNodes      []linstorv1.SkippedNode
+	satellitesSkipped int32
 }
 
 func newScope(c *linstorv1.LinstorCluster) *scope { return &scope{cluster: c} }

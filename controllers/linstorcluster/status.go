@@ -171,7 +171,11 @@ func setStatus(c *linstorv1.LinstorCluster, s *scope, passSucceeded bool) {
 		c.Status.Version = s.linstorVersion
 	}
 	if reason, _ := s.inactive(); reason == "" {
-		c.Status.Satellites = linstorv1.SatelliteCounts{Ready: s.satellitesReady, Total: s.satellitesTotal}
+		skipped := c.Status.Satellites.Skipped
+		if s.skippedDecided {
+			skipped, c.Status.SkippedNodes = s.satellitesSkipped, s.skippedNodes
+		}
+		c.Status.Satellites = linstorv1.SatelliteCounts{Ready: s.satellitesReady, Total: s.satellitesTotal, Skipped: skipped}
 		c.Status.SatellitesSummary = fmt.Sprintf("%d/%d", s.satellitesReady, s.satellitesTotal)
 		c.Status.Capacity = nil
 		if s.poolsSeen {
@@ -215,6 +219,8 @@ func (s *scope) problem() (reason, message string) {
 	case s.lifecycleProblem.Message != "":
 		// Written by reconcileLifecycle with an optimistic lock; only reported here.
 		return s.lifecycleProblem.Reason, s.lifecycleProblem.Message
+	case s.lostNodesRefused != "":
+		return linstorv1.ReasonInvalidSpec, s.lostNodesRefused
 	case s.removalHeld != "":
 		return linstorv1.ReasonRemovalHeld, s.removalHeld
 	case s.tlsErr != nil && s.tlsMissing:
@@ -285,10 +291,12 @@ func setAvailableCondition(c *linstorv1.LinstorCluster, s *scope) {
 }
 
 // setUpgradeableCondition tells OLM (through the OperatorCondition) whether replacing the
-// operator now is safe. It is not while a LINSTOR upgrade (or its rollback), a backup or
-// a restore runs: another release would take over an operation it did not start. A
-// degraded cluster does not hold it: the next release may be the fix (a fix-forward), and
-// each step of this one resumes after a restart, so nothing is half done.
+// operator now is safe. It is not while a LINSTOR upgrade from its Backup on (or its
+// rollback), a backup or a restore runs: another release would take over an operation
+// it did not start. Preflight has changed nothing, so it holds nothing: the next
+// release decides the upgrade afresh. A degraded cluster does not hold it: the next
+// release may be the fix (a fix-forward), and each step of this one resumes after a
+// restart, so nothing is half done.
 func setUpgradeableCondition(c *linstorv1.LinstorCluster, s *scope) {
 	cond := metav1.Condition{Type: linstorv1.ConditionUpgradeable, Status: metav1.ConditionTrue, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: c.Generation}
 	inactive, _ := s.inactive()
@@ -297,7 +305,7 @@ func setUpgradeableCondition(c *linstorv1.LinstorCluster, s *scope) {
 		// saved state records still runs, and otherwise the last decision stands. Saying
 		// True here would let OLM replace the operator in the middle of an upgrade.
 		switch {
-		case lifecycle.InProgress(c.Status.Upgrade):
+		case lifecycle.HoldsOperator(c.Status.Upgrade):
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonUpgradeInProgress, upgradeMessage(c.Status.Upgrade)
 		case lifecycle.RestoreInProgress(c.Status.Restore):
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonUpgradeInProgress, "a restore of "+c.Status.Restore.BackupName+" runs"
@@ -309,10 +317,12 @@ func setUpgradeableCondition(c *linstorv1.LinstorCluster, s *scope) {
 	}
 	if inactive != "" {
 		// It manages nothing: nothing of it can make replacing the operator unsafe.
-	} else if s.upgrading {
+	} else if s.holdOperator {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonUpgradeInProgress, upgradeMessage(s.upgradeStatus)
 	} else if s.stopController != "" {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, s.stopReason(), s.stopController
+	} else if s.upgrading && s.upgradeStatus != nil {
+		cond.Message = upgradeMessage(s.upgradeStatus) + " (nothing has changed yet, so another operator release may take it over: it checks again)"
 	} else if reason, msg := s.problem(); reason != "" {
 		cond.Message = fmt.Sprintf("Degraded (%s), which holds no operator upgrade: %s", reason, msg)
 	}

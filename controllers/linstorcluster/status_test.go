@@ -65,14 +65,29 @@ func TestUpgradeableHoldsOnlyForRunningOperations(t *testing.T) {
 			s.lifecycleProblem = lifecycle.Problem{Reason: linstorv1.ReasonUpgradeFailed, Message: "rolled back"}
 		}, metav1.ConditionTrue, linstorv1.ReasonAsExpected, "Degraded (UpgradeFailed)"},
 		{"a LINSTOR upgrade runs", func(s *scope) {
-			s.upgrading = true
+			s.upgrading, s.holdOperator = true, true
 			s.upgradeStatus = &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeController, From: "1.33.2", To: "1.33.3"}
 		}, metav1.ConditionFalse, linstorv1.ReasonUpgradeInProgress, "LINSTOR 1.33.2 -> 1.33.3, Controller"},
 		{"a LINSTOR upgrade runs on a degraded cluster", func(s *scope) {
-			s.upgrading = true
+			s.upgrading, s.holdOperator = true, true
 			s.upgradeStatus = &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeRollingBack, From: "1.33.2", To: "1.33.3"}
 			s.passphraseErr = errors.New("gone")
 		}, metav1.ConditionFalse, linstorv1.ReasonUpgradeInProgress, "RollingBack"},
+		// Preflight has changed nothing: OLM may install another release meanwhile (the
+		// fix for what Preflight waits on), which decides the upgrade afresh.
+		{"a LINSTOR upgrade waits in Preflight", func(s *scope) {
+			s.upgrading = true
+			s.upgradeStatus = &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradePreflight, From: "1.33.2", To: "1.33.3", Message: "Preflight: waiting: satellite b is OFFLINE"}
+		}, metav1.ConditionTrue, linstorv1.ReasonAsExpected, "LINSTOR 1.33.2 -> 1.33.3, Preflight: waiting: satellite b is OFFLINE (nothing has changed yet"},
+		{"Preflight on a degraded cluster", func(s *scope) {
+			s.upgrading = true
+			s.upgradeStatus = &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradePreflight, From: "1.33.2", To: "1.33.3"}
+			s.lostNodesRefused = "linstor.io/acknowledge-lost-nodes is not honoured for a: LINSTOR reports it ONLINE"
+		}, metav1.ConditionTrue, linstorv1.ReasonAsExpected, "Preflight"},
+		{"undecided during Preflight: holds nothing", func(s *scope) {
+			s.lifecycleDecided = false
+			s.cluster.Status.Upgrade = &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradePreflight, From: "1.33.2", To: "1.33.3"}
+		}, metav1.ConditionTrue, linstorv1.ReasonAsExpected, ""},
 		{"a backup stops the controller", func(s *scope) { s.stopController = "LinstorBackup b1 copies the database" },
 			metav1.ConditionFalse, linstorv1.ReasonBackupInProgress, "LinstorBackup b1"},
 		// A pass whose lifecycle step failed (an error, a conflict) decided nothing: the

@@ -79,6 +79,13 @@ type Reconciler struct {
 
 	evacMu         sync.Mutex
 	lastEvacuation map[types.UID]time.Time // when LINSTOR was last asked to evacuate a satellite's node
+
+	// RestoreSettle is how long an evicted node must be back in Kubernetes before it is
+	// restored; zero means satellite.RestoreSettle.
+	RestoreSettle time.Duration
+	evictMu       sync.Mutex
+	backSince     map[types.UID]time.Time // an evicted node seen back in Kubernetes since
+	lastRestore   map[types.UID]time.Time // restored, and not seen ONLINE since
 }
 
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorsatellites,verbs=get;list;watch;update;patch
@@ -164,7 +171,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			CreateFunc: func(event.CreateEvent) bool { return false },
 			DeleteFunc: func(event.DeleteEvent) bool { return true },
 			UpdateFunc: func(e event.UpdateEvent) bool {
-				return nodeAddressesChanged(e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node))
+				old, new := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+				// Readiness decides when an evicted node is restored.
+				return nodeAddressesChanged(old, new) || nodeReadyChanged(old, new)
 			},
 		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles, RateLimiter: phases.RateLimiter()})
@@ -201,6 +210,19 @@ func daemonSetReadinessChanged() predicate.Predicate {
 func nodeAddressesChanged(old, new *corev1.Node) bool {
 	return old.Annotations[netif.HostInterfacesAnnotation] != new.Annotations[netif.HostInterfacesAnnotation] ||
 		!equality.Semantic.DeepEqual(old.Status.Addresses, new.Status.Addresses)
+}
+
+// nodeReadyChanged: the node's Ready condition changed its status.
+func nodeReadyChanged(old, new *corev1.Node) bool {
+	ready := func(n *corev1.Node) corev1.ConditionStatus {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status
+			}
+		}
+		return ""
+	}
+	return ready(old) != ready(new)
 }
 
 // scope carries one pass's observations.
@@ -245,6 +267,11 @@ type scope struct {
 	connection string
 	version    string
 	pools      []lapi.StoragePool
+
+	// podSelector selects the satellite's pods (its DaemonSet's selector).
+	podSelector map[string]string
+	// evictedWait says why the LINSTOR node stays evicted.
+	evictedWait string
 }
 
 func (r *Reconciler) poll() time.Duration { return phases.Poll(r.Poll, pollInterval) }

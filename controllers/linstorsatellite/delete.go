@@ -52,7 +52,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 // deletes a node holding the only replica of a resource that has no diskless peers
 // (it refuses only the last diskful replica of a resource with diskless peers, and
 // in-use replicas), so the operator checks first: the node goes only when every
-// resource on it has an UpToDate diskful copy elsewhere.
+// resource on it has an UpToDate diskful copy elsewhere that is connected to it
+// (linstor.LastCopies).
 func (r *Reconciler) deleteNode(ctx context.Context, s *scope) bool {
 	if s.linstorErr != nil {
 		s.deleteWait = s.linstorErr.Error()
@@ -63,10 +64,10 @@ func (r *Reconciler) deleteNode(ctx context.Context, s *scope) bool {
 		s.deleteWait = fmt.Sprintf("cannot read the resources on node %s, waiting: %v", s.sat.Name, err)
 		return false
 	}
-	if only := linstor.OnlyCopies(s.sat.Name, replicas); len(only) > 0 {
+	if last := linstor.LastCopies(s.sat.Name, replicas); len(last) > 0 {
 		s.deleteReason = linstorv1.ReasonHoldsLastReplica
 		s.deleteWait = fmt.Sprintf("node %s holds the only up-to-date copy of %s: deleting it would destroy that data; move or delete those volumes, or use deletionPolicy Evacuate",
-			s.sat.Name, listNames(only))
+			s.sat.Name, describeCopies(last))
 		r.Recorder.Event(s.sat, corev1.EventTypeWarning, "NodeHoldsLastReplica", s.deleteWait)
 		return false
 	}
@@ -133,7 +134,7 @@ func (r *Reconciler) evacuateNode(ctx context.Context, s *scope) bool {
 				return false
 			}
 		}
-		if !r.evacuate(ctx, s) {
+		if !r.evacuationSafe(ctx, s) || !r.evacuate(ctx, s) {
 			return false
 		}
 	}
@@ -153,11 +154,16 @@ func (r *Reconciler) evacuateNode(ctx context.Context, s *scope) bool {
 	if len(ev.InUse) > 0 {
 		parts = append(parts, fmt.Sprintf("%d in use on the node, waiting for their workloads to move (%s)", len(ev.InUse), listNames(ev.InUse)))
 	}
+	if len(ev.NotReplicated) > 0 {
+		s.deleteReason = linstorv1.ReasonHoldsLastReplica
+		parts = append(parts, fmt.Sprintf("%d have no DRBD layer, so LINSTOR does not move them and their data lives only on this node (%s): move or delete those volumes",
+			len(ev.NotReplicated), listNames(ev.NotReplicated)))
+	}
 	if len(ev.Stuck) > 0 {
 		s.deleteReason = linstorv1.ReasonEvacuationStuck
 		parts = append(parts, fmt.Sprintf("%d cannot move, no storage pool elsewhere can take them (%s): add capacity or nodes; the operator asks LINSTOR again every %s",
 			len(ev.Stuck), listNames(ev.Stuck), r.evacuationRetry()))
-		if len(ev.Moving) == 0 && r.evacuationDue(s.sat.UID) {
+		if len(ev.Moving) == 0 && r.evacuationDue(s.sat.UID) && r.evacuationSafe(ctx, s) {
 			// Only when nothing moves: a new request would place another replica of a
 			// resource whose replacement is still resyncing.
 			r.evacuate(ctx, s)
@@ -213,6 +219,37 @@ func (r *Reconciler) guardedRemoval(ctx context.Context, s *scope) bool {
 	s.deleteWait, s.deleteReason = held, linstorv1.ReasonRemovalHeld
 	ctrl.LoggerFrom(ctx).V(1).Info("removal held", "satellite", s.sat.Name, "why", held)
 	return false
+}
+
+// evacuationSafe holds an evacuation while a peer LINSTOR would count as a good copy
+// is cut off from this node (linstor.EvacuationHazards): LINSTOR could drop this
+// node's replica, which may hold the newest data, or resync its replacement from the
+// stale copy. It says why on the satellite.
+func (r *Reconciler) evacuationSafe(ctx context.Context, s *scope) bool {
+	replicas, err := linstor.ReplicasOf(ctx, s.lc, s.sat.Name)
+	if err != nil {
+		s.deleteWait = fmt.Sprintf("cannot read the resources on node %s, waiting: %v", s.sat.Name, err)
+		return false
+	}
+	hazards := linstor.EvacuationHazards(s.sat.Name, replicas)
+	if len(hazards) == 0 {
+		return true
+	}
+	s.deleteReason = linstorv1.ReasonHoldsLastReplica
+	s.deleteWait = fmt.Sprintf("not evacuating node %s yet: it may hold the only up-to-date copy of %s, and LINSTOR would count the disconnected replica as a good copy; waiting for the replication link to come back and resync",
+		s.sat.Name, describeCopies(hazards))
+	r.Recorder.Event(s.sat, corev1.EventTypeWarning, "NodeHoldsLastReplica", s.deleteWait)
+	return false
+}
+
+// describeCopies names the resources and why no other replica counts, bounded as
+// listNames is.
+func describeCopies(copies []linstor.LastCopy) string {
+	names := make([]string, len(copies))
+	for i, c := range copies {
+		names[i] = fmt.Sprintf("%s (%s)", c.Resource, c.Why)
+	}
+	return listNames(names)
 }
 
 // evacuate asks LINSTOR to evacuate and reports replicas it could not place.

@@ -129,16 +129,18 @@ func (r *Reconciler) createDiscoveryPool(ctx context.Context, s *scope, want *li
 		return false, fmt.Errorf("reading what other nodes report before claiming %s: %w", strings.Join(plan.Devices, ", "), err)
 	}
 	if shared := sharedDisks(plan.Disks, elsewhere); len(shared) > 0 {
-		// Nothing was sent, so nothing is remembered as claimed: the next pass decides
-		// afresh, with the other node's record in its cache.
+		// Nothing was sent, so nothing is remembered as claimed (a disk left Claimed
+		// would have the pool registered on it), and the node is listed again at once:
+		// the next pass decides afresh, with the other node's record in its cache.
 		st.State = linstorv1.PoolClaimFailed
 		st.Message = fmt.Sprintf("The claim of %s was not sent: %s", strings.Join(plan.Devices, ", "), strings.Join(shared, "; "))
-		st.Claimed, st.Attempts, st.ClaimTime = nil, 0, nil
 		for i := range s.discovery.Disks {
 			if d := &s.discovery.Disks[i]; d.State == linstorv1.DiskClaimed && d.Pool == want.Name && slices.Contains(st.Claimed, d.Device) {
-				d.State, d.Reason, d.Message = linstorv1.DiskSkipped, discovery.ReasonSeenOnOtherNode, "Not claimed: another node reported the same WWN or serial just before the claim; see the pool's message"
+				d.State, d.Reason, d.Message = linstorv1.DiskSkipped, "PoolFailed", "Not claimed: the claim was not sent, see the pool's message"
 			}
 		}
+		st.Claimed, st.Attempts, st.ClaimTime = nil, 0, nil
+		s.discovery.ListedAt = nil
 		r.Recorder.Eventf(s.sat, corev1.EventTypeWarning, "DiskShared", "Not claiming %s on node %s for storage pool %s: %s", strings.Join(plan.Devices, ", "), s.sat.Name, want.Name, strings.Join(shared, "; "))
 		s.claimFailed = append(s.claimFailed, fmt.Sprintf("pool %s: %s", want.Name, st.Message))
 		return false, nil

@@ -14,11 +14,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/controllers/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/props"
@@ -79,6 +81,7 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, s *scope) (ctrl.Resu
 	}
 	for _, o := range objs {
 		if ds, ok := o.(*appsv1.DaemonSet); ok {
+			s.podSelector = ds.Spec.Selector.MatchLabels
 			live := &appsv1.DaemonSet{}
 			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(ds), live); err == nil {
 				s.dsReady = live.Status.NumberReady > 0
@@ -133,18 +136,80 @@ func (r *Reconciler) reconcileNode(ctx context.Context, s *scope) (ctrl.Result, 
 		return ctrl.Result{}, nil
 	}
 	if linstor.HasFlag(lnode.Flags, "EVICTED") {
-		// The node came back after LINSTOR evicted it: restore it so it serves again.
-		err := s.lc.Nodes.Restore(ctx, node.Name, lapi.NodeRestore{})
-		r.wrote(s)
-		if err != nil {
-			s.nodeErr = fmt.Errorf("restoring evicted node: %w", err)
-			return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, nil
-		}
-		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "NodeRestored", "LINSTOR node %s was evicted and is back: restored", node.Name)
-		return ctrl.Result{}, nil
+		return r.restoreEvicted(ctx, s, lnode)
+	}
+	if lnode.ConnectionStatus == "ONLINE" {
+		r.forgetRestore(s.sat.UID) // a restore that worked is no reason to wait next time
 	}
 	s.lnode = &lnode
 	return r.reconcileNetInterfaces(ctx, s, lnode, port, encryption)
+}
+
+// restoreEvicted restores a node LINSTOR evicted once it is back
+// (satellite.RestoreEvicted: the Kubernetes node and the satellite pod ready for a
+// while, or LINSTOR sees it ONLINE); until then the status says why it stays evicted.
+// Nothing else is done to an evicted node.
+func (r *Reconciler) restoreEvicted(ctx context.Context, s *scope, lnode lapi.Node) (ctrl.Result, error) {
+	pods, err := r.satellitePods(ctx, s)
+	if err != nil {
+		s.nodeErr = fmt.Errorf("LINSTOR node %s is evicted; listing its satellite pods to see whether it is back: %w", lnode.Name, err)
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+	uid, now := s.sat.UID, time.Now()
+	r.evictMu.Lock()
+	if r.backSince == nil {
+		r.backSince, r.lastRestore = map[types.UID]time.Time{}, map[types.UID]time.Time{}
+	}
+	d := satellite.RestoreEvicted(satellite.Evicted{Node: s.node, Pods: pods, Connection: lnode.ConnectionStatus,
+		BackSince: r.backSince[uid], LastRestore: r.lastRestore[uid]}, phases.Poll(r.RestoreSettle, satellite.RestoreSettle), now)
+	switch {
+	case !d.Back:
+		delete(r.backSince, uid)
+	case r.backSince[uid].IsZero():
+		r.backSince[uid] = now
+	}
+	r.evictMu.Unlock()
+	if !d.Restore {
+		s.evictedWait = d.Wait
+		// The node's readiness and the DaemonSet's wake the reconciler; the settle time
+		// passes here.
+		return ctrl.Result{RequeueAfter: phases.Poll(d.RecheckAfter, r.poll())}, nil
+	}
+	err = s.lc.Nodes.Restore(ctx, lnode.Name, lapi.NodeRestore{})
+	r.wrote(s)
+	if err != nil {
+		s.nodeErr = fmt.Errorf("restoring evicted node: %w", err)
+		return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, nil
+	}
+	r.evictMu.Lock()
+	r.lastRestore[uid] = now
+	delete(r.backSince, uid)
+	r.evictMu.Unlock()
+	r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "NodeRestored", "LINSTOR node %s was evicted and is back (Kubernetes node and satellite pod ready): restored", lnode.Name)
+	// The next pass judges the restore on the observer's next cycle, whether or not
+	// that cycle differs from the last one (an evict just after looks unchanged).
+	return ctrl.Result{RequeueAfter: staleRetry}, nil
+}
+
+// forgetRestore: the node was seen ONLINE since the operator last restored it.
+func (r *Reconciler) forgetRestore(uid types.UID) {
+	r.evictMu.Lock()
+	defer r.evictMu.Unlock()
+	delete(r.lastRestore, uid)
+	delete(r.backSince, uid)
+}
+
+// satellitePods lists the pods of the satellite's DaemonSet, read around the cache
+// (caching pods would keep every pod of the cluster in memory).
+func (r *Reconciler) satellitePods(ctx context.Context, s *scope) ([]corev1.Pod, error) {
+	if len(s.podSelector) == 0 || r.APIReader == nil {
+		return nil, nil // nothing to select by: no pod is seen, so nothing is restored
+	}
+	var pods corev1.PodList
+	if err := r.APIReader.List(ctx, &pods, client.InNamespace(s.sat.Namespace), client.MatchingLabels(s.podSelector)); err != nil {
+		return nil, err
+	}
+	return pods.Items, nil
 }
 
 // staleRetry: after a write, the observer's next cycle (asked for at once) shows it.

@@ -147,6 +147,9 @@ func setAvailableCondition(sat *linstorv1.LinstorSatellite, s *scope) {
 	switch {
 	case s.linstorErr != nil:
 		cond.Reason, cond.Message = linstorv1.ReasonLinstorUnreachable, s.linstorErr.Error()
+	case s.evictedWait != "":
+		// An evicted node serves nothing, whatever its connection.
+		cond.Reason, cond.Message = linstorv1.ReasonNodeEvicted, s.evictedWait
 	case s.connection == "ONLINE":
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonAsExpected, "LINSTOR node is ONLINE"
 	case s.connection == "VERSION_MISMATCH":

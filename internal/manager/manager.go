@@ -72,6 +72,9 @@ type Options struct {
 	// DiskRelist paces storage discovery's listings of unused disks; zero means the
 	// default (tests shorten it).
 	DiskRelist time.Duration
+	// RestoreSettle is how long an evicted node must be back in Kubernetes before it is
+	// restored in LINSTOR; zero means satellite.RestoreSettle (tests shorten it).
+	RestoreSettle time.Duration
 	// Release overrides the LINSTOR versions this operator runs (simulating another
 	// operator release in tests); nil means upgrade.Current.
 	Release *upgrade.Release
@@ -145,6 +148,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Images: opts.Images, Recorder: mgr.GetEventRecorderFor("linstor-operator"),
 		Linstor: connector, Observer: obs, Events: satelliteEvents, Poll: opts.LinstorPoll, Grace: grace,
 		Backoff: phases.Backoff{Max: 2 * time.Minute}, Namespace: opts.Namespace, DiskRelist: opts.DiskRelist,
+		RestoreSettle: opts.RestoreSettle,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorSatellite controller: %w", err)
 	}

@@ -124,15 +124,17 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	}
 
 	e.Emulator = emulator.New()
-	// Every machine has three unused virtio disks of different sizes, for device pools
-	// and discovery (the samples' pool is a file pool and needs none). A Node annotated with
-	// emulator.DisksAnnotation gets the disks it lists instead.
+	// Every machine has the devices of a real node (emulator.HostDevices: a partitioned
+	// system disk with LVM and ZFS, loop devices, a zvol, a CD; LINSTOR offers the zvol and
+	// a loop device, both holding data) and three unused virtio disks of different sizes,
+	// for device pools and discovery (the samples' pool is a file pool and needs none). A
+	// Node annotated with emulator.DisksAnnotation gets the devices it lists instead.
 	e.Emulator.SetNewNodeDisksFunc(func(node string) []emulator.Disk {
-		return []emulator.Disk{
+		return append(emulator.HostDevices(node),
 			emulator.VirtioDisk(node, "/dev/vdb", 100<<30),
 			emulator.VirtioDisk(node, "/dev/vdc", 200<<30),
 			emulator.VirtioDisk(node, "/dev/vdd", 500<<30),
-		}
+		)
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

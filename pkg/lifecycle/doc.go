@@ -33,7 +33,16 @@
 //     the upgrade ends, nothing changed), Controller (the new controller migrates the
 //     database), Satellites (all move together: LINSTOR refuses mixed versions),
 //     Verify (replicas healthy again; no timeout and no rollback, the satellites
-//     already run the new version), Succeeded.
+//     already run the new version), Succeeded. Until Controller nothing has changed:
+//     the upgrade follows the spec, and when the version decision no longer upgrades
+//     to its target (spec.version pinned back, an approval withdrawn, another release
+//     planning another target) it is cancelled and the decision taken afresh. From
+//     Controller on a pin back cannot stop it (the database may be migrated): the
+//     status says how to return afterwards (restore the pre-upgrade backup).
+//     Nodes acknowledged as gone for good (LostNodes, annotation
+//     linstor.io/acknowledge-lost-nodes; honoured only while LINSTOR reports them
+//     OFFLINE and no satellite pod runs there) are left out of what Preflight,
+//     Satellites and Verify judge; nothing else skips a node.
 //  4. Fencing: from Backup to the end of Satellites the CSI controller is stopped, so
 //     no volume is created, attached or deleted in LINSTOR's database while a rollback
 //     could still restore the pre-upgrade backup. That makes the automatic rollback
@@ -44,4 +53,7 @@
 //     instructions; the database is never started half-migrated.
 //  6. Backup gate: while a LinstorBackup of the cluster is Pending or Running the
 //     controller is stopped, so the copy is consistent.
+//  7. OLM gate (HoldOperator): an upgrade from Backup on, or a restore, must be
+//     finished by the release that started it; Preflight has changed nothing and
+//     holds nothing, so a release that fixes what it waits on can be installed.
 package lifecycle

@@ -51,11 +51,21 @@ type State struct {
 	Deployed *linstorv1.DeployedVersions
 	Upgrade  *linstorv1.UpgradeStatus
 	Restore  *linstorv1.RestoreStatus
+	// LostNodes is decided by LostNodes before Step, which keeps it as it is; it is
+	// saved with the rest.
+	LostNodes []linstorv1.LostNode
 }
 
 // DeepCopy copies the state.
 func (s State) DeepCopy() State {
-	return State{Deployed: s.Deployed.DeepCopy(), Upgrade: s.Upgrade.DeepCopy(), Restore: s.Restore.DeepCopy()}
+	out := State{Deployed: s.Deployed.DeepCopy(), Upgrade: s.Upgrade.DeepCopy(), Restore: s.Restore.DeepCopy()}
+	if s.LostNodes != nil {
+		out.LostNodes = make([]linstorv1.LostNode, len(s.LostNodes))
+		for i := range s.LostNodes {
+			s.LostNodes[i].DeepCopyInto(&out.LostNodes[i])
+		}
+	}
+	return out
 }
 
 // Spec is what the user asks for.
@@ -170,11 +180,14 @@ type Output struct {
 	// FenceCSI stops the CSI controller: nothing may change the database while a
 	// rollback could still restore the pre-upgrade backup.
 	FenceCSI bool
-	// Upgrading: a version change is in progress (the OLM gate reports it).
+	// Upgrading: a version change (or a restore) is in progress; Progressing reports it.
 	Upgrading bool
-	Problem   Problem
-	Actions   []Action
-	Events    []Event
+	// HoldOperator: another operator release must not take over now (the OLM gate):
+	// an upgrade from Backup on, or a restore, is in progress. Preflight holds nothing.
+	HoldOperator bool
+	Problem      Problem
+	Actions      []Action
+	Events       []Event
 	// Requeue: when to look again (zero: only on change).
 	Requeue time.Duration
 	// VersionStale: the database was replaced, so status.version is not LINSTOR's.
@@ -244,6 +257,12 @@ func restoreTarget(spec Spec, st State) string {
 
 // Step decides the next state and actions. It never touches anything.
 func Step(in Input) Output {
+	out := step(in)
+	out.HoldOperator = holdsOperator(out)
+	return out
+}
+
+func step(in Input) Output {
 	out := Output{State: in.State.DeepCopy()}
 	if stepRestore(&in, &out) {
 		return out
@@ -259,8 +278,20 @@ func Step(in Input) Output {
 	return out
 }
 
+// holdsOperator: what is in progress was started by this release and must be finished
+// by it (a stopped controller holds through StopController as well).
+func holdsOperator(out Output) bool {
+	return out.Upgrading && (RestoreInProgress(out.State.Restore) || HoldsOperator(out.State.Upgrade))
+}
+
 // AfterAction folds the outcome of an action into the state the controller saves next.
 func AfterAction(in Input, st State, a Action, err error) Output {
+	out := afterAction(in, st, a, err)
+	out.HoldOperator = holdsOperator(out)
+	return out
+}
+
+func afterAction(in Input, st State, a Action, err error) Output {
 	out := Output{State: st.DeepCopy()}
 	switch a.Kind {
 	case RestoreDatabase:
@@ -318,6 +349,15 @@ func inProgress(p linstorv1.UpgradePhase) bool {
 
 // InProgress reports an upgrade phase that is under way.
 func InProgress(u *linstorv1.UpgradeStatus) bool { return u != nil && inProgress(u.Phase) }
+
+// HoldsOperator reports an upgrade that another operator release must not take over:
+// from Backup on, this release has started changing things (the controller stopped for
+// the backup, the database migrated, a rollback). Preflight has changed nothing, so it
+// holds nothing: OLM may install another release meanwhile (the fix for what Preflight
+// waits on, say), which decides the upgrade afresh (see cancel).
+func HoldsOperator(u *linstorv1.UpgradeStatus) bool {
+	return InProgress(u) && u.Phase != linstorv1.UpgradePreflight
+}
 
 // RestoreInProgress reports a confirmed restore that has not ended (Stopping or Restoring).
 func RestoreInProgress(r *linstorv1.RestoreStatus) bool {

@@ -8,14 +8,10 @@ package lifecycle
 //     decides the same),
 //   - an upgrade in flight keeps From, To, StartedAt and its backup name, and a phase
 //     change stamps PhaseStartedAt with Now.
-//
-// Rows marked with skip describe the correct behaviour where the package does
-// something else (see the "BUG:" text). Run them with LIFECYCLE_BUGS=1 to see them fail.
 
 import (
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -136,6 +132,17 @@ func withExternalDB(acknowledged bool) opt {
 	}
 }
 
+// withRelease is another operator release: it runs these versions, the last one its target.
+func withRelease(runs ...string) opt {
+	return func(in *Input) {
+		r := upgrade.Release{Target: upgrade.MustParse(runs[len(runs)-1]), Oldest: upgrade.MustParse("1.29.0")}
+		for _, v := range runs {
+			r.Runnable = append(r.Runnable, upgrade.MustParse(v))
+		}
+		in.Release = r
+	}
+}
+
 // withTimeout sets spec.upgrade.phaseTimeout.
 func withTimeout(d time.Duration) opt { return func(in *Input) { in.Spec.PhaseTimeout = d } }
 
@@ -237,8 +244,6 @@ type expect struct {
 	requeue    time.Duration
 	// events are the reasons of the events, in order.
 	events []string
-	// ignoreDeployed, ignoreFence: a BUG row elsewhere states what they must be.
-	ignoreDeployed, ignoreFence bool
 	// check asserts the rest.
 	check func(t *testing.T, in Input, out Output)
 }
@@ -248,16 +253,12 @@ type stepCase struct {
 	name string
 	in   Input
 	want expect
-	// skip is a "BUG: ..." note: the row states the correct behaviour, which the
-	// package does not have.
-	skip string
 }
 
 func runStepCases(t *testing.T, cases []stepCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			skipBug(t, tc.skip)
 			orig := cloneInput(tc.in)
 			out := Step(tc.in)
 			if !reflect.DeepEqual(tc.in, orig) {
@@ -268,13 +269,6 @@ func runStepCases(t *testing.T, cases []stepCase) {
 			}
 			checkOutput(t, orig, out, tc.want)
 		})
-	}
-}
-
-func skipBug(t *testing.T, note string) {
-	t.Helper()
-	if note != "" && os.Getenv("LIFECYCLE_BUGS") == "" {
-		t.Skip(note)
 	}
 }
 
@@ -333,7 +327,7 @@ func checkOutput(t *testing.T, in Input, out Output, e expect) {
 			t.Errorf("restore: got cluster UID %q, want %q", r.ClusterUID, e.restoreUID)
 		}
 	}
-	if !e.ignoreDeployed && !reflect.DeepEqual(st.Deployed, e.deployed) {
+	if !reflect.DeepEqual(st.Deployed, e.deployed) {
 		t.Errorf("deployed: got %s, want %s", fmtDeployed(st.Deployed), fmtDeployed(e.deployed))
 	}
 	switch {
@@ -342,7 +336,7 @@ func checkOutput(t *testing.T, in Input, out Output, e expect) {
 	case e.stop != "" && !strings.Contains(out.StopController, e.stop):
 		t.Errorf("StopController: got %q, want it to contain %q", out.StopController, e.stop)
 	}
-	if !e.ignoreFence && out.FenceCSI != e.fence {
+	if out.FenceCSI != e.fence {
 		t.Errorf("FenceCSI: got %v, want %v", out.FenceCSI, e.fence)
 	}
 	if out.Upgrading != e.upgrading {
@@ -388,7 +382,7 @@ func checkOutput(t *testing.T, in Input, out Output, e expect) {
 func checkUpgradeInvariants(t *testing.T, in Input, out Output) {
 	t.Helper()
 	u0, u1 := in.State.Upgrade, out.State.Upgrade
-	if u0 == nil || !inProgress(u0.Phase) || u1 == nil {
+	if u0 == nil || !inProgress(u0.Phase) || u1 == nil || cancelled(out) {
 		return
 	}
 	if u1.From != u0.From || u1.To != u0.To {
@@ -406,6 +400,16 @@ func checkUpgradeInvariants(t *testing.T, in Input, out Output) {
 	case u1.Phase != u0.Phase && u1.Phase != linstorv1.UpgradeRolledBack && !sameTime(u1.PhaseStartedAt, mt(in.Now)):
 		t.Errorf("upgrade: entered %s, but phaseStartedAt is %v, want now", u1.Phase, u1.PhaseStartedAt)
 	}
+}
+
+// cancelled: the upgrade in flight was cancelled; what follows is a new decision.
+func cancelled(out Output) bool {
+	for _, e := range out.Events {
+		if e.Reason == "UpgradeCancelled" {
+			return true
+		}
+	}
+	return false
 }
 
 func sameTime(a, b *metav1.Time) bool {
@@ -526,6 +530,25 @@ func restoreVersionIs(v string) func(*testing.T, Input, Output) {
 }
 
 func ev(reasons ...string) []string { return reasons }
+
+// eventHas: the event with this reason says every part.
+func eventHas(reason string, parts ...string) func(*testing.T, Input, Output) {
+	return func(t *testing.T, _ Input, out Output) {
+		t.Helper()
+		for _, e := range out.Events {
+			if e.Reason != reason {
+				continue
+			}
+			for _, p := range parts {
+				if !strings.Contains(e.Message, p) {
+					t.Errorf("event %s %q does not contain %q", reason, e.Message, p)
+				}
+			}
+			return
+		}
+		t.Errorf("no %s event", reason)
+	}
+}
 
 func restoreDB(backup string) Action { return Action{Kind: RestoreDatabase, Backup: backup} }
 
@@ -735,6 +758,48 @@ var preflightCases = []stepCase{
 		want: expect{upgrade: linstorv1.UpgradeBackup, deployed: dv(fxFrom, fxFrom), upgrading: true, requeue: soon,
 			events: ev("UpgradeBackup")},
 	},
+	// Nothing has changed before Backup: the upgrade follows the spec, and a decision
+	// that no longer upgrades to its target cancels it.
+	{
+		name: "spec.version pinned back to the running version: cancelled, nothing changed",
+		in:   inPhase(linstorv1.UpgradePreflight, withRequested(fxFrom), obsLinstor(fxFrom, "satellite node-b is OFFLINE")),
+		want: expect{deployed: dv(fxFrom, fxFrom), events: ev("UpgradeCancelled"),
+			check: eventHas("UpgradeCancelled", "1.33.2 -> 1.33.3", "before anything changed", "spec.version")},
+	},
+	{
+		name: "pinned back before LINSTOR was looked at: cancelled all the same",
+		in:   inPhase(linstorv1.UpgradePreflight, withRequested(fxFrom)),
+		want: expect{deployed: dv(fxFrom, fxFrom), events: ev("UpgradeCancelled")},
+	},
+	{
+		name: "approval withdrawn (Manual policy, spec.version cleared): AwaitingApproval again",
+		in:   inPhase(linstorv1.UpgradePreflight, withManualPolicy(), obsLinstor(fxFrom, "satellite node-b is OFFLINE")),
+		want: expect{upgrade: linstorv1.UpgradeAwaitingApproval, deployed: dv(fxFrom, fxFrom), events: ev("UpgradeCancelled"),
+			check: all(upgradeFromTo(fxFrom, fxTo), upgradeMsgHas("Manual"))},
+	},
+	{
+		name: "spec.version names a version this release cannot run: cancelled, Refused",
+		in:   inPhase(linstorv1.UpgradePreflight, withRequested("1.32.0"), obsLinstor(fxFrom)),
+		want: expect{upgrade: linstorv1.UpgradeRefused, deployed: dv(fxFrom, fxFrom), events: ev("UpgradeCancelled"),
+			problem: linstorv1.ReasonUpgradeRefused, problemHas: []string{"1.32.0 is not a version this operator release can run"}},
+	},
+	{
+		name: "a newer operator release that no longer runs the target: cancelled, a new Preflight to its own",
+		in:   inPhase(linstorv1.UpgradePreflight, withRelease(fxFrom, "1.33.4"), obsLinstor(fxFrom, "satellite node-b is OFFLINE")),
+		want: expect{upgrade: linstorv1.UpgradePreflight, deployed: dv(fxFrom, fxFrom), upgrading: true, requeue: soon,
+			events: ev("UpgradeCancelled", "UpgradeStarted"), check: all(upgradeFromTo(fxFrom, "1.33.4"), eventHas("UpgradeCancelled", "1.33.4"))},
+	},
+	{
+		name: "a newer operator release with the same target: Preflight goes on",
+		in:   inPhase(linstorv1.UpgradePreflight, withRelease("1.33.1", fxFrom, fxTo), obsLinstor(fxFrom, "satellite node-b is OFFLINE")),
+		want: expect{upgrade: linstorv1.UpgradePreflight, deployed: dv(fxFrom, fxFrom), upgrading: true, requeue: Poll,
+			check: upgradeMsgHas("node-b is OFFLINE")},
+	},
+	{
+		name: "Manual policy, approved (spec.version is the target): Preflight goes on",
+		in:   inPhase(linstorv1.UpgradePreflight, withManualPolicy(), withRequested(fxTo), obsLinstor(fxFrom, "satellite node-b is OFFLINE")),
+		want: expect{upgrade: linstorv1.UpgradePreflight, deployed: dv(fxFrom, fxFrom), upgrading: true, requeue: Poll},
+	},
 }
 
 func TestPhasePreflight(t *testing.T) { runStepCases(t, preflightCases) }
@@ -779,13 +844,13 @@ var backupCases = []stepCase{
 	{
 		name: "completed: Controller",
 		in:   inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), obsUpgradeBackup(linstorv1.BackupCompleted, "done")),
-		want: expect{upgrade: linstorv1.UpgradeController, ignoreDeployed: true, fence: true, upgrading: true, requeue: soon,
+		want: expect{upgrade: linstorv1.UpgradeController, deployed: dv(fxTo, fxFrom), fence: true, upgrading: true, requeue: soon,
 			events: ev("UpgradeController"), check: all(upgradeBackupIs(fxPreBackup), upgradeMsgHas("sha256:0123abcd"))},
 	},
 	{
 		name: "completed past the timeout still moves on: Controller",
 		in:   inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), obsUpgradeBackup(linstorv1.BackupCompleted, "done"), late()),
-		want: expect{upgrade: linstorv1.UpgradeController, ignoreDeployed: true, fence: true, upgrading: true, requeue: soon,
+		want: expect{upgrade: linstorv1.UpgradeController, deployed: dv(fxTo, fxFrom), fence: true, upgrading: true, requeue: soon,
 			events: ev("UpgradeController")},
 	},
 	{
@@ -812,7 +877,7 @@ var backupCases = []stepCase{
 	{
 		name: "external database: Controller with no backup",
 		in:   inPhase(linstorv1.UpgradeBackup, withExternalDB(true)),
-		want: expect{upgrade: linstorv1.UpgradeController, ignoreDeployed: true, fence: true, upgrading: true, requeue: soon,
+		want: expect{upgrade: linstorv1.UpgradeController, deployed: dv(fxTo, fxFrom), fence: true, upgrading: true, requeue: soon,
 			events: ev("UpgradeController"), check: upgradeBackupIs("")},
 	},
 	{
@@ -820,6 +885,19 @@ var backupCases = []stepCase{
 		in:   inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), obsUpgradeBackup(linstorv1.BackupCompleted, "done")),
 		want: expect{upgrade: linstorv1.UpgradeController, deployed: dv(fxTo, fxFrom), fence: true, upgrading: true, requeue: soon,
 			events: ev("UpgradeController")},
+	},
+	{
+		name: "spec.version pinned back while the backup is taken: cancelled, nothing changed, LINSTOR stays stopped until the backup ends",
+		in: inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), withRequested(fxFrom), obsUpgradeBackup(linstorv1.BackupRunning, "dumping"),
+			obsActiveBackup(fxPreBackup)),
+		want: expect{deployed: dv(fxFrom, fxFrom), stop: "LinstorBackup " + fxPreBackup + " is being taken", events: ev("UpgradeCancelled"),
+			check: eventHas("UpgradeCancelled", "before anything changed")},
+	},
+	{
+		name: "spec.version pinned back once the backup completed: cancelled, the controller is not moved",
+		in: inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), withRequested(fxFrom),
+			obsUpgradeBackup(linstorv1.BackupCompleted, "done")),
+		want: expect{deployed: dv(fxFrom, fxFrom), events: ev("UpgradeCancelled")},
 	},
 	{
 		name: "a backup that never appears ends the upgrade at the timeout",
@@ -884,7 +962,7 @@ var controllerCases = []stepCase{
 	{
 		name: "external database, timeout: RolledBack, the admin restores",
 		in:   inPhase(linstorv1.UpgradeController, withBackupName(""), withExternalDB(true), obsUnreachable(), late()),
-		want: expect{upgrade: linstorv1.UpgradeRolledBack, ignoreDeployed: true, problem: linstorv1.ReasonUpgradeFailed, stale: true,
+		want: expect{upgrade: linstorv1.UpgradeRolledBack, deployed: dv(fxFrom, fxFrom), problem: linstorv1.ReasonUpgradeFailed, stale: true,
 			problemHas: []string{"database is external", "restore it from your backup"}, events: ev("UpgradeFailed")},
 	},
 	{
@@ -892,6 +970,25 @@ var controllerCases = []stepCase{
 		in:   inPhase(linstorv1.UpgradeController, withBackupName(""), withExternalDB(true), obsUnreachable(), late()),
 		want: expect{upgrade: linstorv1.UpgradeRolledBack, deployed: dv(fxFrom, fxFrom), problem: linstorv1.ReasonUpgradeFailed, stale: true,
 			events: ev("UpgradeFailed")},
+	},
+	{
+		name: "spec.version pinned back once the new controller is deployed: the upgrade goes on, the status says how to go back",
+		in:   inPhase(linstorv1.UpgradeController, withRequested(fxFrom), obsLinstor(fxFrom)),
+		want: expect{upgrade: linstorv1.UpgradeController, deployed: dv(fxTo, fxFrom), fence: true, upgrading: true, requeue: Poll,
+			problem: linstorv1.ReasonUpgradeRefused, problemHas: []string{"spec.version 1.33.2", "phase Controller", "rolls back on its own",
+				"spec.database.restoreFrom: " + fxPreBackup}},
+	},
+	{
+		name: "pinned back, the new version answers: Satellites all the same",
+		in:   inPhase(linstorv1.UpgradeController, withRequested(fxFrom), obsLinstor(fxTo)),
+		want: expect{upgrade: linstorv1.UpgradeSatellites, deployed: dv(fxTo, fxTo), fence: true, upgrading: true, requeue: soon,
+			events: ev("UpgradeSatellites"), problem: linstorv1.ReasonUpgradeRefused},
+	},
+	{
+		name: "pinned back, timeout: the rollback's own problem is reported",
+		in:   inPhase(linstorv1.UpgradeController, withRequested(fxFrom), obsLinstor(fxFrom), late()),
+		want: expect{upgrade: linstorv1.UpgradeRollingBack, deployed: dv(fxFrom, fxFrom), stop: fxPreBackup, fence: true, upgrading: true,
+			requeue: soon, events: ev("UpgradeFailed", "UpgradeRollingBack")},
 	},
 }
 
@@ -940,6 +1037,12 @@ var satellitesCases = []stepCase{
 		want: expect{upgrade: linstorv1.UpgradeRolledBack, deployed: dv(fxFrom, fxFrom), problem: linstorv1.ReasonUpgradeFailed, stale: true,
 			events: ev("UpgradeFailed")},
 	},
+	{
+		name: "spec.version pinned back while the satellites move: the upgrade goes on, the status says how to go back",
+		in:   inPhase(linstorv1.UpgradeSatellites, withRequested(fxFrom), obsWaiting(fxTo, "node-b OFFLINE")),
+		want: expect{upgrade: linstorv1.UpgradeSatellites, deployed: dv(fxTo, fxTo), fence: true, upgrading: true, requeue: Poll,
+			problem: linstorv1.ReasonUpgradeRefused, problemHas: []string{"phase Satellites", fxPreBackup}},
+	},
 }
 
 func TestPhaseSatellites(t *testing.T) { runStepCases(t, satellitesCases) }
@@ -979,6 +1082,17 @@ var verifyCases = []stepCase{
 		in:   inPhase(linstorv1.UpgradeVerify, withBackupName(""), withExternalDB(true), obsLinstor(fxTo)),
 		want: expect{upgrade: linstorv1.UpgradeSucceeded, deployed: dv(fxTo, fxTo), requeue: soon, events: ev("UpgradeSucceeded"),
 			check: upgradeMsgHas("(external)")},
+	},
+	{
+		name: "spec.version pinned back during Verify: the upgrade goes on, the status says how to go back",
+		in:   inPhase(linstorv1.UpgradeVerify, withRequested(fxFrom), obsLinstor(fxTo, "pvc-1 on node-b is Inconsistent")),
+		want: expect{upgrade: linstorv1.UpgradeVerify, deployed: dv(fxTo, fxTo), upgrading: true, requeue: Poll,
+			problem: linstorv1.ReasonUpgradeRefused, problemHas: []string{"phase Verify", fxPreBackup}},
+	},
+	{
+		name: "pinned back, healthy: Succeeded (the next pass refuses the downgrade)",
+		in:   inPhase(linstorv1.UpgradeVerify, withRequested(fxFrom), obsLinstor(fxTo)),
+		want: expect{upgrade: linstorv1.UpgradeSucceeded, deployed: dv(fxTo, fxTo), requeue: soon, events: ev("UpgradeSucceeded")},
 	},
 }
 
@@ -1023,6 +1137,13 @@ var rollingBackCases = []stepCase{
 		want: expect{upgrade: linstorv1.UpgradeRollingBack, deployed: dv(fxFrom, fxFrom), stop: fxPreBackup, fence: true, upgrading: true,
 			actions: []Action{restoreDB(fxPreBackup)}, check: sameUpgrade},
 	},
+	{
+		name: "spec.version pinned back while rolling back: the rollback goes where the pin asks, nothing more to say",
+		in: inPhase(linstorv1.UpgradeRollingBack, withRequested(fxFrom), obsUpgradeBackup(linstorv1.BackupCompleted, "done"),
+			obsStopped()),
+		want: expect{upgrade: linstorv1.UpgradeRollingBack, deployed: dv(fxFrom, fxFrom), stop: fxPreBackup, fence: true, upgrading: true,
+			actions: []Action{restoreDB(fxPreBackup)}, check: sameUpgrade},
+	},
 }
 
 func TestPhaseRollingBack(t *testing.T) { runStepCases(t, rollingBackCases) }
@@ -1038,7 +1159,6 @@ type afterCase struct {
 	action Action
 	err    error
 	want   expect
-	skip   string
 }
 
 var afterActionCases = []afterCase{
@@ -1058,7 +1178,7 @@ var afterActionCases = []afterCase{
 		err:    errors.New("etcd: request too large"),
 		want: expect{upgrade: linstorv1.UpgradeRollingBack, deployed: dv(fxFrom, fxFrom), stop: fxPreBackup, upgrading: true,
 			requeue: Poll, problem: linstorv1.ReasonUpgradeFailed, problemHas: []string{"will retry", "request too large"},
-			ignoreFence: true, check: sameUpgrade},
+			fence: true, check: sameUpgrade},
 	},
 	{
 		name:   "restore done: Restored, version stale, LINSTOR starts, upgrade record cleared",
@@ -1105,7 +1225,6 @@ func TestAfterActionRestoreClearsUpgrade(t *testing.T) {
 func TestAfterAction(t *testing.T) {
 	for _, tc := range afterActionCases {
 		t.Run(tc.name, func(t *testing.T) {
-			skipBug(t, tc.skip)
 			step := Step(cloneInput(tc.in))
 			if !hasAction(step.Actions, tc.action) {
 				t.Fatalf("Step did not ask for %+v (got %+v): the row does not describe a real pass", tc.action, step.Actions)
@@ -1389,7 +1508,6 @@ type fenceCase struct {
 	after *Action
 	err   error
 	fence bool
-	skip  string
 }
 
 var fencingCases = []fenceCase{
@@ -1461,7 +1579,6 @@ var fencingCases = []fenceCase{
 func TestFencing(t *testing.T) {
 	for _, tc := range fencingCases {
 		t.Run(tc.name, func(t *testing.T) {
-			skipBug(t, tc.skip)
 			out := Step(tc.in)
 			if tc.after != nil {
 				if !hasAction(out.Actions, *tc.after) {
@@ -1620,6 +1737,16 @@ var restartCases = []restartCase{
 		name: "retry: the annotation still seen does not restart the new attempt",
 		in: input(withReported(fxFrom), withDeployed(dv(fxFrom, fxFrom)), withRetry(fxTo),
 			withUpgrade(finished(linstorv1.UpgradeRolledBack, fxFrom, fxTo))),
+		first: "upgrade:Preflight", second: "upgrade:Preflight",
+	},
+	{
+		name:  "Preflight cancelled by a pin back: it stays cancelled",
+		in:    inPhase(linstorv1.UpgradePreflight, withRequested(fxFrom), obsLinstor(fxFrom)),
+		first: "idle", second: "idle",
+	},
+	{
+		name:  "Preflight re-planned by a newer release: the new plan stays",
+		in:    inPhase(linstorv1.UpgradePreflight, withRelease(fxFrom, "1.33.4"), obsLinstor(fxFrom, "satellite node-b is OFFLINE")),
 		first: "upgrade:Preflight", second: "upgrade:Preflight",
 	},
 	{
@@ -2105,55 +2232,165 @@ func TestScenarios(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------------
-// Row counts (last: go test runs the tests in file order).
+// The OLM gate: only what this release must finish holds an operator upgrade.
 // ---------------------------------------------------------------------------------
 
-func TestRowCounts(t *testing.T) {
-	skipped := 0
-	stepTables := [][]stepCase{versionCases, preflightCases, backupCases, controllerCases, satellitesCases, verifyCases,
-		rollingBackCases, restoreCases}
-	for _, cs := range stepTables {
-		for _, c := range cs {
-			if c.skip != "" {
-				skipped++
+type holdCase struct {
+	name string
+	in   Input
+	// after, when set, is the action whose outcome AfterAction reports (err its error).
+	after *Action
+	err   error
+	hold  bool
+}
+
+var holdCases = []holdCase{
+	{name: "no upgrade", in: input(), hold: false},
+	{name: "AwaitingApproval", in: input(withReported(fxFrom), withDeployed(dv(fxFrom, fxFrom)), withManualPolicy()), hold: false},
+	{name: "Refused", in: input(withRequested(fxFrom)), hold: false},
+	{name: "an upgrade starts: Preflight changes nothing", in: input(withReported(fxFrom), withDeployed(dv(fxFrom, fxFrom))), hold: false},
+	{name: "Preflight waits", in: inPhase(linstorv1.UpgradePreflight, obsLinstor(fxFrom, "satellite node-b is OFFLINE")), hold: false},
+	{name: "Preflight not observed yet", in: inPhase(linstorv1.UpgradePreflight), hold: false},
+	{name: "Preflight cancelled by a pin back", in: inPhase(linstorv1.UpgradePreflight, withRequested(fxFrom)), hold: false},
+	{name: "Preflight passes: Backup is entered", in: inPhase(linstorv1.UpgradePreflight, obsLinstor(fxFrom)), hold: true},
+	{
+		name: "Backup",
+		in:   inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), obsUpgradeBackup(linstorv1.BackupRunning, "")),
+		hold: true,
+	},
+	{
+		name: "Backup cancelled by a pin back",
+		in:   inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), withRequested(fxFrom), obsUpgradeBackup(linstorv1.BackupRunning, "")),
+		hold: false, // the backup itself holds through StopController while it runs
+	},
+	{name: "Controller", in: inPhase(linstorv1.UpgradeController, obsLinstor(fxFrom)), hold: true},
+	{name: "Satellites", in: inPhase(linstorv1.UpgradeSatellites, obsWaiting(fxTo, "node-b OFFLINE")), hold: true},
+	{name: "Verify", in: inPhase(linstorv1.UpgradeVerify, obsLinstor(fxTo, "pvc-1 Inconsistent")), hold: true},
+	{name: "Verify passes: Succeeded", in: inPhase(linstorv1.UpgradeVerify, obsLinstor(fxTo)), hold: false},
+	{name: "RollingBack", in: inPhase(linstorv1.UpgradeRollingBack, obsUpgradeBackup(linstorv1.BackupCompleted, ""), obsStopped()), hold: true},
+	{
+		name:  "RollingBack, restore failed: still RollingBack",
+		in:    inPhase(linstorv1.UpgradeRollingBack, obsUpgradeBackup(linstorv1.BackupCompleted, ""), obsStopped()),
+		after: &Action{Kind: RestoreDatabase, Backup: fxPreBackup}, err: errors.New("boom"),
+		hold: true,
+	},
+	{
+		name:  "RollingBack, restore done (RolledBack)",
+		in:    inPhase(linstorv1.UpgradeRollingBack, obsUpgradeBackup(linstorv1.BackupCompleted, ""), obsStopped()),
+		after: &Action{Kind: RestoreDatabase, Backup: fxPreBackup},
+		hold:  false,
+	},
+	{name: "Succeeded", in: input(withUpgrade(finished(linstorv1.UpgradeSucceeded, fxFrom, fxTo))), hold: false},
+	{name: "restore AwaitingConfirmation", in: inRestore(obsDBEmpty(false)), hold: false},
+	{name: "restore Stopping", in: inRestore(withRestore(RestoreStopping, fxNightly, fxUID, fxFrom)), hold: true},
+	{name: "restore Restoring", in: inRestore(withRestore(RestoreRestoring, fxNightly, fxUID, fxFrom), obsStopped()), hold: true},
+}
+
+func TestHoldOperator(t *testing.T) {
+	for _, tc := range holdCases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := Step(cloneInput(tc.in))
+			if tc.after != nil {
+				if !hasAction(out.Actions, *tc.after) {
+					t.Fatalf("Step did not ask for %+v", *tc.after)
+				}
+				out = AfterAction(tc.in, out.State, *tc.after, tc.err)
+			}
+			if out.HoldOperator != tc.hold {
+				t.Errorf("HoldOperator = %v, want %v (%s)", out.HoldOperator, tc.hold, summary(out.State))
+			}
+			if out.HoldOperator && !out.Upgrading {
+				t.Errorf("HoldOperator without Upgrading")
+			}
+			// The saved state says the same to a pass that decides nothing.
+			if u := out.State.Upgrade; HoldsOperator(u) != (InProgress(u) && u.Phase != linstorv1.UpgradePreflight) {
+				t.Errorf("HoldsOperator(%s) is wrong", summary(out.State))
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------------
+// The tables themselves: every phase is reached and left by rows, each phase table
+// holds only rows of its phase, every action is asked for by some row.
+// ---------------------------------------------------------------------------------
+
+var allUpgradePhases = []linstorv1.UpgradePhase{linstorv1.UpgradeAwaitingApproval, linstorv1.UpgradeRefused, linstorv1.UpgradePreflight,
+	linstorv1.UpgradeBackup, linstorv1.UpgradeController, linstorv1.UpgradeSatellites, linstorv1.UpgradeVerify, linstorv1.UpgradeSucceeded,
+	linstorv1.UpgradeRollingBack, linstorv1.UpgradeRolledBack}
+
+var allRestorePhases = []string{RestoreAwaitingConfirmation, RestoreStopping, RestoreRestoring, RestoreRestored, RestoreFailed}
+
+func TestTablesCoverEveryPhase(t *testing.T) {
+	phaseTables := map[linstorv1.UpgradePhase][]stepCase{
+		linstorv1.UpgradePreflight: preflightCases, linstorv1.UpgradeBackup: backupCases, linstorv1.UpgradeController: controllerCases,
+		linstorv1.UpgradeSatellites: satellitesCases, linstorv1.UpgradeVerify: verifyCases, linstorv1.UpgradeRollingBack: rollingBackCases,
+	}
+	for phase, rows := range phaseTables {
+		for _, row := range rows {
+			if u := row.in.State.Upgrade; u == nil || u.Phase != phase {
+				t.Errorf("the %s table's row %q does not start in %s", phase, row.name, phase)
 			}
 		}
 	}
-	for _, c := range afterActionCases {
-		if c.skip != "" {
-			skipped++
+	for phase := range phaseTables {
+		if !inProgress(phase) {
+			t.Errorf("%s has a phase table but is not a phase in progress", phase)
 		}
 	}
-	for _, c := range fencingCases {
-		if c.skip != "" {
-			skipped++
+
+	steps := [][]stepCase{versionCases, preflightCases, backupCases, controllerCases, satellitesCases, verifyCases, rollingBackCases, restoreCases}
+	reached, left := map[linstorv1.UpgradePhase]bool{}, map[linstorv1.UpgradePhase]bool{}
+	restoreReached := map[string]bool{}
+	asked := map[ActionKind]bool{}
+	note := func(in Input, want expect) {
+		reached[want.upgrade] = true
+		if u := in.State.Upgrade; u != nil && u.Phase != want.upgrade {
+			left[u.Phase] = true
+		}
+		restoreReached[want.restore] = true
+		for _, a := range want.actions {
+			asked[a.Kind] = true
 		}
 	}
-	counts := []struct {
-		table string
-		rows  int
-	}{
-		{"version", len(versionCases)},
-		{"preflight", len(preflightCases)},
-		{"backup", len(backupCases)},
-		{"controller", len(controllerCases)},
-		{"satellites", len(satellitesCases)},
-		{"verify", len(verifyCases)},
-		{"rollingBack", len(rollingBackCases)},
-		{"afterAction", len(afterActionCases)},
-		{"restore", len(restoreCases)},
-		{"fencing", len(fencingCases)},
-		{"backupGate", len(gateCases)},
-		{"operatorRestart", len(restartCases)},
-		{"needs", len(needsCases)},
-		{"scenarios", len(scenarioCases)},
+	for _, table := range steps {
+		if len(table) == 0 {
+			t.Errorf("a Step table has no rows")
+		}
+		for _, row := range table {
+			note(row.in, row.want)
+		}
 	}
-	total := 0
-	for _, c := range counts {
-		t.Logf("%-16s %3d rows", c.table, c.rows)
-		total += c.rows
+	for _, row := range afterActionCases {
+		note(row.in, row.want)
 	}
-	t.Logf("%-16s %3d rows (%d of them BUG rows, skipped unless LIFECYCLE_BUGS=1)", "total", total, skipped)
+	for _, p := range allUpgradePhases {
+		if !reached[p] {
+			t.Errorf("no row ends in upgrade phase %s", p)
+		}
+		if inProgress(p) && !left[p] {
+			t.Errorf("no row leaves upgrade phase %s", p)
+		}
+		if _, ok := phaseTables[p]; inProgress(p) && !ok {
+			t.Errorf("upgrade phase %s has no table of its own", p)
+		}
+	}
+	for _, p := range allRestorePhases {
+		if !restoreReached[p] {
+			t.Errorf("no row ends in restore phase %s", p)
+		}
+	}
+	for _, k := range []ActionKind{CreateBackup, RestoreDatabase, RemoveAnnotation} {
+		if !asked[k] {
+			t.Errorf("no row asks for action %s", k)
+		}
+	}
+	for name, n := range map[string]int{"afterAction": len(afterActionCases), "fencing": len(fencingCases), "backupGate": len(gateCases),
+		"operatorRestart": len(restartCases), "needs": len(needsCases), "scenarios": len(scenarioCases), "hold": len(holdCases), "lostNodes": len(lostCases)} {
+		if n == 0 {
+			t.Errorf("table %s has no rows", name)
+		}
+	}
 }
 
 func TestRestoreInProgress(t *testing.T) {

@@ -21,9 +21,10 @@ func stepVersion(in *Input, out *Output) {
 		st.Upgrade = nil
 		return
 	}
-	if InProgress(st.Upgrade) {
+	if InProgress(st.Upgrade) && !cancel(in, out) {
 		out.Upgrading = true
 		advance(in, out)
+		pinnedBack(in, out)
 		return
 	}
 	running := in.Spec.Reported
@@ -87,6 +88,62 @@ func stepVersion(in *Input, out *Output) {
 		out.Upgrading, out.Requeue = true, soon
 		out.Events = append(out.Events, Event{Reason: "UpgradeStarted", Message: d.Message})
 	}
+}
+
+// cancel ends an upgrade that has changed nothing yet (Preflight, Backup) once the
+// spec no longer asks for it: spec.version pinned back to the running version, the
+// Manual policy's approval withdrawn, a version this release cannot run, or another
+// operator release (installed while Preflight waited) planning another target. The
+// decision is then taken afresh in the same pass. It reports whether it cancelled.
+func cancel(in *Input, out *Output) bool {
+	u := out.State.Upgrade
+	if u.Phase != linstorv1.UpgradePreflight && u.Phase != linstorv1.UpgradeBackup {
+		return false // the new controller may have migrated the database: see pinnedBack
+	}
+	d := in.Release.Decide(upgrade.Input{Running: u.From, Requested: in.Spec.Requested, Policy: in.Spec.Policy})
+	if d.Action == upgrade.Upgrade && d.To.String() == u.To {
+		return false
+	}
+	var why string
+	switch d.Action {
+	case upgrade.Stay:
+		why = fmt.Sprintf("spec.version pins %s, the running version", u.From)
+	case upgrade.AwaitApproval:
+		why = "the upgrade policy is Manual and spec.version no longer approves it"
+	case upgrade.Upgrade:
+		why = fmt.Sprintf("the upgrade now goes to %s", d.To)
+	default:
+		why = d.Message
+	}
+	msg := fmt.Sprintf("The upgrade %s -> %s was cancelled in %s, before anything changed: %s", u.From, u.To, u.Phase, why)
+	if u.BackupName != "" {
+		msg += fmt.Sprintf(". LinstorBackup %s is kept", u.BackupName)
+	}
+	out.Events = append(out.Events, Event{Reason: "UpgradeCancelled", Message: msg})
+	out.State.Upgrade = nil
+	return true
+}
+
+// pinnedBack: spec.version pins the version the upgrade started from, but the new
+// controller is deployed (it migrates the database on start), so stopping now could
+// leave it half migrated. The upgrade finishes, or rolls back on its own if it fails;
+// the status says how to return to the old version afterwards.
+func pinnedBack(in *Input, out *Output) {
+	u := out.State.Upgrade
+	if !InProgress(u) || u.Phase == linstorv1.UpgradeRollingBack || in.Spec.Requested != u.From || out.Problem.Message != "" {
+		return
+	}
+	back := "restore the backup of your external database and set spec.version to " + u.From
+	if u.BackupName != "" {
+		back = fmt.Sprintf("set spec.database.restoreFrom: %s (taken at %s before the migration)", u.BackupName, u.From)
+	}
+	ends := "The upgrade finishes, or rolls back on its own if it fails"
+	if u.Phase == linstorv1.UpgradeVerify {
+		ends = "The satellites already run " + u.To + ": the upgrade finishes once the replicas are healthy again"
+	}
+	out.Problem = Problem{linstorv1.ReasonUpgradeRefused, fmt.Sprintf(
+		"spec.version %s cannot stop the upgrade to %s in phase %s: the new controller may have migrated the database, and LINSTOR cannot downgrade it. "+
+			"%s; to return to %s afterwards, %s.", u.From, u.To, u.Phase, ends, u.From, back)}
 }
 
 // advance runs the current upgrade phase and moves to the next when it is done.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strings"
 
 	lapiconst "github.com/LINBIT/golinstor"
 	lapi "github.com/LINBIT/golinstor/client"
@@ -78,6 +79,42 @@ func do(ctx context.Context, conn *Connection, method, path string, body any) ([
 	return rcs, nil
 }
 
+// EvacuationHazards lists (sorted) the resources on node that LINSTOR's evacuation
+// could lose: a diskful DRBD replica on node has a peer that reports UpToDate but is
+// not connected to it. LINSTOR counts peers by the disk state they report
+// (CtrlNodeApiCallHandler.getUpToDatePeerCount: diskful, not DELETE, EVACUATE or
+// INACTIVE, every volume UpToDate), and a DRBD 9 replica cut off by a failed link
+// still reports UpToDate: with enough such peers LINSTOR deletes node's replica at
+// once, otherwise its replacement may resync from the stale copy. The operator starts
+// no evacuation while this list is not empty. Peers whose state is unknown or not
+// UpToDate are not counted by LINSTOR, so they are no hazard here.
+func EvacuationHazards(node string, resources []lapi.ResourceWithVolumes) []LastCopy {
+	local := map[string]lapi.ResourceWithVolumes{}
+	for _, r := range resources {
+		if equalFold(r.NodeName, node) && Diskful(r) && HasDRBD(r) && !HasFlag(r.Flags, lapiconst.FlagDelete) {
+			local[r.Name] = r
+		}
+	}
+	reasons := map[string][]string{}
+	for _, r := range resources {
+		here, ok := local[r.Name]
+		if !ok || equalFold(r.NodeName, node) || !Diskful(r) || !HasDRBD(r) || !reportsUpToDate(r) ||
+			HasFlag(r.Flags, lapiconst.FlagDelete) || HasFlag(r.Flags, lapiconst.FlagEvacuate) || HasFlag(r.Flags, "INACTIVE") {
+			continue
+		}
+		if ok, seen := replicating(here, r); !ok {
+			reasons[r.Name] = append(reasons[r.Name], fmt.Sprintf("%s reports UpToDate but is not connected to %s (%s)", r.NodeName, node, seen))
+		}
+	}
+	var out []LastCopy
+	for name, why := range reasons {
+		sort.Strings(why)
+		out = append(out, LastCopy{Resource: name, Why: strings.Join(why, "; ")})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
+	return out
+}
+
 // Evacuation is what is left on an evacuating node, by resource name (sorted).
 type Evacuation struct {
 	// Moving: a replacement replica elsewhere is still resyncing.
@@ -88,17 +125,23 @@ type Evacuation struct {
 	// Stuck: nothing is moving and nothing holds it; LINSTOR found no place for it and
 	// does not try again by itself.
 	Stuck []string
+	// NotReplicated: the resource has no DRBD layer; LINSTOR does not evacuate it
+	// (WARN_NOT_EVACUATING, CtrlNodeApiCallHandler.evacuateNodeInTrasaction). Its data
+	// lives only on this node.
+	NotReplicated []string
 }
 
 // Empty: nothing is left on the node.
-func (e Evacuation) Empty() bool { return len(e.Moving)+len(e.InUse)+len(e.Stuck) == 0 }
+func (e Evacuation) Empty() bool {
+	return len(e.Moving)+len(e.InUse)+len(e.Stuck)+len(e.NotReplicated) == 0
+}
 
 // ObserveEvacuation classifies the replicas still on node. resources must hold every
 // replica of the resources on node (to see the replacements).
 func ObserveEvacuation(node string, resources []lapi.ResourceWithVolumes) Evacuation {
 	syncingElsewhere := map[string]bool{}
 	for _, r := range resources {
-		if equalFold(r.NodeName, node) || !Diskful(r) || HasFlag(r.Flags, lapiconst.FlagDelete) {
+		if equalFold(r.NodeName, node) || !Diskful(r) || !HasDRBD(r) || HasFlag(r.Flags, lapiconst.FlagDelete) {
 			continue
 		}
 		for _, v := range r.Volumes {
@@ -113,6 +156,8 @@ func ObserveEvacuation(node string, resources []lapi.ResourceWithVolumes) Evacua
 			continue
 		}
 		switch {
+		case !HasDRBD(r):
+			out.NotReplicated = append(out.NotReplicated, r.Name)
 		case syncingElsewhere[r.Name]:
 			out.Moving = append(out.Moving, r.Name)
 		case r.State != nil && r.State.InUse != nil && *r.State.InUse:
@@ -124,6 +169,7 @@ func ObserveEvacuation(node string, resources []lapi.ResourceWithVolumes) Evacua
 	sort.Strings(out.Moving)
 	sort.Strings(out.InUse)
 	sort.Strings(out.Stuck)
+	sort.Strings(out.NotReplicated)
 	return out
 }
 

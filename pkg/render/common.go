@@ -64,9 +64,9 @@ func applyComponent(tmpl *corev1.PodTemplateSpec, spec *linstorv1.ComponentSpec,
 	if spec.NodeSelector != nil {
 		tmpl.Spec.NodeSelector = spec.NodeSelector
 	}
-	if spec.Tolerations != nil {
-		tmpl.Spec.Tolerations = spec.Tolerations
-	}
+	// Added to the component's default tolerations (a user's with a default's key and
+	// effect replaces that one), never in their place.
+	tmpl.Spec.Tolerations = MergeTolerations(tmpl.Spec.Tolerations, spec.Tolerations)
 	if spec.Affinity != nil {
 		tmpl.Spec.Affinity = spec.Affinity
 	}
@@ -91,6 +91,9 @@ func patchPodTemplate(tmpl *corev1.PodTemplateSpec, patch *runtime.RawExtension,
 	if err != nil {
 		return err
 	}
+	// A strategic-merge patch replaces the toleration list (it has no merge key): merge
+	// the patch's tolerations with those before it, as the typed field does.
+	out.Spec.Tolerations = MergeTolerations(tmpl.Spec.Tolerations, out.Spec.Tolerations)
 	if errs := PodTemplateEscalation(policy, tmpl, out, nil); len(errs) > 0 {
 		return errs.ToAggregate()
 	}

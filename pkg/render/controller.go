@@ -126,6 +126,7 @@ func controllerDeployment(cluster *linstorv1.LinstorCluster, imgs images.Set, l 
 		Spec: corev1.PodSpec{
 			ServiceAccountName: ServiceAccountName(ControllerName),
 			PriorityClassName:  "system-cluster-critical",
+			Tolerations:        controllerTolerations(),
 			SecurityContext:    &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(false), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{{
 				Name:  ControllerName,

@@ -141,6 +141,7 @@ func CSI(cluster *linstorv1.LinstorCluster, imgs images.Set, linstorURL string) 
 		Spec: corev1.PodSpec{
 			ServiceAccountName: ServiceAccountName(CSINodeName),
 			PriorityClassName:  "system-node-critical",
+			Tolerations:        haTaintTolerations(),
 			Containers: []corev1.Container{
 				{
 					Name: "csi-node-driver-registrar", Image: imgs.Image(images.CSINodeRegistrar),
@@ -224,6 +225,7 @@ func HAController(cluster *linstorv1.LinstorCluster, imgs images.Set) (Objects, 
 		Spec: corev1.PodSpec{
 			ServiceAccountName: ServiceAccountName(HAControllerName),
 			PriorityClassName:  "system-node-critical",
+			Tolerations:        haTaintTolerations(),
 			Containers: []corev1.Container{{
 				Name: HAControllerName, Image: image(override, imgs.Image(images.HAController)),
 				Args: []string{"/agent", "--v=2"},

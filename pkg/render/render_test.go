@@ -36,9 +36,15 @@ func golden(t *testing.T, name string, objs Objects) {
 		buf.WriteString("---\n")
 		buf.Write(out)
 	}
-	path := filepath.Join("testdata", name+".yaml")
+	goldenFile(t, name+".yaml", buf.Bytes())
+}
+
+// goldenFile compares got with testdata/file (rewritten with -update).
+func goldenFile(t *testing.T, file string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", file)
 	if *update {
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -46,8 +52,8 @@ func golden(t *testing.T, name string, objs Objects) {
 	if err != nil {
 		t.Fatalf("%v (run go test ./pkg/render -update)", err)
 	}
-	if !bytes.Equal(want, buf.Bytes()) {
-		t.Errorf("%s differs from the golden file; if intended, run go test ./pkg/render -update and review the diff\n--- got:\n%s", path, buf.String())
+	if !bytes.Equal(want, got) {
+		t.Errorf("%s differs from the golden file; if intended, run go test ./pkg/render -update and review the diff\n--- got:\n%s", path, got)
 	}
 }
 

@@ -124,6 +124,7 @@ func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellit
 					{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node.Name}},
 				}}},
 			}}},
+			Tolerations:    haTaintTolerations(),
 			InitContainers: initContainers,
 			Containers: []corev1.Container{{
 				Name:  SatelliteComponent,

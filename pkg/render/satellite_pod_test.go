@@ -387,10 +387,11 @@ func TestSatelliteMetricsScraped(t *testing.T) {
 	}
 }
 
-// TestSatellitePodListing logs the satellite pod's containers and mounts (for the
-// record; TestSatellitePodContainersAndMounts asserts them).
+// The satellite pod's containers, images, privileges, ports and mounts, one line
+// each, as a golden file: any change to what the satellite runs with on the host shows
+// in review as a diff of testdata/satellite-pod-listing.txt.
 func TestSatellitePodListing(t *testing.T) {
-	t.Log("\n" + podListing(satellitePod(t, osUbuntu).Spec))
+	goldenFile(t, "satellite-pod-listing.txt", []byte(podListing(satellitePod(t, osUbuntu).Spec)))
 }
 
 func podListing(spec corev1.PodSpec) string {
@@ -436,6 +437,13 @@ func podListing(spec corev1.PodSpec) string {
 	}
 	list("init", spec.InitContainers)
 	list("container", spec.Containers)
+	for _, t := range spec.Tolerations {
+		effect := string(t.Effect)
+		if effect == "" {
+			effect = "any effect"
+		}
+		fmt.Fprintf(&b, "toleration %q %s %q, %s\n", t.Key, t.Operator, t.Value, effect)
+	}
 	return b.String()
 }
 

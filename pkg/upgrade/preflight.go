@@ -4,15 +4,23 @@ import (
 	"fmt"
 	"sort"
 
+	lapiconst "github.com/LINBIT/golinstor"
 	lapi "github.com/LINBIT/golinstor/client"
 
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 )
 
 // Problems lists what makes LINSTOR unsafe to upgrade now: satellites that are not
-// ONLINE at the running version, and replicas that are not healthy (a disk neither
-// UpToDate nor Diskless, a DRBD connection down, a resync running). Upgrading restarts
+// ONLINE at the running version, and replicas that are not healthy. Upgrading restarts
 // every satellite; with a degraded resource that could take the last good copy away.
+//
+// Each resource is judged by what LINSTOR reports for its layers
+// (Json.apiToResourceWithVolumes). A DRBD resource: every volume UpToDate or Diskless,
+// every DRBD connection up, no resync running. A resource without DRBD (STORAGE, or
+// LUKS over STORAGE) never has a disk state or connections, as only DRBD's events fill
+// them; it is unhealthy when its satellite reported no state for it at all. Any
+// resource is unhealthy when a volume's reports carry an error (the satellite's answer
+// when LINSTOR queried the volume, CtrlVlmListApiCallHandler).
 func Problems(nodes []lapi.Node, resources []lapi.ResourceWithVolumes, syncing map[string]bool) []string {
 	var out []string
 	for _, n := range nodes {
@@ -24,23 +32,7 @@ func Problems(nodes []lapi.Node, resources []lapi.ResourceWithVolumes, syncing m
 		}
 	}
 	for _, r := range resources {
-		for _, v := range r.Volumes {
-			if s := v.State.DiskState; s != "UpToDate" && s != "Diskless" {
-				out = append(out, fmt.Sprintf("resource %s on %s: volume %d is %s", r.Name, r.NodeName, v.VolumeNumber, s))
-			}
-		}
-		if r.LayerObject != nil && r.LayerObject.Drbd != nil {
-			peers := make([]string, 0, len(r.LayerObject.Drbd.Connections))
-			for peer, c := range r.LayerObject.Drbd.Connections {
-				if !c.Connected {
-					peers = append(peers, peer)
-				}
-			}
-			sort.Strings(peers)
-			for _, p := range peers {
-				out = append(out, fmt.Sprintf("resource %s on %s: not connected to %s", r.Name, r.NodeName, p))
-			}
-		}
+		out = append(out, resourceProblems(r)...)
 	}
 	var names []string
 	for rd, s := range syncing {
@@ -51,6 +43,46 @@ func Problems(nodes []lapi.Node, resources []lapi.ResourceWithVolumes, syncing m
 	sort.Strings(names)
 	for _, rd := range names {
 		out = append(out, fmt.Sprintf("resource %s is resynchronizing", rd))
+	}
+	return out
+}
+
+// resourceProblems judges one replica by its layers.
+func resourceProblems(r lapi.ResourceWithVolumes) []string {
+	var out []string
+	where := fmt.Sprintf("resource %s on %s", r.Name, r.NodeName)
+	drbd := linstor.HasDRBD(r)
+	if !drbd && r.State == nil {
+		out = append(out, where+": its satellite reports no state for it")
+	}
+	for _, v := range r.Volumes {
+		for _, rc := range v.Reports {
+			if uint64(rc.RetCode)&lapiconst.MaskError == lapiconst.MaskError {
+				out = append(out, fmt.Sprintf("%s: volume %d: %s", where, v.VolumeNumber, rc.Message))
+			}
+		}
+		if !drbd {
+			continue
+		}
+		switch s := v.State.DiskState; s {
+		case "UpToDate", "Diskless":
+		case "":
+			out = append(out, fmt.Sprintf("%s: volume %d reports no disk state", where, v.VolumeNumber))
+		default:
+			out = append(out, fmt.Sprintf("%s: volume %d is %s", where, v.VolumeNumber, s))
+		}
+	}
+	if drbd && r.LayerObject != nil && r.LayerObject.Drbd != nil {
+		peers := make([]string, 0, len(r.LayerObject.Drbd.Connections))
+		for peer, c := range r.LayerObject.Drbd.Connections {
+			if !c.Connected {
+				peers = append(peers, peer)
+			}
+		}
+		sort.Strings(peers)
+		for _, p := range peers {
+			out = append(out, fmt.Sprintf("%s: not connected to %s", where, p))
+		}
 	}
 	return out
 }

@@ -4,7 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	lapiconst "github.com/LINBIT/golinstor"
 	lapi "github.com/LINBIT/golinstor/client"
+	"github.com/LINBIT/golinstor/devicelayerkind"
 )
 
 func TestProblems(t *testing.T) {
@@ -35,5 +37,66 @@ func TestProblems(t *testing.T) {
 	}
 	if p := Problems(nodes[:2], resources[:2], nil); len(p) != 0 {
 		t.Fatalf("healthy cluster has problems: %v", p)
+	}
+}
+
+// Problems reads each resource by its layers, as LINSTOR builds the view
+// (Json.apiToResourceWithVolumes): only DRBD resources have disk states and per-peer
+// connections. A STORAGE or LUKS,STORAGE volume has no disk state, ever, since only
+// DRBD's events fill it; what LINSTOR reports as its failure is an error in the
+// volume's reports, or no resource state at all from an ONLINE satellite (the
+// satellite never reported the resource created).
+func TestProblemsByLayer(t *testing.T) {
+	nodes := []lapi.Node{{Name: "a", Type: "SATELLITE", ConnectionStatus: "ONLINE"}}
+	layered := func(name string, top devicelayerkind.DeviceLayerKind, below ...devicelayerkind.DeviceLayerKind) lapi.ResourceWithVolumes {
+		l := &lapi.ResourceLayer{Type: top}
+		cur := l
+		for _, k := range below {
+			cur.Children = []lapi.ResourceLayer{{Type: k}}
+			cur = &cur.Children[0]
+		}
+		switch top {
+		case devicelayerkind.Drbd:
+			l.Drbd = &lapi.DrbdResource{Connections: map[string]lapi.DrbdConnection{}}
+		case devicelayerkind.Luks:
+			l.Luks = &lapi.LuksResource{}
+		case devicelayerkind.Storage:
+			l.Storage = &lapi.StorageResource{StorageVolumes: []lapi.StorageVolume{{DiskState: "[]"}}}
+		}
+		return lapi.ResourceWithVolumes{
+			Resource: lapi.Resource{Name: name, NodeName: "a", LayerObject: l, State: &lapi.ResourceState{}},
+			Volumes:  []lapi.Volume{{VolumeNumber: 0, ProviderKind: lapi.LVM_THIN}},
+		}
+	}
+	retCode := func(mask uint64) int64 { return int64(mask | 0x1234) } // signed, as LINSTOR sends it
+	failed := layered("pvc-failed", devicelayerkind.Storage)
+	failed.Volumes[0].Reports = []lapi.ApiCallRc{{RetCode: retCode(lapiconst.MaskError), Message: "Failed to query lvs"}}
+	warned := layered("pvc-warned", devicelayerkind.Storage)
+	warned.Volumes[0].Reports = []lapi.ApiCallRc{{RetCode: retCode(lapiconst.MaskWarn), Message: "thin pool nearly full"}}
+	unreported := layered("pvc-unreported", devicelayerkind.Luks, devicelayerkind.Storage)
+	unreported.State = nil
+	drbdUnknown := layered("pvc-drbd", devicelayerkind.Drbd, devicelayerkind.Storage)
+	noLayers := layered("pvc-old", devicelayerkind.Storage)
+	noLayers.LayerObject = nil
+
+	for _, tc := range []struct {
+		name string
+		rsc  lapi.ResourceWithVolumes
+		want string
+	}{
+		{"storage only", layered("pvc-local", devicelayerkind.Storage), ""},
+		{"LUKS over storage", layered("pvc-crypt", devicelayerkind.Luks, devicelayerkind.Storage), ""},
+		{"a storage volume whose satellite reports an error", failed, "resource pvc-failed on a: volume 0: Failed to query lvs"},
+		{"a warning is no failure", warned, ""},
+		{"an ONLINE satellite never reported the resource", unreported, "resource pvc-unreported on a: its satellite reports no state for it"},
+		{"DRBD without a disk state is unknown", drbdUnknown, "resource pvc-drbd on a: volume 0 reports no disk state"},
+		{"no layer data: judged as DRBD", noLayers, "resource pvc-old on a: volume 0 reports no disk state"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := strings.Join(Problems(nodes, []lapi.ResourceWithVolumes{tc.rsc}, map[string]bool{tc.rsc.Name: false}), "; ")
+			if got != tc.want {
+				t.Fatalf("Problems = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

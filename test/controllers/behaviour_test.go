@@ -130,22 +130,6 @@ func TestForeignPoolIsNeverDeleted(t *testing.T) {
 	}, "2s", tick).Should(Succeed())
 }
 
-func TestEvictedNodeIsRestored(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	availableCluster(t, "evict", linstorv1.LinstorSatelliteConfigurationSpec{}, "evict-a")
-	// LINSTOR evicts only a node whose satellite is gone (an ONLINE one is refused).
-	g.Expect(emulatorClient(t).Nodes.Evict(ctx, "evict-a")).To(MatchError(ContainSubstring("online node")))
-	g.Expect(emu.SetNodeOnline("evict-a", false)).To(Succeed())
-	g.Expect(emulatorClient(t).Nodes.Evict(ctx, "evict-a")).To(Succeed())
-	g.Expect(emu.SetNodeOnline("evict-a", true)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		n, _ := emu.Node("evict-a")
-		g.Expect(n.Flags).NotTo(ContainElement("EVICTED"))
-		g.Expect(n.ConnectionStatus).To(Equal("ONLINE"))
-	}, timeout, tick).Should(Succeed())
-}
-
 func TestLinstorErrorsSetConditionsAndRecover(t *testing.T) {
 	g := NewWithT(t)
 	ns, cluster := availableCluster(t, "faults", linstorv1.LinstorSatelliteConfigurationSpec{}, "faults-a", "faults-b")

@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 	emu.SetNewNodeDisks(lapi.PhysicalStorageNode{PhysicalStorageDevice: lapi.PhysicalStorageDevice{Device: "/dev/vdb"}, Size: 100 << 30})
 	srv := httptest.NewServer(emu.Handler())
 	emulatorURL = srv.URL
-	code := envtest.Run(m, envtest.Options{LinstorURL: srv.URL, LinstorPoll: time.Second, LinstorGrace: 3 * time.Second, DiskRelist: 2 * time.Second,
+	code := envtest.Run(m, envtest.Options{LinstorURL: srv.URL, LinstorPoll: time.Second, LinstorGrace: 3 * time.Second, DiskRelist: 2 * time.Second, RestoreSettle: 2 * time.Second,
 		// cert-manager's Certificate kind, for mode CertManager; the tests play cert-manager.
 		ExtraCRDs: []string{"testdata/certificates.cert-manager.io.yaml"}}, &env)
 	srv.Close()

@@ -102,6 +102,116 @@ func TestAddedNodeGetsASatelliteWithItsPools(t *testing.T) {
 	}, timeout, tick).Should(Succeed())
 }
 
+// A drain-like scenario on a node that has a satellite: it is cordoned and tainted by
+// the HA controller (here with NoExecute, so that kube-controller-manager's taint
+// eviction really evicts what does not tolerate it: a canary pod shows it does). The
+// satellite pod stays (same pod, LINSTOR node ONLINE) and so does its LinstorSatellite,
+// and the CSI node plugin too. A new node with an untolerated NoSchedule taint gets no
+// LinstorSatellite and is listed in the cluster's status.skippedNodes.
+func TestNodeTaintedByTheHAControllerKeepsItsSatellite(t *testing.T) {
+	g := NewWithT(t)
+	// A node with a satellite and neither the LINSTOR nor the CSI controller, whose
+	// eviction would restart LINSTOR under the next steps.
+	busy := map[string]bool{}
+	for _, c := range []string{render.ControllerName, "linstor-csi"} {
+		for _, node := range runningPods(g, c) {
+			busy[node] = true
+		}
+	}
+	var node string
+	for _, n := range runningPods(g, "linstor-satellite") {
+		if !busy[n] && (node == "" || n < node) {
+			node = n
+		}
+	}
+	g.Expect(node).NotTo(BeEmpty(), "no node runs a satellite without a controller")
+	podsOn := func(g Gomega, component string) []string {
+		var uids []string
+		for uid, n := range runningPods(g, component) {
+			if n == node {
+				uids = append(uids, uid)
+			}
+		}
+		return uids
+	}
+	satellitePod, csiPod := podsOn(g, "linstor-satellite"), podsOn(g, render.CSINodeName)
+	g.Expect(satellitePod).To(HaveLen(1))
+	g.Expect(csiPod).To(HaveLen(1))
+	satellite := &linstorv1.LinstorSatellite{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: node}, satellite)).To(Succeed())
+
+	// The canary tolerates nothing: the taint eviction must remove it.
+	canary := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "taint-canary", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: node,
+		Containers: []corev1.Container{{Name: "c", Image: "canary"}}}}
+	g.Expect(env.Client.Create(ctx, canary)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(canary), canary)).To(Succeed())
+		g.Expect(canary.Status.Phase).To(Equal(corev1.PodRunning))
+	}, timeout, tick).Should(Succeed())
+
+	setNode := func(unschedulable bool, taints ...corev1.Taint) {
+		g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			n := &corev1.Node{}
+			if err := env.Client.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+				return err
+			}
+			var kept []corev1.Taint
+			for _, t := range n.Spec.Taints {
+				if t.Key != render.TaintLostQuorum && t.Key != render.TaintForceIOError {
+					kept = append(kept, t)
+				}
+			}
+			n.Spec.Unschedulable, n.Spec.Taints = unschedulable, append(kept, taints...)
+			return env.Client.Update(ctx, n)
+		})).To(Succeed())
+	}
+	setNode(true, corev1.Taint{Key: render.TaintLostQuorum, Effect: corev1.TaintEffectNoExecute},
+		corev1.Taint{Key: render.TaintForceIOError, Effect: corev1.TaintEffectNoSchedule})
+	t.Cleanup(func() { setNode(false) })
+	g.Eventually(func(g Gomega) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(canary), &corev1.Pod{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the canary was not evicted by the NoExecute taint: %v", err)
+	}, timeout, tick).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(podsOn(g, "linstor-satellite")).To(Equal(satellitePod), "the satellite pod of the tainted node was replaced or evicted")
+		g.Expect(podsOn(g, render.CSINodeName)).To(Equal(csiPod), "the CSI node plugin of the tainted node was replaced or evicted")
+		sat := &linstorv1.LinstorSatellite{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: node}, sat)).To(Succeed())
+		g.Expect(sat.UID).To(Equal(satellite.UID))
+		g.Expect(sat.DeletionTimestamp).To(BeNil())
+		linstorNodeOnline(g, node)
+		g.Expect(cluster(g).Status.SkippedNodes).To(BeEmpty())
+	}, "10s", tick).Should(Succeed())
+	tainted := &corev1.Node{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: node}, tainted)).To(Succeed())
+	g.Expect(tainted.Spec.Taints).To(ContainElement(HaveField("Key", corev1.TaintNodeUnschedulable)), "the cordon's taint")
+
+	// A new node with a NoSchedule taint the satellite pod does not tolerate.
+	fresh := kwokcluster.Node("node-dedicated", 20)
+	fresh.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}}
+	g.Expect(env.Client.Create(ctx, fresh)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := cluster(g)
+		g.Expect(c.Status.SkippedNodes).To(ConsistOf(And(HaveField("Name", fresh.Name), HaveField("Reason", linstorv1.ReasonUntoleratedTaint),
+			HaveField("Message", ContainSubstring("dedicated=db:NoSchedule")))))
+		g.Expect(c.Status.Satellites.Skipped).To(Equal(int32(1)))
+	}, timeout, tick).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: fresh.Name}, &linstorv1.LinstorSatellite{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the tainted new node got a LinstorSatellite: %v", err)
+		g.Expect(conditionStatus(cluster(g).Status.Conditions, linstorv1.ConditionAvailable)).To(Equal(metav1.ConditionTrue))
+	}, "5s", tick).Should(Succeed())
+
+	// The next steps count the satellites of the first nodes only.
+	g.Expect(env.Client.Delete(ctx, fresh)).To(Succeed())
+	setNode(false)
+	g.Eventually(func(g Gomega) {
+		c := cluster(g)
+		g.Expect(c.Status.SkippedNodes).To(BeEmpty())
+		g.Expect(c.Status.Satellites).To(Equal(linstorv1.SatelliteCounts{Ready: 4, Total: 4}))
+	}, timeout, tick).Should(Succeed())
+}
+
 // A v1alpha1 object created by a client of the first release is stored as v1 through
 // the operator's conversion webhook, and read back in both versions.
 func TestV1alpha1IsServedThroughTheConversionWebhook(t *testing.T) {

@@ -46,6 +46,8 @@ type Options struct {
 	LinstorGrace time.Duration
 	// DiskRelist shortens how often storage discovery lists a node's unused disks.
 	DiskRelist time.Duration
+	// RestoreSettle shortens how long an evicted node must be back before it is restored.
+	RestoreSettle time.Duration
 	// Setup registers extra controllers on the manager before it starts.
 	Setup func(ctrl.Manager) error
 	// ExtraCRDs are more CRD files or directories to install (third-party kinds).
@@ -118,12 +120,13 @@ func start(opts Options) (*Env, func() error, error) {
 
 	wh := te.WebhookInstallOptions
 	mgr, err := manager.New(cfg, manager.Options{
-		Webhooks:     true,
-		Images:       images.Default(),
-		LinstorURL:   opts.LinstorURL,
-		LinstorPoll:  opts.LinstorPoll,
-		LinstorGrace: opts.LinstorGrace,
-		DiskRelist:   opts.DiskRelist,
+		Webhooks:      true,
+		Images:        images.Default(),
+		LinstorURL:    opts.LinstorURL,
+		LinstorPoll:   opts.LinstorPoll,
+		LinstorGrace:  opts.LinstorGrace,
+		DiskRelist:    opts.DiskRelist,
+		RestoreSettle: opts.RestoreSettle,
 		Manager: ctrl.Options{
 			Scheme:                 scheme,
 			Metrics:                metricsserver.Options{BindAddress: "0"},

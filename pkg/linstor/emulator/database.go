@@ -10,6 +10,7 @@ import (
 	"time"
 
 	lapi "github.com/LINBIT/golinstor/client"
+	"github.com/LINBIT/golinstor/devicelayerkind"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -45,17 +46,19 @@ type nodeRow struct {
 }
 
 type replicaRow struct {
-	Pool      string            `json:"pool"`
-	InUse     bool              `json:"inUse,omitempty"`
-	DiskState string            `json:"diskState"`
-	Flags     []string          `json:"flags,omitempty"`
-	Props     map[string]string `json:"props,omitempty"`
+	Pool      string                            `json:"pool"`
+	InUse     bool                              `json:"inUse,omitempty"`
+	DiskState string                            `json:"diskState"`
+	Flags     []string                          `json:"flags,omitempty"`
+	Props     map[string]string                 `json:"props,omitempty"`
+	Layers    []devicelayerkind.DeviceLayerKind `json:"layers,omitempty"`
 }
 
 type rdRow struct {
-	RD        lapi.ResourceDefinition `json:"rd"`
-	Volumes   []lapi.VolumeDefinition `json:"volumes"`
-	Resources map[string]replicaRow   `json:"resources"`
+	RD        lapi.ResourceDefinition           `json:"rd"`
+	Volumes   []lapi.VolumeDefinition           `json:"volumes"`
+	Resources map[string]replicaRow             `json:"resources"`
+	Layers    []devicelayerkind.DeviceLayerKind `json:"layers,omitempty"`
 }
 
 // schemaVersion names a CRD version after a LINSTOR version: 1.33.2 -> v1-33-2.
@@ -159,9 +162,9 @@ func (e *Emulator) rows(version string) map[string]string {
 		out["Nodes/"+rowName(name)] = mustJSON(row)
 	}
 	for name, rd := range e.rds {
-		row := rdRow{RD: rd.ResourceDefinition, Volumes: rd.volumes, Resources: map[string]replicaRow{}}
+		row := rdRow{RD: rd.ResourceDefinition, Volumes: rd.volumes, Resources: map[string]replicaRow{}, Layers: rd.layers}
 		for node, r := range rd.resources {
-			row.Resources[node] = replicaRow{Pool: r.pool, InUse: r.inUse, DiskState: r.diskState, Flags: r.flags, Props: r.props}
+			row.Resources[node] = replicaRow{Pool: r.pool, InUse: r.inUse, DiskState: r.diskState, Flags: r.flags, Props: r.props, Layers: r.layers}
 		}
 		out["ResourceDefinitions/"+rowName(name)] = mustJSON(row)
 	}
@@ -199,9 +202,15 @@ func (e *Emulator) load(rows map[string]string) error {
 		case "ResourceDefinitions":
 			var row rdRow
 			if err = json.Unmarshal([]byte(raw), &row); err == nil {
-				rd := &resourceDefinition{ResourceDefinition: row.RD, volumes: row.Volumes, resources: map[string]*replica{}}
+				rd := &resourceDefinition{ResourceDefinition: row.RD, volumes: row.Volumes, resources: map[string]*replica{}, layers: row.Layers}
 				for node, r := range row.Resources {
-					rd.resources[node] = &replica{pool: r.Pool, inUse: r.InUse, diskState: r.DiskState, flags: r.Flags, props: r.Props}
+					rep := &replica{pool: r.Pool, inUse: r.InUse, diskState: r.DiskState, flags: r.Flags, props: r.Props, layers: r.Layers}
+					// What the replica's disk holds is the machine's, not the database's:
+					// a restart does not bring missed writes back.
+					if old, ok := e.rds[strings.ToLower(row.RD.Name)]; ok && old.resources[node] != nil {
+						rep.behind = old.resources[node].behind
+					}
+					rd.resources[node] = rep
 				}
 				rds[strings.ToLower(rd.Name)] = rd
 			}

@@ -3,6 +3,7 @@ package emulator
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -183,8 +184,8 @@ type stlt struct {
 	node string
 	h    *host
 	out  []apiCallRc
-	// used are the disks of the device pool just made, once each.
-	used []*Disk
+	// used are the devices of the device pool just made, once each.
+	used []*blockDev
 }
 
 func (e *Emulator) stlt(n *node) *stlt {
@@ -192,7 +193,7 @@ func (e *Emulator) stlt(n *node) *stlt {
 	if h == nil {
 		// A node loaded from a database, on a machine never described: no disks are
 		// known, so every device is missing. Not kept, so a later description applies.
-		h = newHost(nil)
+		h = newHost(n.Name, nil)
 	}
 	return &stlt{e: e, node: n.Name, h: h}
 }
@@ -257,12 +258,13 @@ func (s *stlt) createDevicePool(kind lapi.ProviderKind, paths []string, poolName
 func (s *stlt) createLVMPool(paths []string, vg string) {
 	for _, p := range paths {
 		d := s.h.find(p)
-		if why := pvcreateRefusal(d, p); why != "" {
+		if why := s.pvcreateRefusal(d, p); why != "" {
 			s.fail(lapiconst.FailUnknownError, "Failed to pvcreate on device: "+p, "pvcreate "+p, 5, why)
 			return
 		}
-		// pvcreate wipes no foreign signature unasked, but rewrites an orphan PV's label.
-		d.FSType = FSTypeLVM
+		// pvcreate wipes no foreign signature unasked, but rewrites an orphan PV's label;
+		// raw data it cannot see it overwrites.
+		s.e.overwrite(s.h, d, FSTypeLVM, "")
 		s.ok(vg, physCrt, "PV for device '%s' created.", p)
 	}
 	command := "vgcreate " + vg + " " + strings.Join(paths, " ")
@@ -272,32 +274,42 @@ func (s *stlt) createLVMPool(paths []string, vg string) {
 		return
 	}
 	disks := s.distinct(paths)
-	for _, d := range disks {
+	for i, d := range disks {
 		if d.InUse() {
 			s.fail(lapiconst.FailUnknownError, failMsg, command, 5, fmt.Sprintf("  Physical volume '%s' is already in volume group '%s'", d.Device, d.Pool))
 			return
 		}
+		// Two paths to one LUN carry one PV: LVM sees it twice.
+		for _, other := range disks[:i] {
+			if sameMedium(other, d) {
+				s.fail(lapiconst.FailUnknownError, failMsg, command, 5, fmt.Sprintf("  Cannot use device %s with duplicates.", d.Device))
+				return
+			}
+		}
 	}
 	for _, d := range disks {
 		d.Pool = vg
+		s.e.rewrite(s.h, d, FSTypeLVM, vg)
 	}
 	s.used = disks
 	s.ok(vg, physCrt, "VG for devices [%s] with name '%s' created.", strings.Join(paths, ", "), vg)
 }
 
 // pvcreateRefusal is why pvcreate, run without -f and without a terminal, refuses a
-// device: missing, in use, partitioned, or holding a signature it would have to ask
-// before wiping. An orphan PV is fine (its own label is rewritten).
-func pvcreateRefusal(d *Disk, p string) string {
+// device: missing, partitioned, a PV of a volume group (active here or not: pvcreate
+// reads the label from the device, not udev's view), held open by the kernel, or
+// holding a signature it would have to ask before wiping. An orphan PV is fine (its own
+// label is rewritten).
+func (s *stlt) pvcreateRefusal(d *blockDev, p string) string {
 	switch {
 	case d == nil:
 		return fmt.Sprintf("  No device found for %s.", p)
-	case d.InUse() && d.FSType == FSTypeLVM:
-		return fmt.Sprintf("  Can't initialize physical volume \"%s\" of volume group \"%s\" without -ff\n  %s: physical volume not initialized.", p, d.Pool, p)
-	case d.InUse():
-		return fmt.Sprintf("  Can't open %s exclusively.  Mounted filesystem?", p)
 	case d.Partitioned:
 		return fmt.Sprintf("  Cannot use %s: device is partitioned", p)
+	case d.FSType == FSTypeLVM && d.label != "":
+		return fmt.Sprintf("  Can't initialize physical volume \"%s\" of volume group \"%s\" without -ff\n  %s: physical volume not initialized.", p, d.label, p)
+	case s.h.held(d):
+		return fmt.Sprintf("  Can't open %s exclusively.  Mounted filesystem?", p)
 	case d.FSType != "" && d.FSType != FSTypeLVM:
 		return fmt.Sprintf("WARNING: %s signature detected on %s. Wipe it? [y/n]: [n]\n  Aborted wiping of %s.\n  1 existing signature left on the device.", d.FSType, p, d.FSType)
 	}
@@ -337,12 +349,15 @@ func (h *host) vgHasThin(vg string) bool {
 
 // createZPool is DevicePoolHandler.createZPool: `zpool create -f -m none <pool>
 // <devices>` (ZfsCommands.createZPool). -f makes zpool use a device that holds an old
-// signature or a partition table, destroying it; only a device in use (an active VG's
-// PV, an imported pool's vdev) or a missing one stops it.
+// signature, a partition table, raw data, or the label of a pool imported on another
+// host ("potentially active": libzfs zpool_in_use reports a pool active but not
+// imported here so, and -f overrides it), destroying it. Only a missing device, a vdev
+// of a pool imported here, a device the kernel holds (an active VG's PV, an md or
+// multipath member) or two paths to one device stop it.
 func (s *stlt) createZPool(paths []string, pool string) {
 	command := "zpool create -f -m none " + pool + " " + strings.Join(paths, " ")
 	failMsg := "Failed to create zpool: " + pool
-	var disks []*Disk
+	var disks []*blockDev
 	for _, p := range paths {
 		d := s.h.find(p)
 		switch {
@@ -352,36 +367,35 @@ func (s *stlt) createZPool(paths []string, pool string) {
 		case d.InUse() && d.FSType == FSTypeZFS:
 			s.fail(lapiconst.FailUnknownError, failMsg, command, 1, fmt.Sprintf("invalid vdev specification\nthe following errors must be manually repaired:\n%s is part of active pool '%s'", p, d.Pool))
 			return
-		case d.InUse() || containsDisk(disks, d):
+		case s.h.held(d) || containsMedium(disks, d):
 			s.fail(lapiconst.FailUnknownError, failMsg, command, 1, fmt.Sprintf("cannot create '%s': one or more vdevs refer to the same device, or one of\nthe devices is part of an active md or lvm device", pool))
 			return
 		}
 		disks = append(disks, d)
 	}
 	for _, d := range disks {
-		if d.FSType != "" || d.Partitioned {
-			s.e.overwritten = append(s.e.overwritten, s.node+":"+d.Device)
-		}
-		d.FSType, d.Pool, d.Partitioned = FSTypeZFS, pool, false
+		s.e.overwrite(s.h, d, FSTypeZFS, pool)
+		d.Pool = pool
 	}
 	s.used = disks
 	s.ok(pool, physCrt, "ZPool '%s' on device(s) [%s] created.", pool, strings.Join(paths, ", "))
 }
 
-func containsDisk(disks []*Disk, d *Disk) bool {
+// containsMedium: one of disks is d, or another path to the same LUN.
+func containsMedium(disks []*blockDev, d *blockDev) bool {
 	for _, x := range disks {
-		if x == d {
+		if x == d || sameMedium(x, d) {
 			return true
 		}
 	}
 	return false
 }
 
-// distinct resolves paths to the disks they name, once each.
-func (s *stlt) distinct(paths []string) []*Disk {
-	var out []*Disk
+// distinct resolves paths to the devices they name, once each.
+func (s *stlt) distinct(paths []string) []*blockDev {
+	var out []*blockDev
 	for _, p := range paths {
-		if d := s.h.find(p); d != nil && !containsDisk(out, d) {
+		if d := s.h.find(p); d != nil && !slices.Contains(out, d) {
 			out = append(out, d)
 		}
 	}
@@ -401,29 +415,31 @@ func (s *stlt) deleteDevicePool(kind lapi.ProviderKind, paths []string, poolName
 	case lapi.LVM:
 		s.deleteLVMPool(paths, poolName)
 	case lapi.ZFS, lapi.ZFS_THIN:
-		for _, d := range s.h.disks {
+		for _, d := range s.h.devs {
 			if d.FSType == FSTypeZFS && d.Pool == poolName {
 				d.Pool = ""
+				s.e.rewrite(s.h, d, FSTypeZFS, "") // zpool destroy marks the labels destroyed
 			}
 		}
 		// deleteZPool answers with MASK_CRT, as the server does.
 		s.ok(poolName, physCrt, "ZPool '%s' deleted.", poolName)
 		for _, d := range s.distinct(paths) {
-			d.FSType = "" // Commands.wipeFs
+			s.e.rewrite(s.h, d, "", "") // Commands.wipeFs
 		}
 	}
 }
 
 func (s *stlt) deleteLVMPool(paths []string, vg string) {
-	for _, d := range s.h.disks {
+	for _, d := range s.h.devs {
 		if d.FSType == FSTypeLVM && d.Pool == vg {
 			d.Pool = ""
+			s.e.rewrite(s.h, d, FSTypeLVM, "") // vgremove leaves orphan PVs
 		}
 	}
 	s.h.prune()
 	s.ok(vg, physDel, "VG with name '%s' removed.", vg)
 	for _, d := range s.distinct(paths) {
-		d.FSType = ""
+		s.e.rewrite(s.h, d, "", "")
 	}
 	s.ok(vg, physDel, "PV for device(s) '%s' removed.", strings.Join(paths, ","))
 }

@@ -14,6 +14,7 @@ import (
 
 	lapiconst "github.com/LINBIT/golinstor"
 	lapi "github.com/LINBIT/golinstor/client"
+	"github.com/LINBIT/golinstor/devicelayerkind"
 	"github.com/google/uuid"
 )
 
@@ -32,8 +33,12 @@ type Emulator struct {
 	nodes           map[string]*node
 	rds             map[string]*resourceDefinition
 	nodeConns       map[[2]string]map[string]string
-	passphrase      string
-	passphraseOpen  bool
+	// cutLinks are replication links cut between two nodes (linkKey): DRBD cannot reach
+	// the peer while both satellites stay ONLINE to the controller (PartitionLink). The
+	// network is not LINSTOR's: nothing of it is in the database.
+	cutLinks       map[[2]string]bool
+	passphrase     string
+	passphraseOpen bool
 	// hosts are the machines' disks by lower-cased node name (disks.go); they are not
 	// LINSTOR's and outlive its nodes and database.
 	hosts        map[string]*host
@@ -86,6 +91,9 @@ type resourceDefinition struct {
 	volumes   []lapi.VolumeDefinition
 	resources map[string]*replica
 	syncing   bool
+	// layers is the definition's layer stack: from its layer_data, else the stack of its
+	// first resource (ResourceControllerFactory.create); empty until then.
+	layers []devicelayerkind.DeviceLayerKind
 }
 
 // replica is a resource on one node.
@@ -99,7 +107,27 @@ type replica struct {
 	props     map[string]string
 	// migrateTo names the node an evacuation placed this replica's replacement on.
 	migrateTo string
+	// layers is the resource's layer stack, top first; empty means DRBD,STORAGE (the
+	// server's default stack, CtrlRscLayerDataFactory.createDefaultStack).
+	layers []devicelayerkind.DeviceLayerKind
+	// behind: writes made while this replica was cut off from the writer never reached
+	// it, so it does not hold the newest data, although DRBD still reports its own disk
+	// UpToDate (noteWrites). Only a resync after the link heals clears it. LINSTOR
+	// cannot see this; HasNewestData tells tests.
+	behind bool
 }
+
+// layerStack is the replica's layer stack, top first.
+func (r *replica) layerStack() []devicelayerkind.DeviceLayerKind {
+	if len(r.layers) == 0 {
+		return defaultLayers
+	}
+	return r.layers
+}
+
+// drbd: the resource is replicated by DRBD. DRBD is always the top layer when present
+// (LayerUtils: no layer lists DRBD among its children).
+func (r *replica) drbd() bool { return r.layerStack()[0] == devicelayerkind.Drbd }
 
 // diskful: the replica stores data (CtrlRscDeleteApiHelper: not DRBD_DISKLESS,
 // NVME_INITIATOR, EBS_INITIATOR).
@@ -173,6 +201,7 @@ func New() *Emulator {
 		nodes:           map[string]*node{},
 		rds:             map[string]*resourceDefinition{},
 		nodeConns:       map[[2]string]map[string]string{},
+		cutLinks:        map[[2]string]bool{},
 		faults:          map[string]*Fault{},
 		timing:          DefaultTiming,
 		counts:          map[string]int{},
@@ -426,7 +455,15 @@ func (e *Emulator) SetSatelliteVersion(name, version string) error {
 
 // PlaceResource creates (if needed) a resource definition with one 1 GiB volume and
 // places a replica of it on node in pool. An empty pool places a diskless replica.
+// The replica has the default layer stack, DRBD over STORAGE.
 func (e *Emulator) PlaceResource(rd, nodeName, pool string, inUse bool) error {
+	return e.PlaceResourceWithLayers(rd, nodeName, pool, inUse)
+}
+
+// PlaceResourceWithLayers is PlaceResource with a layer stack, top first, as a
+// resource create's layer_list gives it: STORAGE alone or LUKS,STORAGE are not
+// replicated and report no disk state. No layers means DRBD,STORAGE.
+func (e *Emulator) PlaceResourceWithLayers(rd, nodeName, pool string, inUse bool, layers ...devicelayerkind.DeviceLayerKind) error {
 	defer e.flush()
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -434,13 +471,23 @@ func (e *Emulator) PlaceResource(rd, nodeName, pool string, inUse bool) error {
 	if !ok {
 		return fmt.Errorf("node %q not found", nodeName)
 	}
-	var flags []string
-	if pool != "" {
+	var stack []devicelayerkind.DeviceLayerKind
+	if len(layers) > 0 {
+		var bad string
+		if stack, bad = checkLayerStack(layers); bad != "" {
+			return fmt.Errorf("layers %v: %s", layers, bad)
+		}
+	}
+	rep := &replica{pool: pool, inUse: inUse, diskState: "UpToDate", layers: stack}
+	switch {
+	case pool != "":
 		if _, ok := n.pools[strings.ToLower(pool)]; !ok {
 			return fmt.Errorf("pool %q not found on node %q", pool, nodeName)
 		}
-	} else {
-		flags = []string{lapiconst.FlagDiskless, lapiconst.FlagDrbdDiskless}
+	case !rep.drbd():
+		return fmt.Errorf("a %v resource needs a pool: only DRBD has diskless replicas", stack)
+	default:
+		rep.flags = []string{lapiconst.FlagDiskless, lapiconst.FlagDrbdDiskless}
 	}
 	def, ok := e.rds[strings.ToLower(rd)]
 	if !ok {
@@ -448,13 +495,125 @@ func (e *Emulator) PlaceResource(rd, nodeName, pool string, inUse bool) error {
 		def.volumes = []lapi.VolumeDefinition{{VolumeNumber: ptrTo(int32(0)), SizeKib: 1 << 20, Uuid: uuid.NewString()}}
 		e.rds[strings.ToLower(rd)] = def
 	}
-	def.resources[n.Name] = &replica{pool: pool, inUse: inUse, diskState: "UpToDate", flags: flags}
+	if len(def.layers) == 0 {
+		def.layers = rep.layerStack()
+	}
+	def.resources[n.Name] = rep
+	e.noteWrites()
 	return nil
 }
 
-// SetInUse marks a replica as in use (mounted, Primary) or not, as its satellite reports.
+// SetInUse marks a replica as in use (mounted, Primary) or not, as its satellite
+// reports. A replica in use writes: peers cut off from it fall behind (noteWrites).
 func (e *Emulator) SetInUse(rd, nodeName string, inUse bool) error {
-	return e.withReplica(rd, nodeName, func(r *replica) { r.inUse = inUse })
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	def, ok := e.rds[strings.ToLower(rd)]
+	if !ok || def.resources[nodeName] == nil {
+		return fmt.Errorf("resource %q not on node %q", rd, nodeName)
+	}
+	e.noteWrites() // what was written until now
+	def.resources[nodeName].inUse = inUse
+	e.noteWrites()
+	return nil
+}
+
+// linkKey names the replication link between two nodes, in either order.
+func linkKey(a, b string) [2]string {
+	a, b = strings.ToLower(a), strings.ToLower(b)
+	if b < a {
+		a, b = b, a
+	}
+	return [2]string{a, b}
+}
+
+// linked: DRBD on a can reach b over the replication network.
+func (e *Emulator) linked(a, b string) bool { return !e.cutLinks[linkKey(a, b)] }
+
+// PartitionLink cuts the replication link between nodes a and b: their DRBD
+// connections drop to Connecting on both sides while both satellites stay ONLINE to
+// the controller. Each side keeps reporting its own disk state, UpToDate included;
+// writes made on one side from now on do not reach the other (HasNewestData).
+func (e *Emulator) PartitionLink(a, b string) error {
+	if strings.EqualFold(a, b) {
+		return fmt.Errorf("a link needs two nodes, got %q twice", a)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.noteWrites()
+	e.cutLinks[linkKey(a, b)] = true
+	e.noteWrites()
+	return nil
+}
+
+// HealLink restores the link PartitionLink cut. DRBD reconnects; a replica that
+// missed writes its peer has becomes the peer's resync target, Inconsistent for
+// Timing.Resync, then UpToDate with the newest data.
+func (e *Emulator) HealLink(a, b string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.noteWrites()
+	key := linkKey(a, b)
+	if !e.cutLinks[key] {
+		return nil
+	}
+	delete(e.cutLinks, key)
+	for _, rd := range e.rds {
+		var ra, rb *replica
+		for nodeName, rep := range rd.resources {
+			switch strings.ToLower(nodeName) {
+			case key[0]:
+				ra = rep
+			case key[1]:
+				rb = rep
+			}
+		}
+		if ra == nil || rb == nil || !ra.drbd() || !ra.diskful() || !rb.diskful() || ra.behind == rb.behind {
+			continue // both behind or both current: neither side has newer data to give
+		}
+		target := ra
+		if rb.behind {
+			target = rb
+		}
+		target.behind = false
+		target.syncUntil = e.now().Add(e.timing.Resync)
+	}
+	return nil
+}
+
+// noteWrites applies DRBD replication to the writes of every replica in use: they
+// reach the writer's diskful peers over their links; a peer whose link to the writer
+// is cut misses them and falls behind. Writes are continuous while a replica is in
+// use, so this runs before and after every change of use or links, and on every
+// request (advance).
+func (e *Emulator) noteWrites() {
+	for _, rd := range e.rds {
+		for writer, w := range rd.resources {
+			if !w.inUse || !w.drbd() {
+				continue
+			}
+			for peer, p := range rd.resources {
+				if peer != writer && p.diskful() && !e.linked(writer, peer) {
+					p.behind = true
+				}
+			}
+		}
+	}
+}
+
+// HasNewestData reports whether the replica of rd on node holds every write made so
+// far: false for a diskless replica, for one that missed writes behind a cut link and
+// has not resynced, and for one still resyncing. LINSTOR cannot know this; tests can.
+func (e *Emulator) HasNewestData(rd, nodeName string) (bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.advance()
+	def, ok := e.rds[strings.ToLower(rd)]
+	if !ok || def.resources[nodeName] == nil {
+		return false, fmt.Errorf("resource %q not on node %q", rd, nodeName)
+	}
+	rep := def.resources[nodeName]
+	return rep.diskful() && !rep.behind && !e.now().Before(rep.syncUntil), nil
 }
 
 // withReplica changes one replica under the lock.
@@ -569,11 +728,12 @@ func (e *Emulator) online(name string) bool {
 }
 
 // diskState is what the view reports for a replica: nothing while its satellite is
-// not ONLINE (no state is known), Diskless without a disk, Inconsistent while a new
-// replica resyncs, else its settled state.
+// not ONLINE (no state is known) or for a resource without DRBD (only DRBD's events
+// fill a volume's state), Diskless without a disk, Inconsistent while a replica
+// resyncs, else its settled state, UpToDate also for one that is behind.
 func (e *Emulator) diskState(nodeName string, rep *replica) string {
 	switch {
-	case !e.online(nodeName):
+	case !e.online(nodeName), !rep.drbd():
 		return ""
 	case rep.pool == "":
 		return "Diskless"
@@ -581,6 +741,31 @@ func (e *Emulator) diskState(nodeName string, rep *replica) string {
 		return "Inconsistent"
 	}
 	return rep.diskState
+}
+
+// reportedInUse is the resource state's in_use as the satellite reports it: DRBD's
+// role for a DRBD resource (DrbdEventPublisher.determineResourceState), false for a
+// LUKS one and unknown (nil) for a STORAGE one (LuksLayer.resourceFinished,
+// StorageLayer.resourceFinished, sent once, never updated); nil while the satellite
+// is not ONLINE.
+func (e *Emulator) reportedInUse(nodeName string, rep *replica) *bool {
+	if !e.online(nodeName) {
+		return nil
+	}
+	switch rep.layerStack()[0] {
+	case devicelayerkind.Drbd:
+		return ptrTo(rep.inUse)
+	case devicelayerkind.Luks:
+		return ptrTo(false)
+	}
+	return nil
+}
+
+// inUseReported: LINSTOR knows the replica is in use; CtrlRscDeleteApiHelper.ensureNotInUse
+// refuses only a known true.
+func (e *Emulator) inUseReported(nodeName string, rep *replica) bool {
+	u := e.reportedInUse(nodeName, rep)
+	return u != nil && *u
 }
 
 func (e *Emulator) satelliteVersion(n *node) string {
@@ -723,6 +908,7 @@ func (e *Emulator) Reset() {
 	}
 	e.nodes, e.rds = map[string]*node{}, map[string]*resourceDefinition{}
 	e.nodeConns, e.controllerProps = map[[2]string]map[string]string{}, map[string]string{}
+	e.cutLinks = map[[2]string]bool{} // a new installation starts on a working network
 	e.passphrase, e.passphraseOpen, e.persisted, e.tablesAt = "", false, nil, ""
 	e.controllerPod, e.controllerFailure, e.controllerStarting = "", "", false
 	e.failMigration, e.failStartAfterMigration = false, false

@@ -25,7 +25,12 @@ const defaultPlaceCount = 2
 //     background; the source goes once the replacement is UpToDate and the source is
 //     no longer in use (advance);
 //   - when no pool can take it, the replica stays, flagged EVACUATE, and the answer
-//     carries WARN_NOT_EVACUATING in a 200: nothing retries it later.
+//     carries WARN_NOT_EVACUATING in a 200: nothing retries it later;
+//   - a resource without DRBD is not evacuated: it stays, flagged EVACUATE, with
+//     WARN_NOT_EVACUATING.
+//
+// Peers count by the disk state they report: a replica cut off from the writer by a
+// broken link still reports UpToDate and counts, although it is behind.
 func (e *Emulator) evacuateNode(w http.ResponseWriter, r *http.Request, n *node) {
 	var in lapi.NodeEvacuate
 	if !decode(w, r, &in, http.StatusInternalServerError) {
@@ -47,6 +52,12 @@ func (e *Emulator) evacuateNode(w http.ResponseWriter, r *http.Request, n *node)
 			rep.props = map[string]string{}
 		}
 		rep.props["MigrateFrom"] = strings.ToUpper(n.Name)
+		if !rep.drbd() {
+			// Only DRBD replicates: the replica stays, flagged EVACUATE
+			// (CtrlNodeApiCallHandler.evacuateNodeInTrasaction, rscDfn.usesLayer(DRBD)).
+			answer = append(answer, rc(lapiconst.WarnNotEvacuating, "Resource '%s' cannot be evacuated as it is not a DRBD resource", rd.Name))
+			continue
+		}
 		if !rep.diskful() || !e.sourceUpToDate(n.Name, rep) || e.upToDatePeers(rd, n.Name) >= defaultPlaceCount {
 			if why := e.refuseReplicaDelete(rd, n.Name, delRsc); why != nil {
 				answer = append(answer, why.withRefs("Node", n.Name, "RscDfn", rd.Name))
@@ -99,7 +110,7 @@ func (e *Emulator) upToDatePeers(rd *resourceDefinition, nodeName string) int {
 // is Inconsistent while it resyncs.
 func (e *Emulator) placeReplacement(rd *resourceDefinition, rep *replica, from string, in lapi.NodeEvacuate) string {
 	src := e.nodes[strings.ToLower(from)]
-	if src == nil || src.pools[strings.ToLower(rep.pool)] == nil {
+	if src == nil || src.pools[strings.ToLower(rep.pool)] == nil || !rep.drbd() {
 		return ""
 	}
 	kind := src.pools[strings.ToLower(rep.pool)].ProviderKind
@@ -138,15 +149,17 @@ func (e *Emulator) placeReplacement(rd *resourceDefinition, rep *replica, from s
 	if best == nil {
 		return ""
 	}
-	rd.resources[best.node] = &replica{pool: best.pool, diskState: "UpToDate", syncUntil: e.now().Add(e.timing.Resync)}
+	rd.resources[best.node] = &replica{pool: best.pool, diskState: "UpToDate", syncUntil: e.now().Add(e.timing.Resync), layers: rep.layers}
 	return best.node
 }
 
 // advance carries out what the controller does in the background up to now: a replica
 // marked for deletion goes once its satellite confirms (is ONLINE); an evacuated
 // replica is deleted once its replacement is UpToDate and it is no longer in use (the
-// source waits for the workload to go).
+// source waits for the workload to go). Writes so far reach the peers linked to their
+// writer (noteWrites).
 func (e *Emulator) advance() {
+	e.noteWrites()
 	for _, rd := range e.rds {
 		for _, nodeName := range slices.Sorted(maps.Keys(rd.resources)) {
 			rep := rd.resources[nodeName]

@@ -494,7 +494,7 @@ func (e *Emulator) deleteNode(w http.ResponseWriter, r *http.Request, n *node) {
 // refuseReplicaDelete is ensureNotInUse then ensureNotLastDisk for one replica.
 func (e *Emulator) refuseReplicaDelete(rd *resourceDefinition, nodeName string, ctx uint64) *apiCallRc {
 	rep := rd.resources[nodeName]
-	if rep.inUse && e.online(nodeName) {
+	if e.inUseReported(nodeName, rep) {
 		bad := rc(lapiconst.FailInUse|ctx, "Resource '%s' is still in use.", rd.Name).withCause("Resource is mounted/in use.").
 			withCorrection("Un-mount resource '%s' on the node '%s'.", rd.Name, nodeName)
 		return &bad
@@ -571,8 +571,8 @@ func (e *Emulator) evictNode(w http.ResponseWriter, r *http.Request, n *node) {
 		n.Flags = appendFlag(n.Flags, lapiconst.FlagEvicted)
 		for _, rd := range e.sortedRDs() {
 			rep := rd.resources[n.Name]
-			if rep == nil {
-				continue
+			if rep == nil || !rep.drbd() {
+				continue // evict ignores resources without DRBD (CtrlNodeApiCallHandler.declareEvicted)
 			}
 			rep.flags = appendFlag(appendFlag(rep.flags, "INACTIVE"), lapiconst.FlagEvicted)
 			// Replacements only while fewer active diskful replicas remain than
@@ -611,7 +611,7 @@ func (e *Emulator) restoreNode(w http.ResponseWriter, r *http.Request, n *node) 
 			continue
 		}
 		if in.DeleteResources != nil && *in.DeleteResources {
-			if e.lastDiskful(rd, n.Name) {
+			if rep.drbd() && e.lastDiskful(rd, n.Name) { // a resource without DRBD is simply deleted (restoreNode)
 				answer = append(answer, rc(lapiconst.WarnStltNotUpdated, "Not deleting resource %s since it is the last non-deleting diskful resource of this resource-definition", rd.Name))
 				continue
 			}

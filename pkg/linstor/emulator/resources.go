@@ -63,12 +63,28 @@ func (e *Emulator) createResourceDefinition(w http.ResponseWriter, r *http.Reque
 		writeRC(w, http.StatusCreated, propRefused(*bad, crtRscDfn).withRefs("RscDfn", name))
 		return
 	}
+	// The layer_data types are the definition's layer stack
+	// (REST/ResourceDefinitions.createResourceDefinition, CtrlRscDfnApiCallHandler:
+	// ensureLayerStackIsAllowed when given).
+	var names []devicelayerkind.DeviceLayerKind
+	for _, l := range in.ResourceDefinition.LayerData {
+		names = append(names, l.Type)
+	}
+	stack, bad := parseLayers(names)
+	if bad == nil && len(stack) > 0 && !stackAllowed(stack) {
+		bad = ptrTo(rc(lapiconst.FailInvldLayerStack, "The layer stack %s is invalid", javaList(stack)))
+	}
+	if bad != nil {
+		bad.RetCode |= int64(crtRscDfn)
+		writeRC(w, http.StatusCreated, bad.withRefs("RscDfn", name))
+		return
+	}
 	rd := in.ResourceDefinition
 	rd.Uuid = uuid.NewString()
 	if rd.ResourceGroupName == "" {
 		rd.ResourceGroupName = "DfltRscGrp"
 	}
-	e.rds[strings.ToLower(name)] = &resourceDefinition{ResourceDefinition: rd, resources: map[string]*replica{}}
+	e.rds[strings.ToLower(name)] = &resourceDefinition{ResourceDefinition: rd, resources: map[string]*replica{}, layers: stack}
 	writeRC(w, http.StatusCreated, rc(lapiconst.Created|crtRscDfn, "New resource definition '%s' created.", name).withRefs("RscDfn", name, "UUID", rd.Uuid))
 }
 
@@ -82,7 +98,7 @@ func (e *Emulator) deleteResourceDefinition(w http.ResponseWriter, r *http.Reque
 		return
 	}
 	for _, nodeName := range slices.Sorted(maps.Keys(rd.resources)) {
-		if rd.resources[nodeName].inUse && e.online(nodeName) {
+		if e.inUseReported(nodeName, rd.resources[nodeName]) {
 			writeRC(w, http.StatusOK, rc(lapiconst.FailInUse|delRscDfn, "Resource '%s' on node '%s' is still in use.", rd.Name, nodeName).withRefs("RscDfn", name))
 			return
 		}
@@ -147,7 +163,9 @@ func (e *Emulator) createVolumeDefinition(w http.ResponseWriter, r *http.Request
 
 // createResource places a replica (the CSI driver's call): refused on a node being
 // evacuated (CtrlRscCrtApiHelper, FAIL_EVACUATING); a diskful replica joining
-// UpToDate peers resyncs, Inconsistent, before it is UpToDate.
+// UpToDate peers resyncs, Inconsistent, before it is UpToDate. Its layer stack is the
+// request's layer_list, else the definition's, else DRBD,STORAGE, which then becomes
+// the definition's (ResourceControllerFactory.create).
 func (e *Emulator) createResource(w http.ResponseWriter, r *http.Request) {
 	var in lapi.ResourceCreate
 	if !decode(w, r, &in, http.StatusInternalServerError) {
@@ -156,11 +174,18 @@ func (e *Emulator) createResource(w http.ResponseWriter, r *http.Request) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.advance()
+	nodeName := r.PathValue("node")
+	// The REST layer parses the layer names first (REST/Resources.java).
+	requested, bad := parseLayers(in.LayerList)
+	if bad != nil {
+		bad.RetCode |= int64(crtRsc)
+		writeRC(w, http.StatusCreated, bad.withRefs("Node", nodeName, "RscDfn", r.PathValue("rd")))
+		return
+	}
 	rd, ok := e.lookupRD(w, r)
 	if !ok {
 		return
 	}
-	nodeName := r.PathValue("node")
 	refs := []string{"Node", nodeName, "RscDfn", rd.Name}
 	n, ok := e.nodes[strings.ToLower(nodeName)]
 	switch {
@@ -174,13 +199,26 @@ func (e *Emulator) createResource(w http.ResponseWriter, r *http.Request) {
 		writeRC(w, http.StatusCreated, rc(lapiconst.FailEvacuating|crtRsc, "node '%s is being evacuated. No new resources allowed on this node.", n.Name).withRefs(refs...))
 		return
 	}
+	stack := requested
+	if len(stack) == 0 {
+		stack = rd.layers
+	}
+	if len(stack) == 0 {
+		stack = defaultLayers
+	}
+	if why := refuseStack(stack, n.Name); why != nil {
+		why.RetCode |= int64(crtRsc)
+		writeRC(w, http.StatusCreated, why.withRefs(refs...))
+		return
+	}
 	rscProps := map[string]string{}
 	if _, bad := setProps(props.Resource, rscProps, in.Resource.Props); bad != nil {
 		writeRC(w, http.StatusCreated, propRefused(*bad, crtRsc).withRefs(refs...))
 		return
 	}
 	pool := in.Resource.Props[lapiconst.KeyStorPoolName]
-	diskless := hasFlag(in.Resource.Flags, lapiconst.FlagDiskless) || hasFlag(in.Resource.Flags, lapiconst.FlagDrbdDiskless)
+	// Only DRBD has diskless replicas; without it a diskless flag is not modelled.
+	diskless := stack[0] == devicelayerkind.Drbd && (hasFlag(in.Resource.Flags, lapiconst.FlagDiskless) || hasFlag(in.Resource.Flags, lapiconst.FlagDrbdDiskless))
 	flags := append([]string(nil), in.Resource.Flags...)
 	if diskless {
 		pool = ""
@@ -195,7 +233,13 @@ func (e *Emulator) createResource(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	rep := &replica{pool: pool, diskState: "UpToDate", flags: flags, props: rscProps}
-	if rep.diskful() && e.upToDatePeers(rd, n.Name) > 0 {
+	if len(requested) > 0 || len(rd.layers) > 0 {
+		rep.layers = stack
+	}
+	if len(rd.layers) == 0 {
+		rd.layers = stack
+	}
+	if rep.drbd() && rep.diskful() && e.upToDatePeers(rd, n.Name) > 0 {
 		rep.syncUntil = e.now().Add(e.timing.Resync)
 	}
 	rd.resources[n.Name] = rep
@@ -267,10 +311,13 @@ func (e *Emulator) viewResources(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// resourceViews renders the replicas of rd as the view shows them. State (in_use,
-// disk states, DRBD connections) is known only from an ONLINE satellite; without it
-// those fields are left out. A peer is connected while both satellites are ONLINE. A
-// definition without volumes shows no resources (CtrlVlmListApiCallHandler).
+// resourceViews renders the replicas of rd as the view shows them
+// (Json.apiToResourceWithVolumes). The resource state exists only while the
+// satellite is ONLINE; its in_use is what the top layer reports (reportedInUse).
+// Only a DRBD resource has per-peer connections (Connected, or Connecting while the
+// peer's satellite is not ONLINE or the link is cut, drbdConnection) and volume
+// states; without DRBD no event ever fills a volume's state. A definition without
+// volumes shows no resources (CtrlVlmListApiCallHandler).
 func (e *Emulator) resourceViews(rd *resourceDefinition) []lapi.ResourceWithVolumes {
 	if len(rd.volumes) == 0 {
 		return nil
@@ -279,29 +326,22 @@ func (e *Emulator) resourceViews(rd *resourceDefinition) []lapi.ResourceWithVolu
 	var out []lapi.ResourceWithVolumes
 	for i, nodeName := range names {
 		rep := rd.resources[nodeName]
-		known := e.online(nodeName)
 		view := lapi.ResourceWithVolumes{Resource: lapi.Resource{
 			Name: rd.Name, NodeName: nodeName, Flags: rep.flags, Props: copyMap(rep.props),
-			Uuid: uuid.NewSHA1(uuid.NameSpaceOID, []byte(rd.Name+"/"+nodeName)).String(),
-			LayerObject: &lapi.ResourceLayer{Type: devicelayerkind.Drbd, Drbd: &lapi.DrbdResource{
-				NodeId: int32(i), PeerSlots: 7, AlStripes: 1, AlSize: 32,
-			}},
+			Uuid:        uuid.NewSHA1(uuid.NameSpaceOID, []byte(rd.Name+"/"+nodeName)).String(),
+			LayerObject: e.layerObject(rd, nodeName, rep, int32(i)),
 		}}
-		if known {
-			inUse := rep.inUse
-			view.State = &lapi.ResourceState{InUse: &inUse}
-			conns := map[string]lapi.DrbdConnection{}
-			for _, peer := range names {
-				if peer != nodeName {
-					up := e.online(peer)
-					msg := "Connected"
-					if !up {
-						msg = "Connecting"
+		if e.online(nodeName) {
+			view.State = &lapi.ResourceState{InUse: e.reportedInUse(nodeName, rep)}
+			if rep.drbd() {
+				conns := map[string]lapi.DrbdConnection{}
+				for _, peer := range names {
+					if peer != nodeName {
+						conns[peer] = e.drbdConnection(nodeName, peer)
 					}
-					conns[peer] = lapi.DrbdConnection{Connected: up, Message: msg}
 				}
+				view.LayerObject.Drbd.Connections = conns
 			}
-			view.LayerObject.Drbd.Connections = conns
 		}
 		kind, pool := lapi.DISKLESS, disklessPool
 		if n := e.nodes[strings.ToLower(nodeName)]; n != nil && rep.pool != "" && n.pools[strings.ToLower(rep.pool)] != nil {
@@ -310,7 +350,7 @@ func (e *Emulator) resourceViews(rd *resourceDefinition) []lapi.ResourceWithVolu
 		for _, vd := range rd.volumes {
 			view.Volumes = append(view.Volumes, lapi.Volume{
 				VolumeNumber: *vd.VolumeNumber, StoragePoolName: pool, ProviderKind: kind,
-				DevicePath: "/dev/drbd" + itoa(1000+int(*vd.VolumeNumber)), AllocatedSizeKib: int64(vd.SizeKib), UsableSizeKib: int64(vd.SizeKib),
+				DevicePath: e.volumeDevicePath(nodeName, rep, rd.Name, *vd.VolumeNumber), AllocatedSizeKib: int64(vd.SizeKib), UsableSizeKib: int64(vd.SizeKib),
 				State: lapi.VolumeState{DiskState: e.diskState(nodeName, rep)},
 			})
 		}

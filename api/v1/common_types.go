@@ -31,7 +31,10 @@ type ComponentSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node Selector",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:selector:core:v1:Node","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
-	// tolerations of the component's pods; see `kubectl explain pod.spec.tolerations`.
+	// tolerations of the component's pods, added to the defaults (the HA controller's
+	// drbd.linbit.com taints for satellites, CSI node and HA controller; a 30 s
+	// not-ready/unreachable toleration for the LINSTOR controller); a toleration with the
+	// key and effect of a default replaces it. See `kubectl explain pod.spec.tolerations`.
 	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Tolerations",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}

@@ -459,8 +459,8 @@ type LinstorClusterStatus struct {
 	SkippedNodes []SkippedNode `json:"skippedNodes,omitempty"`
 
 	// lostNodes are LINSTOR nodes the user acknowledged as gone for good (annotation
-	// linstor.io/acknowledge-lost-nodes): upgrade preflight and verification proceed
-	// without them. Nothing else skips a node.
+	// linstor.io/acknowledge-lost-nodes): an upgrade's preflight, satellites phase and
+	// verification proceed without them. Nothing else skips a node.
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=256
@@ -472,12 +472,15 @@ type LinstorClusterStatus struct {
 type SkippedNode struct {
 	// name of the Kubernetes node.
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Skipped Node",xDescriptors={"urn:alm:descriptor:io.kubernetes:Node"}
 	Name string `json:"name"`
 	// reason is a CamelCase word, e.g. UntoleratedTaint.
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Skipped Because",xDescriptors={"urn:alm:descriptor:text"}
 	Reason string `json:"reason"`
 	// message says why, naming the taint or condition, and what to do.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Skipped Node Message",xDescriptors={"urn:alm:descriptor:text"}
 	Message string `json:"message,omitempty"`
 }
 
@@ -485,12 +488,15 @@ type SkippedNode struct {
 type LostNode struct {
 	// name of the LINSTOR node.
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Lost Node",xDescriptors={"urn:alm:descriptor:text"}
 	Name string `json:"name"`
 	// acknowledgedAt is when the operator first saw the acknowledgement.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Lost Node Acknowledged At",xDescriptors={"urn:alm:descriptor:text"}
 	AcknowledgedAt *metav1.Time `json:"acknowledgedAt,omitempty"`
 	// message says what the acknowledgement changes.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Lost Node Message",xDescriptors={"urn:alm:descriptor:text"}
 	Message string `json:"message,omitempty"`
 }
 

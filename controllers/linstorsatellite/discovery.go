@@ -210,10 +210,13 @@ func (r *Reconciler) apiReader() client.Reader {
 }
 
 // recordDiscovery saves the discovery status now, ahead of the pass's status update.
+// The patch is conditional on the object this pass read: a pass on a stale cached copy
+// does not see the claim an earlier pass recorded, and would pick other disks; its
+// record conflicts instead, and nothing is sent.
 func (r *Reconciler) recordDiscovery(ctx context.Context, s *scope) error {
 	before := s.sat.DeepCopy()
 	s.sat.Status.Discovery = s.discovery.DeepCopy()
-	return r.Client.Status().Patch(ctx, s.sat, client.MergeFrom(before))
+	return r.Client.Status().Patch(ctx, s.sat, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 }
 
 func claimedDisks(s *scope, pool string) []string {

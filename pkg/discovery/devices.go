@@ -106,19 +106,45 @@ func namesExactly(patterns []string, d Disk) bool {
 }
 
 // identityKeys are what tell one disk from every other disk, on this node or another:
-// its WWN and its serial, each when reported. Two entries sharing one are one disk seen
-// twice (two paths, or a LUN zoned to two nodes) unless proven otherwise, and the
-// operator does not try to prove it.
+// its WWN when it reports one, else its serial. Two entries sharing one are one disk
+// seen twice (two paths, or a LUN zoned to two nodes) unless proven otherwise, and the
+// operator does not try to prove it. The serial alone is not compared when there is a
+// WWN: the namespaces of one NVMe controller share its serial (lsblk SERIAL is the
+// controller's) and differ in their WWN (EUI-64/NGUID).
 func identityKeys(wwn, serial string) []string {
-	var keys []string
-	if wwn != "" {
-		keys = append(keys, "wwn:"+wwn)
+	switch {
+	case wwn != "":
+		return []string{"wwn:" + wwn}
+	case serial != "":
+		return []string{"serial:" + serial}
 	}
-	if serial != "" {
-		keys = append(keys, "serial:"+serial)
-	}
-	return keys
+	return nil
 }
 
 // IdentityKeys of a disk status another node reported, for Input.Elsewhere.
 func IdentityKeys(d linstorv1.DiskStatus) []string { return identityKeys(d.WWN, d.Serial) }
+
+// catchAll reports whether patterns match any disk, as if there were none: "*", or
+// "/dev/*" for paths, takes every disk of every node as a size-only matcher does.
+func catchAll(patterns []string, samples []string) bool {
+	for _, p := range patterns {
+		all := true
+		for _, s := range samples {
+			if ok, err := path.Match(p, s); err != nil || !ok {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+// Every physical disk family, and models of several vendors (and none): a pattern
+// matching all of them narrows nothing.
+var (
+	anyDevicePath = []string{"/dev/sda", "/dev/nvme0n1", "/dev/vda", "/dev/xvda", "/dev/hda", "/dev/mmcblk0", "/dev/dasda"}
+	anyModel      = []string{"", "SAMSUNG MZQL21T9HCJR-00A07", "ST8000NM000A-2KE1", "QEMU HARDDISK", "INTEL SSDPE2KX010T8", "Virtual disk"}
+)

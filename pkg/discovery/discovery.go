@@ -366,7 +366,7 @@ func refusal(in Input, d Disk) (reason, message string) {
 	}
 	for _, k := range keys {
 		if node, ok := in.Elsewhere[k]; ok {
-			return ReasonSeenOnOtherNode, fmt.Sprintf("%s is also reported by node %s: a LUN shared by several nodes, which a pool on each would overwrite. Claimed by none; list it in the hostDevices of one node's pool if only that node uses it", describeKey(k), node)
+			return ReasonSeenOnOtherNode, fmt.Sprintf("%s is also reported by node %s: one disk seen by both (a shared LUN, which a pool on each would overwrite), or disks whose serials repeat across machines (some clouds name every VM's disks alike). Claimed by none; list it in the hostDevices of a pool of the one node that should use it", describeKey(k), node)
 		}
 	}
 	return "", ""
@@ -503,9 +503,11 @@ func diskStatus(d Disk) linstorv1.DiskStatus {
 }
 
 // NeedsAcknowledgement reports whether a matcher could take any unused disk of a node
-// (size and rotational only) without allowAnyDisk acknowledging it.
+// (size and rotational only, or patterns that match everything such as "*" or
+// "/dev/*") without allowAnyDisk acknowledging it.
 func NeedsAcknowledgement(m *linstorv1.DiskDiscovery) bool {
-	return len(m.Models) == 0 && len(m.DevicePaths) == 0 && !m.AllowAnyDisk
+	narrowed := (len(m.Models) > 0 && !catchAll(m.Models, anyModel)) || (len(m.DevicePaths) > 0 && !catchAll(m.DevicePaths, anyDevicePath))
+	return !narrowed && !m.AllowAnyDisk
 }
 
 // mismatch says why d does not match m, or "" when it does.
@@ -513,6 +515,19 @@ func mismatch(m *linstorv1.DiskDiscovery, d Disk, stable string) string {
 	if kind, what := DeviceKind(d.Device); kind == UnknownKind && !namesExactly(m.DevicePaths, d) {
 		return fmt.Sprintf("a %s: only a devicePaths entry naming it exactly claims it", what)
 	}
+	if why := mismatchCriteria(m, d, stable); why != "" {
+		return why
+	}
+	if d.WWN == "" && d.Serial == "" && !namesExactly(m.DevicePaths, d) {
+		// Nothing tells it from a disk another machine sees too (a shared VMDK, a
+		// libvirt shareable disk): the shared-disk checks cannot protect it.
+		return "reports no WWN and no serial, so nothing tells it from a disk another machine also sees: only a devicePaths entry naming it exactly claims it"
+	}
+	return ""
+}
+
+// mismatchCriteria says which of the matcher's fields d fails, or "".
+func mismatchCriteria(m *linstorv1.DiskDiscovery, d Disk, stable string) string {
 	switch {
 	case m.MinSize != nil && d.Size < m.MinSize.Value():
 		return fmt.Sprintf("smaller than minSize %s", m.MinSize)

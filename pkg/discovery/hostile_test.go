@@ -114,15 +114,60 @@ func TestTwoPathsToOneDiskAreClaimedByNone(t *testing.T) {
 	pathA := Disk{Device: "/dev/sdc", Size: 4 * tib, Model: "PERC H755", Serial: "SAS-0001", WWN: "0x6000c29a00000001"}
 	pathB := pathA
 	pathB.Device = "/dev/sdd"
-	sameSerial := Disk{Device: "/dev/sde", Size: 4 * tib, Model: "USB bridge", Serial: "SAS-0001"} // a serial alone is enough
-	p := Decide(Input{Pools: []Pool{anyDisk}, Listed: []Disk{pathA, pathB, sameSerial, nvme0}})
-	for _, d := range []Disk{pathA, pathB, sameSerial} {
+	// Without WWNs, the serial tells: two paths of a disk behind a USB bridge.
+	serialA := Disk{Device: "/dev/sde", Size: 4 * tib, Model: "USB bridge", Serial: "USB-0001"}
+	serialB := serialA
+	serialB.Device = "/dev/sdh"
+	// The namespaces of one NVMe controller share its serial and differ in WWN: two disks.
+	ns1 := Disk{Device: "/dev/nvme4n1", Size: 2 * tib, Model: "KIOXIA CM6", Serial: "CTRL-SERIAL-1", WWN: "eui.00000000000000018ce38e0300000001"}
+	ns2 := Disk{Device: "/dev/nvme4n2", Size: 2 * tib, Model: "KIOXIA CM6", Serial: "CTRL-SERIAL-1", WWN: "eui.00000000000000018ce38e0300000002"}
+	p := Decide(Input{Pools: []Pool{anyDisk}, Listed: []Disk{pathA, pathB, serialA, serialB, nvme0, ns1, ns2}})
+	for _, d := range []Disk{pathA, pathB, serialA, serialB} {
 		if st := disk(t, p, d.Device); st.State != linstorv1.DiskSkipped || st.Reason != ReasonSameIdentityTwice {
 			t.Errorf("%s: %s %s %q, want Skipped SameIdentityTwice", d.Device, st.State, st.Reason, st.Message)
 		}
 	}
-	if pp := poolPlan(t, p, "any"); pp.Action != Claim || len(pp.Disks) != 1 || pp.Disks[0] != nvme0 {
-		t.Errorf("any: %+v, want only nvme0 claimed", pp)
+	if pp := poolPlan(t, p, "any"); pp.Action != Claim || len(pp.Disks) != 3 || pp.Disks[0] != nvme0 || pp.Disks[1] != ns1 || pp.Disks[2] != ns2 {
+		t.Errorf("any: %+v, want nvme0 and both namespaces of nvme4 claimed", pp)
+	}
+}
+
+// A disk that reports neither WWN nor serial (a VMDK without disk.EnableUUID, a virtio
+// disk without serial, a libvirt shareable disk) cannot be told from a disk another
+// machine sees: only an exact devicePaths entry claims it.
+func TestADiskWithoutIdentityIsClaimedOnlyWhenNamed(t *testing.T) {
+	bare := Disk{Device: "/dev/sdb", Size: 100 * gib, Model: "Virtual disk"}
+	if pp := poolPlan(t, Decide(Input{Pools: []Pool{anyDisk}, Listed: []Disk{bare}}), "any"); pp.Action == Claim {
+		t.Errorf("an identity-less disk was claimed by a size-only matcher")
+	}
+	glob := Pool{Name: "g", Match: linstorv1.DiskDiscovery{DevicePaths: []string{"/dev/sd*"}}}
+	if pp := poolPlan(t, Decide(Input{Pools: []Pool{glob}, Listed: []Disk{bare}}), "g"); pp.Action == Claim {
+		t.Errorf("an identity-less disk was claimed by a glob")
+	}
+	named := Pool{Name: "n", Match: linstorv1.DiskDiscovery{DevicePaths: []string{"/dev/sdb"}}}
+	if pp := poolPlan(t, Decide(Input{Pools: []Pool{named}, Listed: []Disk{bare}}), "n"); pp.Action != Claim {
+		t.Errorf("an identity-less disk named exactly was not claimed: %q", pp.Status.Message)
+	}
+}
+
+// Patterns that match every disk narrow nothing: the matcher still needs allowAnyDisk.
+func TestCatchAllPatternsNeedAcknowledgement(t *testing.T) {
+	for _, tc := range []struct {
+		m    linstorv1.DiskDiscovery
+		want bool
+	}{
+		{linstorv1.DiskDiscovery{MinSize: q("1Ti")}, true},
+		{linstorv1.DiskDiscovery{Models: []string{"*"}}, true},
+		{linstorv1.DiskDiscovery{DevicePaths: []string{"/dev/*"}}, true},
+		{linstorv1.DiskDiscovery{DevicePaths: []string{"/dev/sd*", "/dev/*"}}, true},
+		{linstorv1.DiskDiscovery{Models: []string{"*"}, DevicePaths: []string{"/dev/nvme*"}}, false},
+		{linstorv1.DiskDiscovery{Models: []string{"SAMSUNG*"}}, false},
+		{linstorv1.DiskDiscovery{DevicePaths: []string{"/dev/disk/by-id/nvme-*"}}, false},
+		{linstorv1.DiskDiscovery{MinSize: q("1Ti"), AllowAnyDisk: true}, false},
+	} {
+		if got := NeedsAcknowledgement(&tc.m); got != tc.want {
+			t.Errorf("NeedsAcknowledgement(%+v) = %v, want %v", tc.m, got, tc.want)
+		}
 	}
 }
 
@@ -182,10 +227,11 @@ func TestARetryFollowsTheDiskNotTheKernelPath(t *testing.T) {
 	}
 	other := bare
 	other.Size = 200 * gib
-	if pp := poolPlan(t, Decide(Input{Pools: []Pool{anyDisk}, Listed: []Disk{other}, Previous: prevBare}), "any"); pp.Action != None {
+	named := Pool{Name: "any", Match: linstorv1.DiskDiscovery{DevicePaths: []string{"/dev/vdc"}}}
+	if pp := poolPlan(t, Decide(Input{Pools: []Pool{named}, Listed: []Disk{other}, Previous: prevBare}), "any"); pp.Action != None {
 		t.Errorf("another size at the path was claimed: %v", pp.Devices)
 	}
-	if pp := poolPlan(t, Decide(Input{Pools: []Pool{anyDisk}, Listed: []Disk{bare}, Previous: prevBare}), "any"); pp.Action != Claim {
+	if pp := poolPlan(t, Decide(Input{Pools: []Pool{named}, Listed: []Disk{bare}, Previous: prevBare}), "any"); pp.Action != Claim {
 		t.Errorf("the same bare disk was not retried: %q", pp.Status.Message)
 	}
 }

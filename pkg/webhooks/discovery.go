@@ -73,7 +73,7 @@ func validateDiscoveryAcknowledged(at *field.Path, pools, old []linstorv1.Storag
 			continue
 		}
 		errs = append(errs, field.Invalid(at.Index(i).Child("source", "discover", "allowAnyDisk"), false,
-			"a matcher without models or devicePaths takes every unused disk of every node it applies to, including a disk holding data that has no signature lsblk recognizes "+
+			"a matcher without models or devicePaths (or whose patterns match every disk, such as \"*\" or \"/dev/*\") takes every unused disk of every node it applies to, including a disk holding data that has no signature lsblk recognizes "+
 				"(a raw database device, another system's unlabelled disk); name the disks with models or devicePaths, try it with dryRun, or set allowAnyDisk: true to acknowledge"))
 	}
 	return errs

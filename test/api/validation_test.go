@@ -166,7 +166,7 @@ var invalidCases = []struct {
 		pool("also", obj{"zfsThinPool": obj{}, "source": obj{"discover": obj{"rotational": false, "dryRun": true}}})}},
 		`spec.storagePools[1].source.discover: Invalid value: "": matches the same disks as spec.storagePools[0].source.discover: a disk matched by two pools is claimed by neither`},
 	{"discovery matcher that takes any disk", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("hdd", obj{"zfsPool": obj{}, "source": obj{"discover": obj{"rotational": true, "minSize": "4Ti"}}})}},
-		`spec.storagePools[0].source.discover.allowAnyDisk: Invalid value: false: a matcher without models or devicePaths takes every unused disk of every node it applies to`},
+		`spec.storagePools[0].source.discover.allowAnyDisk: Invalid value: false: a matcher without models or devicePaths (or whose patterns match every disk`},
 }
 
 func TestInvalidObjectsAreRefusedWithAClearMessage(t *testing.T) {

@@ -643,13 +643,7 @@ func (e *Emulator) AddNodeDisk(node string, d Disk) {
 // NodeDisks returns a copy of the block devices of a node's machine, with what is on
 // them now (which lsblk on that machine may not show yet: Lsblk).
 func (e *Emulator) NodeDisks(node string) []Disk {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	h := e.hosts[hostKey(node)]
-	if h == nil {
-		return nil
-	}
-	return h.export()
+	return onHost(e, node, (*host).export)
 }
 
 // Overwritten lists, as "<node>:<device>", every device whose data a device-pool

@@ -312,25 +312,26 @@ func (h *host) held(d *blockDev) bool {
 // Lsblk returns what lsblk prints on a node's machine now, as the satellite runs it:
 // the lines LINSTOR's candidate filter reads (LinstorCandidates gives those it keeps).
 func (e *Emulator) Lsblk(node string) []LsblkEntry {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	h := e.hosts[hostKey(node)]
-	if h == nil {
-		return nil
-	}
-	return h.lsblk(e.now())
+	return onHost(e, node, func(h *host) []LsblkEntry { return h.lsblk(e.now()) })
 }
 
 // LinstorCandidates returns the lsblk lines of a node's machine that LINSTOR offers as
 // unused (GET /v1/physical-storage/{node}), whether or not the satellite is online.
 func (e *Emulator) LinstorCandidates(node string) []LsblkEntry {
+	return onHost(e, node, func(h *host) []LsblkEntry { return filterDeviceCandidates(h.lsblk(e.now())) })
+}
+
+// onHost reads a node's machine under the emulator's lock; the zero value when the
+// node has no machine.
+func onHost[T any](e *Emulator, node string, read func(h *host) T) T {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	var zero T
 	h := e.hosts[hostKey(node)]
 	if h == nil {
-		return nil
+		return zero
 	}
-	return filterDeviceCandidates(h.lsblk(e.now()))
+	return read(h)
 }
 
 // RescanNodeDisks makes a node's machine see what is on its devices now, as `udevadm

@@ -100,22 +100,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return ctrl.Result{}, err
 		}
 	}
-	return ctrl.Result{}, r.take(ctx, b)
+	return ctrl.Result{}, r.take(ctx, b, cluster)
 }
 
 // take streams the database into chunk Secrets and verifies them: a page of objects
 // and a chunk are all it holds, whatever the database's size. Resuming after a restart
 // starts the copy again: the controller is still stopped, so it is the same.
-func (r *Reconciler) take(ctx context.Context, b *linstorv1.LinstorBackup) error {
-	cw := &chunkWriter{ctx: ctx, r: r, b: b, hash: sha256.New()}
+//
+// The controller was seen stopped once, before the copy; it is looked for again before
+// each chunk is stored and before the copy is called Completed. A controller that
+// started meanwhile (the LinstorCluster reconciler deciding on a stale view) may have
+// written while the tables were read: such a copy is torn, yet its checksum matches
+// (it proves only that the Secrets hold what was read), so it fails instead.
+func (r *Reconciler) take(ctx context.Context, b *linstorv1.LinstorBackup, cluster *linstorv1.LinstorCluster) error {
+	started := time.Now()
+	stayedStopped := func() error { return r.controllerStayedStopped(ctx, cluster, started) }
+	cw := &chunkWriter{ctx: ctx, r: r, b: b, hash: sha256.New(), stayedStopped: stayedStopped}
 	counts, err := dbbackup.Write(ctx, r.Database, cw)
 	if err == nil {
 		err = cw.flush()
 	}
 	switch {
-	case errors.Is(err, dbbackup.ErrNoDatabase):
-		return r.fail(ctx, b, err.Error())
-	case errors.Is(err, errForeignSecret):
+	case errors.Is(err, dbbackup.ErrNoDatabase), errors.Is(err, errForeignSecret), errors.Is(err, errControllerRan):
 		return r.fail(ctx, b, err.Error())
 	case err != nil:
 		return err
@@ -128,6 +134,11 @@ func (r *Reconciler) take(ctx context.Context, b *linstorv1.LinstorBackup) error
 		return err
 	} else if got != checksum {
 		return r.fail(ctx, b, fmt.Sprintf("the stored copy does not match: checksum %s, wrote %s", got, checksum))
+	}
+	if err := stayedStopped(); errors.Is(err, errControllerRan) {
+		return r.fail(ctx, b, err.Error())
+	} else if err != nil {
+		return err
 	}
 	if err := r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
 		st.Phase, st.Checksum, st.Size, st.Secrets = linstorv1.BackupCompleted, checksum, cw.size, cw.names
@@ -169,6 +180,28 @@ func (r *Reconciler) writeChunk(ctx context.Context, b *linstorv1.LinstorBackup,
 
 var errForeignSecret = errors.New("foreign Secret")
 
+// errControllerRan: a LINSTOR controller pod was seen during the copy.
+var errControllerRan = errors.New("the LINSTOR controller did not stay stopped while the database was copied")
+
+// controllerStayedStopped reports errControllerRan, naming the pod and when it was
+// created, if a LINSTOR controller pod of the cluster exists now (read from the API
+// server). A terminating one counts: its controller may still write.
+func (r *Reconciler) controllerStayedStopped(ctx context.Context, cluster *linstorv1.LinstorCluster, copyStarted time.Time) error {
+	pods, err := dbbackup.ControllerPods(ctx, r.Database, cluster)
+	if err != nil || len(pods) == 0 {
+		return err
+	}
+	p := pods[0]
+	created := p.CreationTimestamp.UTC().Format(time.RFC3339)
+	when := fmt.Sprintf("exists (created at %s)", created)
+	// Creation times have seconds: one in the second the copy started counts as after.
+	if !p.CreationTimestamp.Time.Before(copyStarted.Truncate(time.Second)) {
+		when = fmt.Sprintf("was created at %s, after the copy started at %s", created, copyStarted.UTC().Format(time.RFC3339))
+	}
+	return fmt.Errorf("%w: pod %s %s. The copy may mix the database from before and after the controller's writes, so it is not a backup "+
+		"(its checksum only proves the Secrets hold what was read); create another LinstorBackup", errControllerRan, p.Name, when)
+}
+
 // chunkWriter cuts the stream into chunk Secrets as it comes, hashing it.
 type chunkWriter struct {
 	ctx   context.Context
@@ -178,6 +211,8 @@ type chunkWriter struct {
 	names []string
 	size  int64
 	hash  hash.Hash
+	// stayedStopped is asked before each chunk is stored.
+	stayedStopped func() error
 }
 
 func (w *chunkWriter) Write(p []byte) (int, error) {
@@ -203,6 +238,11 @@ func (w *chunkWriter) Write(p []byte) (int, error) {
 func (w *chunkWriter) flush() error {
 	if len(w.buf) == 0 && len(w.names) > 0 {
 		return nil
+	}
+	if w.stayedStopped != nil {
+		if err := w.stayedStopped(); err != nil {
+			return err
+		}
 	}
 	name := dbbackup.ChunkName(w.b, len(w.names))
 	foreign, err := w.r.writeChunk(w.ctx, w.b, name, w.buf)

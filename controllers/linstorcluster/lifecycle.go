@@ -155,6 +155,12 @@ func (r *Reconciler) decideLostNodes(ctx context.Context, c *linstorv1.LinstorCl
 	if err != nil {
 		return lifecycle.LostNodes(in), nil
 	}
+	// What the other replicas' DRBD reports of its connection to a named node: an
+	// OFFLINE satellite says nothing about whether the machine's DRBD still runs.
+	resources, err := conn.Resources.GetResourceView(ctx)
+	if err != nil {
+		return lifecycle.LostNodes(in), nil
+	}
 	in.Seen = map[string]lifecycle.SeenNode{}
 	for _, name := range names {
 		key := strings.ToLower(name)
@@ -167,11 +173,8 @@ func (r *Reconciler) decideLostNodes(ctx context.Context, c *linstorv1.LinstorCl
 		for _, n := range kubeNodes.Items {
 			seen.KubernetesNode = seen.KubernetesNode || strings.EqualFold(n.Name, name)
 		}
-		for _, p := range pods.Items {
-			if strings.EqualFold(p.Spec.NodeName, name) && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-				seen.SatelliteRunning = true
-			}
-		}
+		seen.SatellitePod = lifecycle.SatellitePodState(pods.Items, name)
+		seen.DrbdConnected = lifecycle.DrbdConnectedTo(resources, name)
 		in.Seen[key] = seen
 	}
 	return lifecycle.LostNodes(in), nil
@@ -201,7 +204,10 @@ func (r *Reconciler) refusedLostNodes(c *linstorv1.LinstorCluster, lost lifecycl
 // acknowledged as lost. LINSTOR that does not answer is an observation, not an error.
 func (r *Reconciler) observeLifecycle(ctx context.Context, c *linstorv1.LinstorCluster, need lifecycle.Need, lost map[string]bool) (lifecycle.Observed, error) {
 	var obs lifecycle.Observed
-	active, err := dbbackup.Active(ctx, r.Client, c)
+	// LinstorBackups are read from the API server, not the cache: whether the LINSTOR
+	// controller may start depends on them, and a backup created a moment ago (the
+	// upgrade's own, by the previous pass) may not be in the cache yet.
+	active, err := dbbackup.Active(ctx, r.Direct, c)
 	if err != nil {
 		return obs, err
 	}
@@ -294,9 +300,11 @@ func (r *Reconciler) observeLinstor(ctx context.Context, c *linstorv1.LinstorClu
 	return l
 }
 
+// observeBackup reads a LinstorBackup from the API server: a cancel completes, and the
+// controller starts, only on what is there now (see observeLifecycle).
 func (r *Reconciler) observeBackup(ctx context.Context, namespace, name string) (*lifecycle.Backup, error) {
 	b := &linstorv1.LinstorBackup{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, b)
+	err := r.Direct.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, b)
 	switch {
 	case apierrors.IsNotFound(err):
 		return &lifecycle.Backup{Name: name}, nil

@@ -6,13 +6,17 @@ import (
 	"strings"
 	"time"
 
+	lapi "github.com/LINBIT/golinstor/client"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/render"
 	"github.com/linstor-operator/linstor-operator/pkg/satellite"
@@ -34,7 +38,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	done := true
 	switch policy {
 	case linstorv1.DeletionDelete:
-		done = r.stillWanted(ctx, s) || r.guardedRemoval(ctx, s) && r.deleteNode(ctx, s)
+		done = r.stillWanted(ctx, s) || r.deleteNode(ctx, s, true)
 	case linstorv1.DeletionEvacuate:
 		done = r.evacuateNode(ctx, s)
 	}
@@ -48,27 +52,41 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	return ctrl.Result{}, r.Client.Update(ctx, sat)
 }
 
-// deleteNode deletes the LINSTOR node unless that would destroy data. LINSTOR itself
-// deletes a node holding the only replica of a resource that has no diskless peers
-// (it refuses only the last diskful replica of a resource with diskless peers, and
-// in-use replicas), so the operator checks first: the node goes only when every
-// resource on it has an UpToDate diskful copy elsewhere that is connected to it
-// (linstor.LastCopies).
-func (r *Reconciler) deleteNode(ctx context.Context, s *scope) bool {
+// deleteNode deletes the LINSTOR node unless that could destroy data or cut off a
+// replica in use (satellite.DeleteHeld). LINSTOR itself deletes a node holding the
+// only replica of a resource that has no diskless peers (it refuses only the last
+// diskful replica of a resource with diskless peers, and replicas it knows in use), so
+// the operator checks first. A node acknowledged lost goes with LINSTOR's node lost:
+// a node delete would wait for its satellite for ever
+// (CtrlNodeDeleteApiCallHandler.updateSatellites resumes only when it connects).
+// guard: this removal has not passed guardedRemoval yet (Delete); it is judged after
+// the data, so a removal that waits for its data takes no place among the removals.
+func (r *Reconciler) deleteNode(ctx context.Context, s *scope, guard bool) bool {
 	if s.linstorErr != nil {
 		s.deleteWait = s.linstorErr.Error()
 		return false
 	}
-	replicas, err := linstor.ReplicasOf(ctx, s.lc, s.sat.Name)
+	in, found, err := r.removalSafety(ctx, s, nil)
 	if err != nil {
-		s.deleteWait = fmt.Sprintf("cannot read the resources on node %s, waiting: %v", s.sat.Name, err)
+		s.deleteWait = fmt.Sprintf("cannot read node %s and its resources, waiting: %v", s.sat.Name, err)
 		return false
 	}
-	if last := linstor.LastCopies(s.sat.Name, replicas); len(last) > 0 {
-		s.deleteReason = linstorv1.ReasonHoldsLastReplica
-		s.deleteWait = fmt.Sprintf("node %s holds the only up-to-date copy of %s: deleting it would destroy that data; move or delete those volumes, or use deletionPolicy Evacuate",
-			s.sat.Name, describeCopies(last))
-		r.Recorder.Event(s.sat, corev1.EventTypeWarning, "NodeHoldsLastReplica", s.deleteWait)
+	if !found {
+		return true
+	}
+	if r.held(s, satellite.DeleteHeld(in)) || guard && !r.guardedRemoval(ctx, s) {
+		return false
+	}
+	if in.NodeLost() {
+		err = s.lc.Nodes.Lost(ctx, s.sat.Name)
+		r.wrote(s)
+		if err == nil || linstor.IsNotFound(err) {
+			r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "NodeLost", "Removed LINSTOR node %s as lost (%s): its replicas there are gone, the survivors hold the data",
+				s.sat.Name, lifecycle.AnnotationAcknowledgeLostNodes)
+			return true
+		}
+		s.deleteWait = fmt.Sprintf("LINSTOR refuses to remove the lost node %s, waiting: %v", s.sat.Name, err)
+		r.Recorder.Event(s.sat, corev1.EventTypeWarning, "NodeDeleteRefused", s.deleteWait)
 		return false
 	}
 	err = s.lc.Nodes.Delete(ctx, s.sat.Name)
@@ -84,6 +102,46 @@ func (r *Reconciler) deleteNode(ctx context.Context, s *scope) bool {
 		r.Recorder.Event(s.sat, corev1.EventTypeWarning, "NodeDeleteRefused", s.deleteWait)
 		return false
 	}
+}
+
+// removalSafety reads what satellite.DeleteHeld and EvacuateHeld judge: the node as
+// LINSTOR reports it (lnode when already read), every replica of the resources on it,
+// and the nodes acknowledged lost. found is false when LINSTOR no longer has the node.
+func (r *Reconciler) removalSafety(ctx context.Context, s *scope, lnode *lapi.Node) (satellite.RemovalSafety, bool, error) {
+	if lnode == nil {
+		n, err := s.lc.Nodes.Get(ctx, s.sat.Name)
+		if linstor.IsNotFound(err) {
+			return satellite.RemovalSafety{}, false, nil
+		}
+		if err != nil {
+			return satellite.RemovalSafety{}, false, err
+		}
+		lnode = &n
+	}
+	replicas, err := linstor.ReplicasOf(ctx, s.lc, s.sat.Name)
+	if err != nil {
+		return satellite.RemovalSafety{}, false, err
+	}
+	in := satellite.RemovalSafety{Node: lnode.Name, ConnectionStatus: lnode.ConnectionStatus, Resources: replicas}
+	if s.cluster != nil {
+		in.Lost = lifecycle.LostNames(s.cluster.Status.LostNodes)
+	}
+	return in, true, nil
+}
+
+// held reports a hold on the satellite (condition and a Warning Event); false when
+// there is none.
+func (r *Reconciler) held(s *scope, h satellite.Hold) bool {
+	if h.Reason == "" {
+		return false
+	}
+	s.deleteReason, s.deleteWait = h.Reason, h.Message
+	event := "NodeHoldsLastReplica"
+	if h.Reason == linstorv1.ReasonNodeOffline {
+		event = "NodeStillRunning"
+	}
+	r.Recorder.Event(s.sat, corev1.EventTypeWarning, event, h.Message)
+	return true
 }
 
 // evacuationRetry is how long a stuck evacuation waits before the operator asks
@@ -112,7 +170,9 @@ func (r *Reconciler) evacuateNode(ctx context.Context, s *scope) bool {
 		if r.stillWanted(ctx, s) {
 			return true
 		}
-		if !r.guardedRemoval(ctx, s) {
+		// The data first: an evacuation that waits for it takes no place among the
+		// removals (guardedRemoval), so a node that cannot go yet stops no other.
+		if !r.evacuationSafe(ctx, s, &lnode) || !r.guardedRemoval(ctx, s) {
 			return false
 		}
 		// Evacuations copy whole volumes over the network: limit how many run at once,
@@ -134,7 +194,7 @@ func (r *Reconciler) evacuateNode(ctx context.Context, s *scope) bool {
 				return false
 			}
 		}
-		if !r.evacuationSafe(ctx, s) || !r.evacuate(ctx, s) {
+		if !r.evacuate(ctx, s) {
 			return false
 		}
 	}
@@ -145,7 +205,14 @@ func (r *Reconciler) evacuateNode(ctx context.Context, s *scope) bool {
 	}
 	ev := linstor.ObserveEvacuation(s.sat.Name, replicas)
 	if ev.Empty() {
-		return r.deleteNode(ctx, s)
+		return r.deleteNode(ctx, s, false)
+	}
+	if len(ev.Moving) == 0 && s.cluster != nil &&
+		(satellite.RemovalSafety{Node: lnode.Name, ConnectionStatus: lnode.ConnectionStatus, Lost: lifecycle.LostNames(s.cluster.Status.LostNodes)}).NodeLost() {
+		// A lost node: what is left there stays, as LINSTOR deletes a replica only once
+		// its satellite confirms. The replacements are done; node lost removes the rest
+		// once the survivors hold the data (satellite.DeleteHeld).
+		return r.deleteNode(ctx, s, false)
 	}
 	var parts []string
 	if len(ev.Moving) > 0 {
@@ -159,14 +226,30 @@ func (r *Reconciler) evacuateNode(ctx context.Context, s *scope) bool {
 		parts = append(parts, fmt.Sprintf("%d have no DRBD layer, so LINSTOR does not move them and their data lives only on this node (%s): move or delete those volumes",
 			len(ev.NotReplicated), listNames(ev.NotReplicated)))
 	}
+	if len(ev.Waiting) > 0 {
+		waiting := make([]string, len(ev.Waiting))
+		for i, w := range ev.Waiting {
+			waiting[i] = fmt.Sprintf("%s: waiting for %s", w.Resource, strings.Join(w.Nodes, ", "))
+		}
+		parts = append(parts, fmt.Sprintf("%d have replicas on nodes whose satellites are not ONLINE, so nothing is known to move (%s)", len(ev.Waiting), listNames(waiting)))
+	}
 	if len(ev.Stuck) > 0 {
-		s.deleteReason = linstorv1.ReasonEvacuationStuck
-		parts = append(parts, fmt.Sprintf("%d cannot move, no storage pool elsewhere can take them (%s): add capacity or nodes; the operator asks LINSTOR again every %s",
-			len(ev.Stuck), listNames(ev.Stuck), r.evacuationRetry()))
-		if len(ev.Moving) == 0 && r.evacuationDue(s.sat.UID) && r.evacuationSafe(ctx, s) {
-			// Only when nothing moves: a new request would place another replica of a
-			// resource whose replacement is still resyncing.
-			r.evacuate(ctx, s)
+		parts = append(parts, fmt.Sprintf("%d cannot move, no storage pool elsewhere can take them (%s): add capacity or nodes",
+			len(ev.Stuck), listNames(ev.Stuck)))
+	}
+	if len(ev.Stuck) > 0 || len(ev.Waiting) > 0 {
+		if s.deleteReason == "" {
+			s.deleteReason = linstorv1.ReasonEvacuationStuck
+		}
+		parts[len(parts)-1] += fmt.Sprintf("; the operator asks LINSTOR again every %s", r.evacuationRetry())
+		// Only when nothing moves: a new request would place another replica of a
+		// resource whose replacement is still resyncing.
+		if len(ev.Moving) == 0 {
+			if !r.evacuationSafe(ctx, s, &lnode) {
+				parts = append(parts, "not now: "+s.deleteWait)
+			} else if r.evacuationDue(s.sat.UID) {
+				r.evacuate(ctx, s)
+			}
 		}
 	}
 	s.deleteWait = fmt.Sprintf("evacuating node %s: %s", s.sat.Name, strings.Join(parts, "; "))
@@ -210,6 +293,9 @@ func (r *Reconciler) guardedRemoval(ctx context.Context, s *scope) bool {
 		// count, and one whose finalizer is gone is over.
 		if satellite.Removing(&sat, true, true) && controllerutil.ContainsFinalizer(&sat, Finalizer) {
 			in.Removing = append(in.Removing, sat.Name)
+			if waitsForData(&sat) {
+				in.Held = append(in.Held, sat.Name)
+			}
 		}
 	}
 	held := satellite.RemovalHeld(in)
@@ -221,35 +307,24 @@ func (r *Reconciler) guardedRemoval(ctx context.Context, s *scope) bool {
 	return false
 }
 
-// evacuationSafe holds an evacuation while a peer LINSTOR would count as a good copy
-// is cut off from this node (linstor.EvacuationHazards): LINSTOR could drop this
-// node's replica, which may hold the newest data, or resync its replacement from the
-// stale copy. It says why on the satellite.
-func (r *Reconciler) evacuationSafe(ctx context.Context, s *scope) bool {
-	replicas, err := linstor.ReplicasOf(ctx, s.lc, s.sat.Name)
-	if err != nil {
-		s.deleteWait = fmt.Sprintf("cannot read the resources on node %s, waiting: %v", s.sat.Name, err)
-		return false
-	}
-	hazards := linstor.EvacuationHazards(s.sat.Name, replicas)
-	if len(hazards) == 0 {
-		return true
-	}
-	s.deleteReason = linstorv1.ReasonHoldsLastReplica
-	s.deleteWait = fmt.Sprintf("not evacuating node %s yet: it may hold the only up-to-date copy of %s, and LINSTOR would count the disconnected replica as a good copy; waiting for the replication link to come back and resync",
-		s.sat.Name, describeCopies(hazards))
-	r.Recorder.Event(s.sat, corev1.EventTypeWarning, "NodeHoldsLastReplica", s.deleteWait)
-	return false
+// waitsForData: the satellite said last that its removal waits until its node's data
+// is safe (the reasons of satellite.DeleteHeld and EvacuateHeld).
+func waitsForData(sat *linstorv1.LinstorSatellite) bool {
+	d := meta.FindStatusCondition(sat.Status.Conditions, linstorv1.ConditionDegraded)
+	return d != nil && d.Status == metav1.ConditionTrue &&
+		(d.Reason == linstorv1.ReasonHoldsLastReplica || d.Reason == linstorv1.ReasonNodeOffline)
 }
 
-// describeCopies names the resources and why no other replica counts, bounded as
-// listNames is.
-func describeCopies(copies []linstor.LastCopy) string {
-	names := make([]string, len(copies))
-	for i, c := range copies {
-		names[i] = fmt.Sprintf("%s (%s)", c.Resource, c.Why)
+// evacuationSafe says whether LINSTOR may be asked to evacuate the node now
+// (satellite.EvacuateHeld); otherwise the satellite says why. lnode is the LINSTOR node
+// when already read.
+func (r *Reconciler) evacuationSafe(ctx context.Context, s *scope, lnode *lapi.Node) bool {
+	in, found, err := r.removalSafety(ctx, s, lnode)
+	if err != nil {
+		s.deleteWait = fmt.Sprintf("cannot read node %s and its resources, waiting: %v", s.sat.Name, err)
+		return false
 	}
-	return listNames(names)
+	return found && !r.held(s, satellite.EvacuateHeld(in))
 }
 
 // evacuate asks LINSTOR to evacuate and reports replicas it could not place.

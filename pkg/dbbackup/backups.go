@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
@@ -100,14 +102,34 @@ func Unsupported(c *linstorv1.LinstorCluster) string {
 	return ""
 }
 
-// ControllerStopped reports that no LINSTOR controller pod of the cluster exists.
+// ControllerStopped reports that no LINSTOR controller pod of the cluster exists and its
+// Deployment, if there is one, asks for none: a Deployment scaled up whose pod is not
+// created yet is about to start the controller.
 func ControllerStopped(ctx context.Context, c client.Reader, cluster *linstorv1.LinstorCluster) (bool, error) {
+	pods, err := ControllerPods(ctx, c, cluster)
+	if err != nil || len(pods) > 0 {
+		return false, err
+	}
+	var d appsv1.Deployment
+	err = c.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: render.ControllerName}, &d)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, err
+	}
+	return d.Spec.Replicas != nil && *d.Spec.Replicas == 0, nil
+}
+
+// ControllerPods lists the cluster's LINSTOR controller pods, terminating ones too
+// (their controller may still write).
+func ControllerPods(ctx context.Context, c client.Reader, cluster *linstorv1.LinstorCluster) ([]corev1.Pod, error) {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(cluster.Namespace),
 		client.MatchingLabels{render.LabelName: render.ControllerName, render.LabelInstance: cluster.Name}); err != nil {
-		return false, err
+		return nil, err
 	}
-	return len(pods.Items) == 0, nil
+	return pods.Items, nil
 }
 
 // Active reports whether a backup of the cluster needs the controller stopped.

@@ -36,13 +36,17 @@
 //     already run the new version), Succeeded. Until Controller nothing has changed:
 //     the upgrade follows the spec, and when the version decision no longer upgrades
 //     to its target (spec.version pinned back, an approval withdrawn, another release
-//     planning another target) it is cancelled and the decision taken afresh. From
+//     planning another target) it is cancelled and the decision taken afresh; in
+//     Backup only once the upgrade's backup is seen Completed or Failed (or, never seen,
+//     at the phase timeout): until then the controller stays stopped and CSI fenced, as
+//     a controller started during the copy would tear it. From
 //     Controller on a pin back cannot stop it (the database may be migrated): the
 //     status says how to return afterwards (restore the pre-upgrade backup).
 //     Nodes acknowledged as gone for good (LostNodes, annotation
 //     linstor.io/acknowledge-lost-nodes; honoured only while LINSTOR reports them
-//     OFFLINE and no satellite pod runs there) are left out of what Preflight,
-//     Satellites and Verify judge; nothing else skips a node.
+//     OFFLINE, no other node's DRBD reports a Connected connection to them and no
+//     satellite pod there is Running, Terminating or Pending) are left out of what
+//     Preflight, Satellites and Verify judge; nothing else skips a node.
 //  4. Fencing: from Backup to the end of Satellites the CSI controller is stopped, so
 //     no volume is created, attached or deleted in LINSTOR's database while a rollback
 //     could still restore the pre-upgrade backup. That makes the automatic rollback

@@ -531,6 +531,22 @@ func restoreVersionIs(v string) func(*testing.T, Input, Output) {
 
 func ev(reasons ...string) []string { return reasons }
 
+// passesAgainQuietly: the next pass on the saved state, with the same observations,
+// decides the same and says nothing new (an Event is told once, not every pass).
+func passesAgainQuietly(t *testing.T, in Input, out Output) {
+	t.Helper()
+	next := cloneInput(in)
+	next.State = out.State.DeepCopy()
+	again := Step(next)
+	if len(again.Events) != 0 {
+		t.Errorf("the next pass told %d more events: %+v", len(again.Events), again.Events)
+	}
+	if !reflect.DeepEqual(again.State, out.State) || again.StopController != out.StopController || again.FenceCSI != out.FenceCSI {
+		t.Errorf("the next pass decided otherwise:\n got %+v (stop %q, fence %v)\nwant %+v (stop %q, fence %v)",
+			again.State.Upgrade, again.StopController, again.FenceCSI, out.State.Upgrade, out.StopController, out.FenceCSI)
+	}
+}
+
 // eventHas: the event with this reason says every part.
 func eventHas(reason string, parts ...string) func(*testing.T, Input, Output) {
 	return func(t *testing.T, _ Input, out Output) {
@@ -598,6 +614,24 @@ var versionCases = []stepCase{
 		name: "stay keeps the record of a succeeded upgrade",
 		in:   input(withUpgrade(finished(linstorv1.UpgradeSucceeded, fxFrom, fxTo))),
 		want: expect{upgrade: linstorv1.UpgradeSucceeded, deployed: dv(fxTo, fxTo), check: sameUpgrade},
+	},
+	{
+		// status.version is the observer's last reading: Controller, Satellites and Verify
+		// can pass before its next cycle, so it may still say the version upgraded from.
+		name: "DATA LOSS: status.version lagging at the start of a succeeded upgrade starts no new one and deploys no old version",
+		in:   input(withReported(fxFrom), withUpgrade(finished(linstorv1.UpgradeSucceeded, fxFrom, fxTo))),
+		want: expect{upgrade: linstorv1.UpgradeSucceeded, deployed: dv(fxTo, fxTo), check: sameUpgrade},
+	},
+	{
+		name: "DATA LOSS: the same with spec.version pinning the new version",
+		in:   input(withReported(fxFrom), withRequested(fxTo), withUpgrade(finished(linstorv1.UpgradeSucceeded, fxFrom, fxTo))),
+		want: expect{upgrade: linstorv1.UpgradeSucceeded, deployed: dv(fxTo, fxTo), check: sameUpgrade},
+	},
+	{
+		name: "DATA LOSS: spec.version pinned back to the old version while status.version lags: refused, the old version is not deployed",
+		in:   input(withReported(fxFrom), withRequested(fxFrom), withUpgrade(finished(linstorv1.UpgradeSucceeded, fxFrom, fxTo))),
+		want: expect{upgrade: linstorv1.UpgradeRefused, deployed: dv(fxTo, fxTo), problem: linstorv1.ReasonUpgradeRefused,
+			problemHas: []string{"cannot downgrade"}, check: upgradeFromTo(fxTo, fxFrom)},
 	},
 	{
 		name: "pinning the running version settles a rolled-back upgrade",
@@ -861,9 +895,9 @@ var backupCases = []stepCase{
 			events: ev("UpgradeAborted")},
 	},
 	{
-		name: "timeout: RolledBack with nothing changed",
+		name: "timeout: RolledBack with nothing changed; the copy still runs, so LINSTOR stays stopped for it",
 		in:   inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), obsUpgradeBackup(linstorv1.BackupRunning, "dumping"), late()),
-		want: expect{upgrade: linstorv1.UpgradeRolledBack, deployed: dv(fxFrom, fxFrom), requeue: soon,
+		want: expect{upgrade: linstorv1.UpgradeRolledBack, deployed: dv(fxFrom, fxFrom), stop: "LinstorBackup " + fxPreBackup + " is being taken", requeue: soon,
 			problem: linstorv1.ReasonUpgradeFailed, problemHas: []string{"did not complete within 5m0s", "nothing was changed"},
 			events: ev("UpgradeAborted")},
 	},
@@ -871,7 +905,7 @@ var backupCases = []stepCase{
 		name: "timeout with the default phase timeout",
 		in: inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), obsUpgradeBackup(linstorv1.BackupRunning, "dumping"),
 			withPhaseAge(DefaultPhaseTimeout+time.Minute)),
-		want: expect{upgrade: linstorv1.UpgradeRolledBack, deployed: dv(fxFrom, fxFrom), requeue: soon,
+		want: expect{upgrade: linstorv1.UpgradeRolledBack, deployed: dv(fxFrom, fxFrom), stop: fxPreBackup, requeue: soon,
 			problem: linstorv1.ReasonUpgradeFailed, problemHas: []string{"within 10m0s"}, events: ev("UpgradeAborted")},
 	},
 	{
@@ -886,12 +920,78 @@ var backupCases = []stepCase{
 		want: expect{upgrade: linstorv1.UpgradeController, deployed: dv(fxTo, fxFrom), fence: true, upgrading: true, requeue: soon,
 			events: ev("UpgradeController")},
 	},
+	// A cancel during Backup completes only once the upgrade's own backup is observed
+	// finished: until then the controller stays stopped and CSI fenced, as in Backup,
+	// whatever else is observed, so the copy is never torn by a restarted controller.
 	{
-		name: "spec.version pinned back while the backup is taken: cancelled, nothing changed, LINSTOR stays stopped until the backup ends",
+		name: "spec.version pinned back while the backup is taken: the cancel waits for it, LINSTOR stays stopped, CSI fenced",
 		in: inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), withRequested(fxFrom), obsUpgradeBackup(linstorv1.BackupRunning, "dumping"),
 			obsActiveBackup(fxPreBackup)),
-		want: expect{deployed: dv(fxFrom, fxFrom), stop: "LinstorBackup " + fxPreBackup + " is being taken", events: ev("UpgradeCancelled"),
-			check: eventHas("UpgradeCancelled", "before anything changed")},
+		want: expect{upgrade: linstorv1.UpgradeBackup, deployed: dv(fxFrom, fxFrom), stop: fxPreBackup, fence: true, upgrading: true,
+			requeue: Poll, events: ev("UpgradeCancelling"),
+			check: all(upgradeMsgHas("Cancelling", "spec.version pins 1.33.2", fxPreBackup, "still being taken"),
+				eventHas("UpgradeCancelling", "1.33.2 -> 1.33.3", fxPreBackup), passesAgainQuietly)},
+	},
+	{
+		name: "pinned back while the backup runs, not (yet) seen as an active backup: the cancel waits, LINSTOR stays stopped, CSI fenced",
+		in:   inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), withRequested(fxFrom), obsUpgradeBackup(linstorv1.BackupRunning, "dumping")),
+		want: expect{upgrade: linstorv1.UpgradeBackup, deployed: dv(fxFrom, fxFrom), stop: fxPreBackup, fence: true, upgrading: true,
+			requeue: Poll, events: ev("UpgradeCancelling"), check: upgradeMsgHas("Cancelling")},
+	},
+	{
+		name: "pinned back while the backup waits for the controller to stop: the cancel waits",
+		in: inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), withRequested(fxFrom),
+			obsUpgradeBackup(linstorv1.BackupPending, "waiting for the controller to stop")),
+		want: expect{upgrade: linstorv1.UpgradeBackup, deployed: dv(fxFrom, fxFrom), stop: fxPreBackup, fence: true, upgrading: true,
+			requeue: Poll, events: ev("UpgradeCancelling")},
+	},
+	{
+		name: "pinned back, the named backup not seen yet: the cancel waits, no backup is created",
+		in:   inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), withRequested(fxFrom), obsUpgradeBackupMissing()),
+		want: expect{upgrade: linstorv1.UpgradeBackup, deployed: dv(fxFrom, fxFrom), stop: fxPreBackup, fence: true, upgrading: true,
+			requeue: Poll, events: ev("UpgradeCancelling"), check: upgradeMsgHas("Cancelling", "does not exist")},
+	},
+	{
+		name: "pinned back, the named backup not looked at: the cancel waits",
+		in:   inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), withRequested(fxFrom)),
+		want: expect{upgrade: linstorv1.UpgradeBackup, deployed: dv(fxFrom, fxFrom), stop: fxPreBackup, fence: true, upgrading: true,
+			requeue: soon, events: ev("UpgradeCancelling")},
+	},
+	{
+		name: "pinned back, the named backup still missing at the phase timeout: cancelled (nothing copies)",
+		in:   inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), withRequested(fxFrom), obsUpgradeBackupMissing(), late()),
+		want: expect{deployed: dv(fxFrom, fxFrom), events: ev("UpgradeCancelled"), check: eventHas("UpgradeCancelled", "before anything changed")},
+	},
+	{
+		name: "pinned back, the backup still runs past the phase timeout: the cancel waits (the backup ends at its own deadline)",
+		in:   inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), withRequested(fxFrom), obsUpgradeBackup(linstorv1.BackupRunning, "dumping"), late()),
+		want: expect{upgrade: linstorv1.UpgradeBackup, deployed: dv(fxFrom, fxFrom), stop: fxPreBackup, fence: true, upgrading: true,
+			requeue: Poll, events: ev("UpgradeCancelling")},
+	},
+	{
+		name: "pinned back, the backup failed: cancelled, the controller is not moved",
+		in: inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), withRequested(fxFrom),
+			obsUpgradeBackup(linstorv1.BackupFailed, "disk full")),
+		want: expect{deployed: dv(fxFrom, fxFrom), events: ev("UpgradeCancelled")},
+	},
+	{
+		name: "pinned back before the backup was named (never asked for): cancelled at once",
+		in:   inPhase(linstorv1.UpgradeBackup, withRequested(fxFrom), obsUpgradeBackupMissing()),
+		want: expect{deployed: dv(fxFrom, fxFrom), events: ev("UpgradeCancelled")},
+	},
+	{
+		name: "approval withdrawn while the backup runs: the cancel waits too",
+		in: inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), withManualPolicy(),
+			obsUpgradeBackup(linstorv1.BackupRunning, "dumping")),
+		want: expect{upgrade: linstorv1.UpgradeBackup, deployed: dv(fxFrom, fxFrom), stop: fxPreBackup, fence: true, upgrading: true,
+			requeue: Poll, events: ev("UpgradeCancelling"), check: upgradeMsgHas("Manual")},
+	},
+	{
+		name: "the spec asks for the upgrade again while the cancel waits: the Backup goes on",
+		in: inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), obsUpgradeBackup(linstorv1.BackupRunning, "dumping"),
+			func(in *Input) { in.State.Upgrade.Message = "Cancelling the upgrade 1.33.2 -> 1.33.3: ..." }),
+		want: expect{upgrade: linstorv1.UpgradeBackup, deployed: dv(fxFrom, fxFrom), stop: fxPreBackup, fence: true, upgrading: true,
+			requeue: Poll, check: upgradeMsgHas("Backup: dumping")},
 	},
 	{
 		name: "spec.version pinned back once the backup completed: cancelled, the controller is not moved",
@@ -2259,9 +2359,14 @@ var holdCases = []holdCase{
 		hold: true,
 	},
 	{
-		name: "Backup cancelled by a pin back",
+		name: "Backup cancelled by a pin back while its backup runs: held until the backup has ended",
 		in:   inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), withRequested(fxFrom), obsUpgradeBackup(linstorv1.BackupRunning, "")),
-		hold: false, // the backup itself holds through StopController while it runs
+		hold: true,
+	},
+	{
+		name: "Backup cancelled by a pin back once its backup completed",
+		in:   inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), withRequested(fxFrom), obsUpgradeBackup(linstorv1.BackupCompleted, "")),
+		hold: false,
 	},
 	{name: "Controller", in: inPhase(linstorv1.UpgradeController, obsLinstor(fxFrom)), hold: true},
 	{name: "Satellites", in: inPhase(linstorv1.UpgradeSatellites, obsWaiting(fxTo, "node-b OFFLINE")), hold: true},

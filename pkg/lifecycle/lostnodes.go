@@ -7,6 +7,7 @@ import (
 	"time"
 
 	lapi "github.com/LINBIT/golinstor/client"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
@@ -31,8 +32,13 @@ type SeenNode struct {
 	ConnectionStatus string
 	// KubernetesNode: a Kubernetes Node of that name exists.
 	KubernetesNode bool
-	// SatelliteRunning: a satellite pod of the cluster runs on it (phase Running).
-	SatelliteRunning bool
+	// SatellitePod is the state of a satellite pod of the cluster bound to the node
+	// that may run there (SatellitePodState): "Running", "Terminating", "Pending"; ""
+	// when there is none.
+	SatellitePod string
+	// DrbdConnected names the replicas on other nodes whose DRBD reports its
+	// connection to this node Connected (DrbdConnectedTo): "pvc-1 on node-a".
+	DrbdConnected []string
 }
 
 // LostNodesInput is what the acknowledgement is decided from.
@@ -151,15 +157,26 @@ func LostNodes(in LostNodesInput) LostNodesOutput {
 	return out
 }
 
-// notGone says why a named node cannot be acknowledged as lost ("" when it can).
+// notGone says why a named node cannot be acknowledged as lost ("" when it can). OFFLINE
+// only says that LINSTOR's controller cannot reach the satellite: the machine may be
+// partitioned from it while its DRBD still replicates, so what its DRBD peers and its
+// kubelet report counts as well.
 func notGone(name string, n SeenNode) string {
+	const fence = "fence or power off the machine first, then delete its Kubernetes Node"
 	switch {
 	case !n.InLinstor:
 		return fmt.Sprintf("%s: LINSTOR has no node of that name", name)
 	case n.ConnectionStatus != "OFFLINE" && n.ConnectionStatus != "UNKNOWN":
 		return fmt.Sprintf("%s: LINSTOR reports it %s, so its satellite answers: it is not gone", n.Name, or(n.ConnectionStatus, "without a connection status"))
-	case n.SatelliteRunning:
-		return fmt.Sprintf("%s: its satellite pod is Running; if the machine is gone for good, delete its Kubernetes Node first", n.Name)
+	case len(n.DrbdConnected) > 0:
+		return fmt.Sprintf("%s: DRBD reports a connection to it as Connected (%s): its DRBD runs, whatever LINSTOR reports of its satellite; %s",
+			n.Name, upTo(n.DrbdConnected, maxListed), fence)
+	case n.SatellitePod == "Running":
+		return fmt.Sprintf("%s: its satellite pod is Running; if the machine is gone for good, %s", n.Name, fence)
+	case n.SatellitePod == "Terminating":
+		return fmt.Sprintf("%s: its satellite pod is Terminating: its kubelet has not confirmed that it stopped, so it may still run; %s", n.Name, fence)
+	case n.SatellitePod != "":
+		return fmt.Sprintf("%s: a satellite pod is %s on it and starts if the machine comes back; %s", n.Name, n.SatellitePod, fence)
 	}
 	return ""
 }
@@ -169,7 +186,8 @@ func lostMessage(n SeenNode) string {
 	if n.KubernetesNode {
 		where = "no satellite pod runs on its Kubernetes Node"
 	}
-	return fmt.Sprintf("LINSTOR reports it %s and %s; upgrade Preflight and Verify proceed without it and its replicas", n.ConnectionStatus, where)
+	return fmt.Sprintf("LINSTOR reports it %s, no DRBD peer reports a connection to it, and %s; upgrade Preflight and Verify proceed without it and its replicas",
+		n.ConnectionStatus, where)
 }
 
 // LostNames is the set of acknowledged nodes, lower-cased.
@@ -246,4 +264,70 @@ func withoutPeers(l lapi.ResourceLayer, isLost func(string) bool) lapi.ResourceL
 		l.Children = children
 	}
 	return l
+}
+
+// SatellitePodState is the most alive state of the satellite pods bound to node (pods
+// are the cluster's satellite pods): "Running"; "Terminating", a pod being deleted
+// whose kubelet has not confirmed that its containers stopped (on a partitioned
+// machine it never does, and they run on); "Pending", one its kubelet may start; ""
+// when none may run (none, or Succeeded or Failed).
+func SatellitePodState(pods []corev1.Pod, node string) string {
+	rank := map[string]int{"": 0, "Pending": 1, "Terminating": 2, "Running": 3}
+	state := ""
+	for _, p := range pods {
+		if !strings.EqualFold(p.Spec.NodeName, node) {
+			continue
+		}
+		s := ""
+		switch {
+		case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+		case p.DeletionTimestamp != nil:
+			s = "Terminating"
+		case p.Status.Phase == corev1.PodRunning:
+			s = "Running"
+		default:
+			s = "Pending"
+		}
+		if rank[s] > rank[state] {
+			state = s
+		}
+	}
+	return state
+}
+
+// DrbdConnectedTo names the replicas on other nodes whose DRBD reports its connection
+// to node as Connected ("<resource> on <node>", in the view's order): node's DRBD is
+// then alive, whatever LINSTOR reports of its satellite. The view keys a replica's
+// connections by the peer's node name and marks only "Connected" as connected
+// (Json.apiToResourceWithVolumes); a satellite that is not connected to the controller
+// reports none (its connection states are unset when its event stream closes:
+// EventProcessor.connectionClosed, ConnectionStateEventHandler), so these are fresh.
+func DrbdConnectedTo(resources []lapi.ResourceWithVolumes, node string) []string {
+	var out []string
+	for _, r := range resources {
+		if strings.EqualFold(r.NodeName, node) || r.LayerObject == nil {
+			continue
+		}
+		if drbdConnected(*r.LayerObject, node) {
+			out = append(out, r.Name+" on "+r.NodeName)
+		}
+	}
+	return out
+}
+
+// drbdConnected: a DRBD layer at any depth reports a Connected connection to peer.
+func drbdConnected(l lapi.ResourceLayer, peer string) bool {
+	if l.Drbd != nil {
+		for name, c := range l.Drbd.Connections {
+			if strings.EqualFold(name, peer) && c.Connected {
+				return true
+			}
+		}
+	}
+	for _, c := range l.Children {
+		if drbdConnected(c, peer) {
+			return true
+		}
+	}
+	return false
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	lapi "github.com/LINBIT/golinstor/client"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 )
@@ -50,7 +52,7 @@ var lostCases = []lostCase{
 	{
 		name: "an OFFLINE node whose Kubernetes Node is gone: honoured, recorded now, an Event", annotation: "node-b",
 		seen: []SeenNode{gone("node-b")}, lost: []string{"node-b"}, newAt: []string{"node-b"},
-		events: ev("LostNodeAcknowledged"), eventHas: []string{"node-b", "OFFLINE", "Kubernetes Node is gone", "Preflight and Verify"},
+		events: ev("LostNodeAcknowledged"), eventHas: []string{"node-b", "OFFLINE", "Kubernetes Node is gone", "no DRBD peer reports a connection to it", "Preflight and Verify"},
 	},
 	{
 		name: "an OFFLINE node whose Kubernetes Node exists but runs no satellite pod: honoured", annotation: "node-b",
@@ -68,7 +70,7 @@ var lostCases = []lostCase{
 	},
 	{
 		name: "an ONLINE node: not honoured, says why", annotation: "node-a",
-		seen:        []SeenNode{{InLinstor: true, Name: "node-a", ConnectionStatus: "ONLINE", KubernetesNode: true, SatelliteRunning: true}},
+		seen:        []SeenNode{{InLinstor: true, Name: "node-a", ConnectionStatus: "ONLINE", KubernetesNode: true, SatellitePod: "Running"}},
 		notHonoured: []string{"node-a: LINSTOR reports it ONLINE"},
 	},
 	{
@@ -82,9 +84,29 @@ var lostCases = []lostCase{
 		notHonoured: []string{"node-a: LINSTOR reports it CONNECTED"},
 	},
 	{
-		name: "OFFLINE but its satellite pod runs: not honoured, delete the Node first", annotation: "node-b",
-		seen:        []SeenNode{{InLinstor: true, Name: "node-b", ConnectionStatus: "OFFLINE", KubernetesNode: true, SatelliteRunning: true}},
-		notHonoured: []string{"node-b: its satellite pod is Running", "delete its Kubernetes Node first"},
+		name: "OFFLINE but its satellite pod runs: not honoured, fence the machine first", annotation: "node-b",
+		seen:        []SeenNode{{InLinstor: true, Name: "node-b", ConnectionStatus: "OFFLINE", KubernetesNode: true, SatellitePod: "Running"}},
+		notHonoured: []string{"node-b: its satellite pod is Running", "fence or power off"},
+	},
+	{
+		name: "OFFLINE, but DRBD on another node is Connected to it: not honoured, fence it first", annotation: "node-b",
+		seen:        []SeenNode{{InLinstor: true, Name: "node-b", ConnectionStatus: "OFFLINE", DrbdConnected: []string{"pvc-1 on node-a", "pvc-2 on node-c"}}},
+		notHonoured: []string{"node-b: DRBD reports a connection to it", "pvc-1 on node-a", "pvc-2 on node-c", "its DRBD runs", "fence or power off"},
+	},
+	{
+		name: "OFFLINE, its satellite pod Terminating (its kubelet never confirmed it stopped): not honoured", annotation: "node-b",
+		seen:        []SeenNode{{InLinstor: true, Name: "node-b", ConnectionStatus: "OFFLINE", KubernetesNode: true, SatellitePod: "Terminating"}},
+		notHonoured: []string{"node-b: its satellite pod is Terminating", "may still run", "fence or power off"},
+	},
+	{
+		name: "OFFLINE, a satellite pod Pending on its Node: not honoured", annotation: "node-b",
+		seen:        []SeenNode{{InLinstor: true, Name: "node-b", ConnectionStatus: "OFFLINE", KubernetesNode: true, SatellitePod: "Pending"}},
+		notHonoured: []string{"node-b: a satellite pod is Pending on it"},
+	},
+	{
+		name: "recorded, then DRBD on another node connects to it again: withdrawn, a Warning says why", annotation: "node-b", recorded: recorded("node-b"),
+		seen:        []SeenNode{{InLinstor: true, Name: "node-b", ConnectionStatus: "OFFLINE", DrbdConnected: []string{"pvc-1 on node-a"}}},
+		notHonoured: []string{"pvc-1 on node-a"}, events: ev("LostNodeWithdrawn"), eventHas: []string{"no longer treated as lost", "pvc-1 on node-a"},
 	},
 	{
 		name: "a name LINSTOR does not have: not honoured", annotation: "node-x",
@@ -120,7 +142,7 @@ var lostCases = []lostCase{
 	},
 	{
 		name: "back ONLINE: no longer treated as lost, a Warning says so", annotation: "node-b", recorded: recorded("node-b"),
-		seen:        []SeenNode{{InLinstor: true, Name: "node-b", ConnectionStatus: "ONLINE", KubernetesNode: true, SatelliteRunning: true}},
+		seen:        []SeenNode{{InLinstor: true, Name: "node-b", ConnectionStatus: "ONLINE", KubernetesNode: true, SatellitePod: "Running"}},
 		notHonoured: []string{"node-b: LINSTOR reports it ONLINE"}, events: ev("LostNodeWithdrawn"), eventHas: []string{"no longer treated as lost"},
 	},
 	{
@@ -299,5 +321,63 @@ func TestWithoutLostNodes(t *testing.T) {
 	n, r, s = WithoutLostNodes(nil, nodes, resources, syncing)
 	if !reflect.DeepEqual(n, nodes) || !reflect.DeepEqual(r, resources) || !reflect.DeepEqual(s, syncing) {
 		t.Errorf("with nothing acknowledged the inputs changed")
+	}
+}
+
+func TestSatellitePodState(t *testing.T) {
+	deleting := metav1.NewTime(fxNow)
+	pod := func(node string, phase corev1.PodPhase, terminating bool) corev1.Pod {
+		p := corev1.Pod{Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: phase}}
+		if terminating {
+			p.DeletionTimestamp = &deleting
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		pods []corev1.Pod
+		want string
+	}{
+		{"no pod", nil, ""},
+		{"a pod on another node", []corev1.Pod{pod("node-a", corev1.PodRunning, false)}, ""},
+		{"Running", []corev1.Pod{pod("node-b", corev1.PodRunning, false)}, "Running"},
+		{"Running, other capitals", []corev1.Pod{pod("NODE-B", corev1.PodRunning, false)}, "Running"},
+		// A partitioned node's kubelet never confirms the deletion: the pod stays
+		// Terminating, its containers may run on.
+		{"Running and Terminating", []corev1.Pod{pod("node-b", corev1.PodRunning, true)}, "Terminating"},
+		{"Pending and Terminating", []corev1.Pod{pod("node-b", corev1.PodPending, true)}, "Terminating"},
+		{"Unknown and Terminating", []corev1.Pod{pod("node-b", corev1.PodUnknown, true)}, "Terminating"},
+		{"Pending: its kubelet may start it", []corev1.Pod{pod("node-b", corev1.PodPending, false)}, "Pending"},
+		{"Failed: stopped", []corev1.Pod{pod("node-b", corev1.PodFailed, false)}, ""},
+		{"Succeeded and Terminating: stopped", []corev1.Pod{pod("node-b", corev1.PodSucceeded, true)}, ""},
+		{"the most alive one counts", []corev1.Pod{pod("node-b", corev1.PodPending, false), pod("node-b", corev1.PodRunning, true),
+			pod("node-b", corev1.PodFailed, false)}, "Terminating"},
+		{"Running over Terminating", []corev1.Pod{pod("node-b", corev1.PodRunning, true), pod("node-b", corev1.PodRunning, false)}, "Running"},
+	} {
+		if got := SatellitePodState(tc.pods, "node-b"); got != tc.want {
+			t.Errorf("%s: SatellitePodState = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestDrbdConnectedTo(t *testing.T) {
+	resources := []lapi.ResourceWithVolumes{
+		drbdReplica("pvc-1", "node-a", "UpToDate", map[string]bool{"NODE-B": true, "node-c": true}),
+		drbdReplica("pvc-1", "node-b", "", map[string]bool{"node-a": true}), // its own view: not another node's
+		drbdReplica("pvc-2", "node-c", "UpToDate", map[string]bool{"node-b": false}),
+		drbdReplica("pvc-3", "node-c", "UpToDate", map[string]bool{"node-b": true}),
+		// DRBD below another layer.
+		{Resource: lapi.Resource{Name: "pvc-4", NodeName: "node-d", LayerObject: &lapi.ResourceLayer{Type: "WRITECACHE",
+			Children: []lapi.ResourceLayer{{Type: "DRBD", Drbd: &lapi.DrbdResource{Connections: map[string]lapi.DrbdConnection{"node-b": {Connected: true}}}}}}}},
+		// No DRBD, no layer data.
+		{Resource: lapi.Resource{Name: "pvc-5", NodeName: "node-a", LayerObject: &lapi.ResourceLayer{Type: "STORAGE"}}},
+		{Resource: lapi.Resource{Name: "pvc-6", NodeName: "node-a"}},
+	}
+	got := DrbdConnectedTo(resources, "node-b")
+	if want := []string{"pvc-1 on node-a", "pvc-3 on node-c", "pvc-4 on node-d"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("DrbdConnectedTo(node-b) = %q, want %q", got, want)
+	}
+	if got := DrbdConnectedTo(resources, "node-x"); len(got) != 0 {
+		t.Errorf("DrbdConnectedTo(node-x) = %q, want none", got)
 	}
 }

@@ -21,13 +21,26 @@ func stepVersion(in *Input, out *Output) {
 		st.Upgrade = nil
 		return
 	}
-	if InProgress(st.Upgrade) && !cancel(in, out) {
-		out.Upgrading = true
-		advance(in, out)
-		pinnedBack(in, out)
-		return
+	if InProgress(st.Upgrade) {
+		switch cancel(in, out) {
+		case upgradeWanted:
+			out.Upgrading = true
+			advance(in, out)
+			pinnedBack(in, out)
+			return
+		case cancelWaiting:
+			return
+		}
 	}
 	running := in.Spec.Reported
+	if u := st.Upgrade; u != nil && u.Phase == linstorv1.UpgradeSucceeded && running == u.From {
+		// status.version is the observer's last reading, which can lag behind the upgrade
+		// (Controller, Satellites and Verify may pass before its next cycle, or while its
+		// cycles fail). The upgrade saw LINSTOR answer at To, and the migrated database
+		// never runs the old version again (a restore clears this record): taking the
+		// lagging reading would start the upgrade anew and deploy the old version on it.
+		running = u.To
+	}
 	if running == "" && st.Deployed != nil {
 		running = st.Deployed.Controller // deployed, not answering yet
 	}
@@ -90,19 +103,41 @@ func stepVersion(in *Input, out *Output) {
 	}
 }
 
+// cancelOutcome is what cancel decided.
+type cancelOutcome int
+
+const (
+	// upgradeWanted: the spec still asks for this upgrade; it goes on.
+	upgradeWanted cancelOutcome = iota
+	// cancelWaiting: cancelled, but the upgrade's backup may still be copying: the
+	// upgrade stays in Backup, with the controller stopped and CSI fenced, until the
+	// backup has ended.
+	cancelWaiting
+	// upgradeCancelled: the upgrade is gone; the decision is taken afresh.
+	upgradeCancelled
+)
+
+// cancellingPrefix starts the message of an upgrade whose cancel waits for its backup;
+// the UpgradeCancelling Event is told when it is first set.
+const cancellingPrefix = "Cancelling the upgrade "
+
 // cancel ends an upgrade that has changed nothing yet (Preflight, Backup) once the
 // spec no longer asks for it: spec.version pinned back to the running version, the
 // Manual policy's approval withdrawn, a version this release cannot run, or another
 // operator release (installed while Preflight waited) planning another target. The
-// decision is then taken afresh in the same pass. It reports whether it cancelled.
-func cancel(in *Input, out *Output) bool {
+// decision is then taken afresh in the same pass. In Backup the cancel completes only
+// once the upgrade's backup is seen finished: a LINSTOR controller started while the
+// database is copied would tear the copy, and nothing else is sure to keep it stopped
+// (the backup gate sees only the backups the API server returned, and one created a
+// moment ago may not be among them).
+func cancel(in *Input, out *Output) cancelOutcome {
 	u := out.State.Upgrade
 	if u.Phase != linstorv1.UpgradePreflight && u.Phase != linstorv1.UpgradeBackup {
-		return false // the new controller may have migrated the database: see pinnedBack
+		return upgradeWanted // the new controller may have migrated the database: see pinnedBack
 	}
 	d := in.Release.Decide(upgrade.Input{Running: u.From, Requested: in.Spec.Requested, Policy: in.Spec.Policy})
 	if d.Action == upgrade.Upgrade && d.To.String() == u.To {
-		return false
+		return upgradeWanted
 	}
 	var why string
 	switch d.Action {
@@ -115,13 +150,48 @@ func cancel(in *Input, out *Output) bool {
 	default:
 		why = d.Message
 	}
+	if copying, requeue := backupMayBeCopying(in, u); copying != "" {
+		msg := fmt.Sprintf("%s%s -> %s (%s): %s. The LINSTOR controller stays stopped and the CSI controller fenced until it has ended, "+
+			"so the copy stays consistent; the upgrade is cancelled then", cancellingPrefix, u.From, u.To, why, copying)
+		if !strings.HasPrefix(u.Message, cancellingPrefix) {
+			out.Events = append(out.Events, Event{Reason: "UpgradeCancelling", Message: msg})
+		}
+		u.Message = msg
+		out.State.Deployed = versions(u.From, u.From)
+		out.StopController = "the pre-upgrade backup " + u.BackupName + " may still be copying (the upgrade is being cancelled)"
+		out.FenceCSI, out.Upgrading, out.Requeue = true, true, requeue
+		return cancelWaiting
+	}
 	msg := fmt.Sprintf("The upgrade %s -> %s was cancelled in %s, before anything changed: %s", u.From, u.To, u.Phase, why)
-	if u.BackupName != "" {
+	if b := in.Observed.UpgradeBackup; u.BackupName != "" && b != nil && b.Name == u.BackupName && b.Found {
 		msg += fmt.Sprintf(". LinstorBackup %s is kept", u.BackupName)
 	}
 	out.Events = append(out.Events, Event{Reason: "UpgradeCancelled", Message: msg})
 	out.State.Upgrade = nil
-	return true
+	return upgradeCancelled
+}
+
+// backupMayBeCopying says why the upgrade's backup may still be copying the database
+// ("" when it certainly is not), and when to look again. A backup never asked for (no
+// name saved yet: the name is saved before the backup is created) does not copy; a
+// named one copies until it is seen Completed or Failed. One that is not there is
+// waited for until the phase timeout: it may have been created and not be seen yet.
+func backupMayBeCopying(in *Input, u *linstorv1.UpgradeStatus) (string, time.Duration) {
+	if u.Phase != linstorv1.UpgradeBackup || u.BackupName == "" || in.Spec.ExternalDatabase != "" {
+		return "", 0
+	}
+	b := in.Observed.UpgradeBackup
+	switch {
+	case b == nil || b.Name != u.BackupName:
+		return fmt.Sprintf("the pre-upgrade backup %s was not looked at yet", u.BackupName), soon
+	case !b.Found && expired(in, u):
+		return "", 0
+	case !b.Found:
+		return fmt.Sprintf("LinstorBackup %s does not exist (yet); it is waited for until the phase timeout (%s)", u.BackupName, in.phaseTimeout()), Poll
+	case b.Phase == linstorv1.BackupCompleted || b.Phase == linstorv1.BackupFailed:
+		return "", 0
+	}
+	return fmt.Sprintf("the pre-upgrade backup %s is still being taken", u.BackupName), Poll
 }
 
 // pinnedBack: spec.version pins the version the upgrade started from, but the new
@@ -255,6 +325,10 @@ func backup(in *Input, out *Output) {
 			msg = b.Message
 		}
 		abort(fmt.Sprintf("%s did not complete within %s (%s)", u.BackupName, in.phaseTimeout(), msg))
+		if b != nil && b.Name == u.BackupName && b.Found {
+			// It may still be copying: LINSTOR starts again only once it has ended.
+			out.StopController = "LinstorBackup " + b.Name + " is being taken"
+		}
 		return
 	case b == nil || b.Name != u.BackupName || !b.Found:
 		out.Actions = append(out.Actions, Action{Kind: CreateBackup, Backup: u.BackupName, From: u.From, To: u.To})

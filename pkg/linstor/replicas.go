@@ -62,7 +62,9 @@ func connectionTo(conns map[string]lapi.DrbdConnection, peer string) (lapi.DrbdC
 // true only for DRBD's "Connected", Json.apiToResourceWithVolumes). Either side
 // reporting Connected is proof enough (a satellite that is away reports nothing, but
 // its peer still sees the kernel's connection); any side reporting otherwise, or no
-// side reporting at all, is no proof: when in doubt, not connected.
+// side reporting at all, is no proof: when in doubt, not connected. That a replica
+// whose satellite is away still replicates is also why its node must not go yet
+// (RunningWhileOffline).
 func replicating(a, b lapi.ResourceWithVolumes) (bool, string) {
 	seen := "no connection reported"
 	connected := false
@@ -104,21 +106,11 @@ func reportsUpToDate(r lapi.ResourceWithVolumes) bool {
 // local), or "" if it is one: diskful, DRBD-replicated, not being deleted, every
 // volume UpToDate, and replicating with the replica on node.
 func notACopy(local, other lapi.ResourceWithVolumes, node string) string {
-	switch {
-	case !HasDRBD(other) || !HasDRBD(local):
+	if !HasDRBD(local) {
 		return other.NodeName + " has no DRBD layer (a separate volume, not a replica)"
-	case HasFlag(other.Flags, lapiconst.FlagDelete):
-		return other.NodeName + " is being deleted"
-	case len(other.Volumes) == 0:
-		return other.NodeName + " has no volumes"
 	}
-	for _, v := range other.Volumes {
-		switch s := v.State.DiskState; {
-		case s == "":
-			return other.NodeName + "'s state is unknown (its satellite is not ONLINE)"
-		case s != "UpToDate":
-			return other.NodeName + " is " + s
-		}
+	if why := survivorState(other); why != "" {
+		return why
 	}
 	if ok, seen := replicating(local, other); !ok {
 		return fmt.Sprintf("%s is not connected to %s (%s)", other.NodeName, node, seen)
@@ -179,6 +171,136 @@ func LastCopies(node string, resources []lapi.ResourceWithVolumes) []LastCopy {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
 	return out
+}
+
+// RunningWhileOffline lists (sorted by resource) the resources whose replica on node
+// still runs although LINSTOR does not reach node's satellite (connectionStatus is not
+// ONLINE): a peer reports its DRBD connection to node Connected. A stopped satellite
+// leaves DRBD running in the machine's kernel, and LINSTOR then knows nothing of the
+// replica there: no disk state, in_use unknown. So that it is unused cannot be shown,
+// diskless or not, and removing the node makes its peers drop their connections to it
+// under whatever writes there. Why names the peers that see it.
+func RunningWhileOffline(node, connectionStatus string, resources []lapi.ResourceWithVolumes) []LastCopy {
+	if connectionStatus == "ONLINE" {
+		return nil
+	}
+	here := map[string]bool{}
+	for _, r := range resources {
+		if equalFold(r.NodeName, node) && HasDRBD(r) {
+			here[r.Name] = true
+		}
+	}
+	seenBy := map[string][]string{}
+	for _, r := range resources {
+		if !here[r.Name] || equalFold(r.NodeName, node) {
+			continue
+		}
+		if c, ok := connectionTo(drbdConnections(r), node); ok && c.Connected {
+			seenBy[r.Name] = append(seenBy[r.Name], r.NodeName)
+		}
+	}
+	var out []LastCopy
+	for name, peers := range seenBy {
+		sort.Strings(peers)
+		verb := " sees it Connected"
+		if len(peers) > 1 {
+			verb = " see it Connected"
+		}
+		out = append(out, LastCopy{Resource: name, Why: strings.Join(peers, ", ") + verb})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
+	return out
+}
+
+// LostNodeCopies lists (sorted by resource) the resources whose data is on no survivor
+// when node, acknowledged as gone for good, is removed. lost holds the lower-cased
+// names of every node acknowledged lost (node among them); their replicas are no
+// survivors. The node cannot be asked anything, so the survivors are judged alone: a
+// resource is safe when at least one surviving diskful DRBD replica, not being
+// deleted, reports UpToDate, and every survivor reporting UpToDate is connected to the
+// others that do (two that are not may have been written apart: one of them is
+// behind, and nothing tells which). A volume without DRBD on node was only there.
+func LostNodeCopies(node string, lost map[string]bool, resources []lapi.ResourceWithVolumes) []LastCopy {
+	local := map[string]lapi.ResourceWithVolumes{}
+	for _, r := range resources {
+		if equalFold(r.NodeName, node) && Diskful(r) {
+			local[r.Name] = r
+		}
+	}
+	upToDate := map[string][]lapi.ResourceWithVolumes{}
+	whyNot := map[string][]string{}
+	for _, r := range resources {
+		here, ok := local[r.Name]
+		if !ok || equalFold(r.NodeName, node) || lost[strings.ToLower(r.NodeName)] || !Diskful(r) || !HasDRBD(here) {
+			continue
+		}
+		switch why := survivorState(r); why {
+		case "":
+			upToDate[r.Name] = append(upToDate[r.Name], r)
+		default:
+			whyNot[r.Name] = append(whyNot[r.Name], why)
+		}
+	}
+	var out []LastCopy
+	for name, here := range local {
+		survivors := upToDate[name]
+		var why string
+		switch {
+		case !HasDRBD(here):
+			why = "it has no DRBD layer: its volume was only on " + here.NodeName
+		case len(survivors) == 0 && len(whyNot[name]) == 0:
+			why = "no surviving diskful replica"
+		case len(survivors) == 0:
+			reasons := whyNot[name]
+			sort.Strings(reasons)
+			why = "no surviving replica is UpToDate: " + strings.Join(reasons, "; ")
+		default:
+			why = apart(survivors)
+		}
+		if why != "" {
+			out = append(out, LastCopy{Resource: name, Why: why})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
+	return out
+}
+
+// survivorState says why a surviving replica is no copy, "" when it is one by its own
+// report: DRBD, not being deleted, every volume UpToDate.
+func survivorState(r lapi.ResourceWithVolumes) string {
+	switch {
+	case !HasDRBD(r):
+		return r.NodeName + " has no DRBD layer (a separate volume, not a replica)"
+	case HasFlag(r.Flags, lapiconst.FlagDelete):
+		return r.NodeName + " is being deleted"
+	case len(r.Volumes) == 0:
+		return r.NodeName + " has no volumes"
+	}
+	for _, v := range r.Volumes {
+		switch s := v.State.DiskState; {
+		case s == "":
+			return r.NodeName + "'s state is unknown (its satellite is not ONLINE)"
+		case s != "UpToDate":
+			return r.NodeName + " is " + s
+		}
+	}
+	return ""
+}
+
+// apart says which survivors reporting UpToDate are not connected to each other, ""
+// when all are.
+func apart(survivors []lapi.ResourceWithVolumes) string {
+	sort.Slice(survivors, func(i, j int) bool { return survivors[i].NodeName < survivors[j].NodeName })
+	var out []string
+	for i := range survivors {
+		for j := i + 1; j < len(survivors); j++ {
+			if ok, seen := replicating(survivors[i], survivors[j]); !ok {
+				out = append(out, fmt.Sprintf("%s and %s both report UpToDate but are not connected to each other (%s): one of them may be behind",
+					survivors[i].NodeName, survivors[j].NodeName, seen))
+			}
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // OnlyCopies is the resource names of LastCopies.

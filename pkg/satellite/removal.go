@@ -28,6 +28,11 @@ type Removal struct {
 	Total    int
 	// MaxConcurrent is maxConcurrentEvacuations (nil: no limit of its own).
 	MaxConcurrent *int32
+	// Held are satellites of Removing that wait until their node's data is safe
+	// (DeleteHeld, EvacuateHeld said so last). They take no place under MaxConcurrent:
+	// a node that cannot go (a dead one not acknowledged lost) must not stop the others
+	// for ever. They still count towards MaxRemovalShare.
+	Held []string
 	// Confirmed is the AnnotationConfirmRemoval value ("" when absent).
 	Confirmed string
 }
@@ -50,7 +55,9 @@ func Removing(sat *linstorv1.LinstorSatellite, selected, nodeExists bool) bool {
 // it may). A nodeSelector typo, nodes vanishing or satellites deleted by hand can ask
 // to remove much of a cluster at once: more than MaxRemovalShare waits, all of it,
 // until confirmed; within it, at most MaxConcurrent go at once, in name order, so the
-// choice does not depend on which reconcile runs first.
+// choice does not depend on which reconcile runs first. Others that wait for their
+// data (Held) are passed over; the one asking is judged in its place, as it asks only
+// once its own data is safe.
 func RemovalHeld(r Removal) string {
 	removing := append([]string(nil), r.Removing...)
 	sort.Strings(removing)
@@ -67,12 +74,20 @@ func RemovalHeld(r Removal) string {
 	if r.MaxConcurrent == nil {
 		return ""
 	}
-	for i, name := range removing {
-		if name == r.Name {
-			if i < int(*r.MaxConcurrent) {
+	held := map[string]bool{}
+	for _, name := range r.Held {
+		held[name] = true
+	}
+	ahead := 0
+	for _, name := range removing {
+		switch {
+		case name == r.Name:
+			if ahead < int(*r.MaxConcurrent) {
 				return ""
 			}
-			return fmt.Sprintf("waiting: %d removals go first and maxConcurrentEvacuations is %d", i, *r.MaxConcurrent)
+			return fmt.Sprintf("waiting: %d removals go first and maxConcurrentEvacuations is %d", ahead, *r.MaxConcurrent)
+		case !held[name]:
+			ahead++
 		}
 	}
 	return ""

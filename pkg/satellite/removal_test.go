@@ -28,6 +28,10 @@ func TestRemovalHeld(t *testing.T) {
 		{"one of two", Removal{Name: "b", Removing: []string{"b"}, Total: 2}, false, ""},
 		{"maxConcurrent: the first in name order goes", Removal{Name: "n1", Removing: []string{"n2", "n1"}, Total: 10, MaxConcurrent: &one}, false, ""},
 		{"maxConcurrent: the second waits", Removal{Name: "n2", Removing: []string{"n2", "n1"}, Total: 10, MaxConcurrent: &one}, true, "maxConcurrentEvacuations is 1"},
+		{"maxConcurrent: one waiting for its data takes no place", Removal{Name: "n2", Removing: []string{"n2", "n1"}, Held: []string{"n1"}, Total: 10, MaxConcurrent: &one}, false, ""},
+		{"maxConcurrent: the held one asking again is judged in its place", Removal{Name: "n1", Removing: []string{"n2", "n1"}, Held: []string{"n1"}, Total: 10, MaxConcurrent: &one}, false, ""},
+		{"maxConcurrent: behind a held one and one that goes", Removal{Name: "n3", Removing: []string{"n1", "n2", "n3"}, Held: []string{"n1"}, Total: 10, MaxConcurrent: &one}, true, "1 removals go first"},
+		{"a held removal still counts towards the share", Removal{Name: "n1", Removing: []string{"n1", "n2", "n3", "n4"}, Held: []string{"n2", "n3", "n4"}, Total: 10}, true, "=4"},
 		{"long lists are cut", Removal{Name: "n01", Removing: []string{"n01", "n02", "n03", "n04", "n05", "n06", "n07"}, Total: 8}, true, "and 2 more"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,8 +15,9 @@ import (
 // every satellite; with a degraded resource that could take the last good copy away.
 //
 // Each resource is judged by what LINSTOR reports for its layers
-// (Json.apiToResourceWithVolumes). A DRBD resource: every volume UpToDate or Diskless,
-// every DRBD connection up, no resync running. A resource without DRBD (STORAGE, or
+// (Json.apiToResourceWithVolumes). A DRBD resource: every volume UpToDate (or Diskless,
+// for a replica without a disk: linstor.Diskful), every DRBD connection up, no resync
+// running. A resource without DRBD (STORAGE, or
 // LUKS over STORAGE) never has a disk state or connections, as only DRBD's events fill
 // them; it is unhealthy when its satellite reported no state for it at all. Any
 // resource is unhealthy when a volume's reports carry an error (the satellite's answer
@@ -51,7 +52,7 @@ func Problems(nodes []lapi.Node, resources []lapi.ResourceWithVolumes, syncing m
 func resourceProblems(r lapi.ResourceWithVolumes) []string {
 	var out []string
 	where := fmt.Sprintf("resource %s on %s", r.Name, r.NodeName)
-	drbd := linstor.HasDRBD(r)
+	drbd, diskful := linstor.HasDRBD(r), linstor.Diskful(r)
 	if !drbd && r.State == nil {
 		out = append(out, where+": its satellite reports no state for it")
 	}
@@ -65,7 +66,13 @@ func resourceProblems(r lapi.ResourceWithVolumes) []string {
 			continue
 		}
 		switch s := v.State.DiskState; s {
-		case "UpToDate", "Diskless":
+		case "UpToDate":
+		case "Diskless":
+			// Healthy only for a replica made without a disk: DRBD says the same of a
+			// diskful one whose disk detached (an I/O error, a failed attach).
+			if diskful {
+				out = append(out, fmt.Sprintf("%s: volume %d is Diskless, but it has a disk (detached)", where, v.VolumeNumber))
+			}
 		case "":
 			out = append(out, fmt.Sprintf("%s: volume %d reports no disk state", where, v.VolumeNumber))
 		default:

@@ -23,6 +23,10 @@ func TestProblems(t *testing.T) {
 		r := lapi.ResourceWithVolumes{Resource: lapi.Resource{Name: name, NodeName: node,
 			LayerObject: &lapi.ResourceLayer{Drbd: &lapi.DrbdResource{Connections: conns}}}}
 		r.Volumes = []lapi.Volume{{VolumeNumber: 0, State: lapi.VolumeState{DiskState: disk}}}
+		if disk == "Diskless" { // a diskless replica, as LINSTOR flags it
+			r.Flags = []string{lapiconst.FlagDrbdDiskless}
+			r.Volumes[0].ProviderKind = lapi.DISKLESS
+		}
 		return r
 	}
 	resources := []lapi.ResourceWithVolumes{
@@ -94,6 +98,37 @@ func TestProblemsByLayer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := strings.Join(Problems(nodes, []lapi.ResourceWithVolumes{tc.rsc}, map[string]bool{tc.rsc.Name: false}), "; ")
+			if got != tc.want {
+				t.Fatalf("Problems = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// DRBD reports "Diskless" both for a replica made without a disk and for a diskful
+// one whose disk detached (an I/O error, a failed attach): only the first is healthy.
+// Which one it is, LINSTOR's flags and storage pool say (linstor.Diskful).
+func TestProblemsDisklessOnlyWithoutADisk(t *testing.T) {
+	nodes := []lapi.Node{{Name: "a", Type: "SATELLITE", ConnectionStatus: "ONLINE"}, {Name: "b", Type: "SATELLITE", ConnectionStatus: "ONLINE"}}
+	res := func(node string, kind lapi.ProviderKind, flags ...string) lapi.ResourceWithVolumes {
+		return lapi.ResourceWithVolumes{
+			Resource: lapi.Resource{Name: "pvc-1", NodeName: node, Flags: flags,
+				LayerObject: &lapi.ResourceLayer{Type: devicelayerkind.Drbd, Drbd: &lapi.DrbdResource{Connections: map[string]lapi.DrbdConnection{}}}},
+			Volumes: []lapi.Volume{{VolumeNumber: 0, ProviderKind: kind, State: lapi.VolumeState{DiskState: "Diskless"}}},
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		rsc  lapi.ResourceWithVolumes
+		want string
+	}{
+		{"a diskless replica (DRBD_DISKLESS, diskless pool)", res("a", lapi.DISKLESS, "DRBD_DISKLESS"), ""},
+		{"a diskless pool without the flag", res("a", lapi.DISKLESS), ""},
+		{"a tie-breaker", res("a", lapi.DISKLESS, "DRBD_DISKLESS", "TIE_BREAKER"), ""},
+		{"a diskful replica whose disk detached", res("b", lapi.LVM_THIN), "resource pvc-1 on b: volume 0 is Diskless, but it has a disk (detached)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := strings.Join(Problems(nodes, []lapi.ResourceWithVolumes{tc.rsc}, nil), "; ")
 			if got != tc.want {
 				t.Fatalf("Problems = %q, want %q", got, tc.want)
 			}

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -12,11 +13,13 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/operatorcondition"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor/emulator"
 )
 
 // The LINSTOR upgrade's Preflight on a real API server, with the emulator as LINSTOR:
 // it holds no operator upgrade (nothing has changed yet), pinning spec.version back
-// cancels it, and a node acknowledged as gone for good no longer holds it.
+// cancels it, and a node acknowledged as gone for good no longer holds it. A succeeded
+// upgrade stays done while status.version still names the old version.
 
 const (
 	preflightFrom = "1.33.2"
@@ -199,4 +202,59 @@ func TestAcknowledgedLostNodeLetsTheUpgradeProceed(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(getCluster(g, cluster).Status.LostNodes).To(BeEmpty())
 	}, timeout, tick).Should(Succeed())
+}
+
+// status.version is the observer's last reading of LINSTOR. Here its cycles fail while
+// the new controller settles (the storage pool view answers 500; the upgrade's own reads
+// do not use it), so it still says preflightFrom when the upgrade Succeeded. That
+// reading must not start the upgrade again: a new Preflight from preflightFrom deploys
+// the old controller on the migrated database (and then waits for ever for LINSTOR to
+// report the old version). Without the fault the same happens whenever Controller,
+// Satellites and Verify pass within one observer cycle.
+func TestSucceededUpgradeIsNotStartedAgainWhileStatusVersionLags(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	// A LINSTOR database for the pre-upgrade backup to copy.
+	g.Expect(env.Client.Create(ctx, linstorTable("nodes", "Nodes"))).To(Succeed())
+	t.Cleanup(func() { dropTables(ctx) })
+	g.Eventually(func() error {
+		return env.Client.Create(ctx, row("Nodes", "lag-a", map[string]any{"node_name": "LAG-A"}))
+	}, timeout, tick).Should(Succeed())
+	ns, cluster := preflightCluster(t, "lag", "lag-a", "lag-b")
+
+	const observerRead = "GET /v1/view/storage-pools"
+	t.Cleanup(func() { emu.InjectFault(observerRead, emulator.Fault{}) })
+	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) { c.Spec.Version = preflightTo })).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := getCluster(g, cluster)
+		if upgradePhase(c) == linstorv1.UpgradeController && emu.Version() != preflightTo {
+			// Faulted first: no cycle that reads the new version completes.
+			emu.InjectFault(observerRead, emulator.Fault{Status: http.StatusInternalServerError})
+			emu.SetVersion(preflightTo) // the new controller answers (its pod is played by the emulator)
+		}
+		g.Expect(upgradePhase(c)).To(Equal(linstorv1.UpgradeSucceeded), "%+v", c.Status.Upgrade)
+	}, 2*timeout, tick).Should(Succeed())
+
+	done := func(version string) func(g Gomega) {
+		return func(g Gomega) {
+			c := getCluster(g, cluster)
+			g.Expect(c.Status.Version).To(Equal(version))
+			g.Expect(upgradePhase(c)).To(Equal(linstorv1.UpgradeSucceeded), "%+v", c.Status.Upgrade)
+			g.Expect(c.Status.Deployed).To(Equal(&linstorv1.DeployedVersions{Controller: preflightTo, Satellites: preflightTo}))
+		}
+	}
+	g.Consistently(done(preflightFrom), "3s", tick).Should(Succeed())
+	// The observer reads LINSTOR again: status.version catches up, nothing else moves.
+	emu.InjectFault(observerRead, emulator.Fault{})
+	g.Eventually(done(preflightTo), timeout, tick).Should(Succeed())
+	g.Consistently(done(preflightTo), "2s", tick).Should(Succeed())
+	var events corev1.EventList
+	g.Expect(env.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+	started := 0
+	for _, e := range events.Items {
+		if e.Reason == "UpgradeStarted" {
+			started++
+		}
+	}
+	g.Expect(started).To(Equal(1), "the upgrade started again")
 }

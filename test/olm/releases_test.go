@@ -17,7 +17,7 @@ import (
 // commit it names, and this tree's bundle/), and test-only ones OLM is offered later,
 // generated from this tree as `make bundle` would with the next versions. Each runs the
 // operator binary built from its sources.
-var testOnlyReleases = []string{"0.3.1", "0.3.2"}
+var testOnlyReleases = []string{"0.3.1", "0.3.2", "0.3.3"}
 
 // channelProbe is a test-only bundle that only OLM's resolver sees: this tree's build
 // with its CSV marked as running LINSTOR probeLinstor, the next minor line, so that the

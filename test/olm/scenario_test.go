@@ -10,7 +10,7 @@ func TestOLM(t *testing.T) {
 		run  func(*testing.T)
 	}{
 		{"InstallThePreviousRelease", installThroughOLM},
-		{"UpgradeHoldsTheNextReleaseWhileLinstorUpgrades", upgradeThroughOLM},
+		{"UpgradeHoldsTheNextReleaseOnlyFromBackupOn", upgradeThroughOLM},
 		{"FixForwardOnADegradedCluster", fixForwardWhileDegraded},
 		{"ChannelSwitchMovesTheLinstorLine", channelSwitchMovesTheLine},
 		{"WebhooksReachedThroughOLMService", webhooksReachedThroughOLMService},

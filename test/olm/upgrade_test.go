@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,11 +30,15 @@ const samplePool = "file-thin"
 
 // The upgrade OLM delivers: approving this tree's release replaces the CSV and applies its
 // CRDs; the new operator upgrades LINSTOR to the version it pins, per docs/upgrades.md.
-// The LINSTOR upgrade is held in Preflight by a replica that is not UpToDate (a resync
-// under way), and while it is held a further release arrives in the catalog: its
-// InstallPlan is approved, and OLM keeps its CSV Pending because the running operator's
-// OperatorCondition says Upgradeable=False. When the resync ends, LINSTOR upgrades, the
-// cluster is Available on the new version, and OLM lets the held release through.
+// Its OperatorCondition holds OLM exactly while the upgrade has changed something:
+//   - Preflight waits for a replica that is not UpToDate (a resync under way). Nothing has
+//     changed, so nothing is held: a release that arrives in the catalog now (0.3.1) is
+//     installed, and its operator carries the same upgrade on (what lets a release that
+//     fixes what Preflight waits on in).
+//   - From Backup on the upgrade is held. Verify is made to wait (the replica falls behind
+//     again once the new controller runs), a further release (0.3.2) arrives, and OLM keeps
+//     its CSV Pending (OperatorConditionNotUpgradeable) until the upgrade succeeded, then
+//     installs it.
 func upgradeThroughOLM(t *testing.T) {
 	requireInstalled(t)
 	g := NewWithT(t)
@@ -48,11 +53,23 @@ func upgradeThroughOLM(t *testing.T) {
 	g.Expect(linstor.emu.PlaceResource("pvc-data", "node-0", samplePool, true)).To(Succeed())
 	g.Expect(linstor.emu.PlaceResource("pvc-data", "node-1", samplePool, true)).To(Succeed())
 	g.Expect(linstor.emu.SetDiskState("pvc-data", "node-1", "Outdated")).To(Succeed())
+	const behind = "pvc-data on node-1: volume 0 is Outdated"
 
 	// OLM offered the next release as soon as the previous one was installed.
 	waitInstallPlan(g, current.CSV.Name)
 	crds := crdGenerations(g)
 	phases := watchUpgradePhases(t)
+	// Verify is held the same way, by the replica falling behind again. Not before the
+	// upgrade's Satellites phase: the new controller loads the replicas' states from the
+	// database when it starts (Controller), so only once it answers at the new version
+	// does the change stick.
+	holdVerify := make(chan error, 1)
+	phases.onFirst(func(seen linstorv1.UpgradePhase) {
+		if seen != linstorv1.UpgradeSatellites {
+			phases.note("the watch missed Satellites: the replica fell behind in %s", seen)
+		}
+		holdVerify <- linstor.emu.SetDiskState("pvc-data", "node-1", "Outdated")
+	}, linstorv1.UpgradeSatellites, linstorv1.UpgradeVerify, linstorv1.UpgradeSucceeded)
 	addressesBefore := len(linstorAddresses())
 	approved := time.Now()
 	rec := startRecorder(t, approved, "approving "+current.CSV.Name)
@@ -61,40 +78,95 @@ func upgradeThroughOLM(t *testing.T) {
 	csv := waitCSVSucceeded(g, current.CSV.Name)
 	t.Logf("%6.1fs after the approval: CSV %s Succeeded; %s replaced", time.Since(approved).Seconds(), csv.Name, installed.csv)
 	// The InstallPlan applied this release's CRDs, their conversion webhook now the new
-	// CSV's (OLM writes its Service and CA into the CRD).
-	now := crdGenerations(g)
+	// CSV's (OLM writes its Service and CA into the CRD). Eventually: the InstallPlan's
+	// apply can land after the CSV's write and put the bundle's Service back, and OLM then
+	// installs the CSV's webhooks again (seen as a second InstallReady, Succeeded).
+	var now map[string]int64
+	g.Eventually(func(g Gomega) {
+		now = crdGenerations(g)
+		for _, name := range conversionCRDs {
+			g.Expect(now[name]).To(BeNumerically(">", crds[name]), "OLM rewrote %s (its conversion webhook's CA)", name)
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			g.Expect(c.Get(ctx, client.ObjectKey{Name: name}, crd)).To(Succeed())
+			g.Expect(crd.Spec.Conversion.Webhook.ClientConfig.Service.Name).To(Equal(installed.deployment.Name+"-service"), name)
+			g.Expect(crd.Spec.Versions).To(ContainElement(And(HaveField("Name", "v1"), HaveField("Storage", true))), name)
+		}
+	}, timeout, tick).Should(Succeed())
 	for name, gen := range now {
 		t.Logf("CRD %s: generation %d -> %d", name, crds[name], gen)
-	}
-	for _, name := range conversionCRDs {
-		g.Expect(now[name]).To(BeNumerically(">", crds[name]), "OLM rewrote %s (its conversion webhook's CA)", name)
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Name: name}, crd)).To(Succeed())
-		g.Expect(crd.Spec.Conversion.Webhook.ClientConfig.Service.Name).To(Equal(installed.deployment.Name+"-service"), name)
-		g.Expect(crd.Spec.Versions).To(ContainElement(And(HaveField("Name", "v1"), HaveField("Storage", true))), name)
 	}
 	op, dep := startRelease(t, csv)
 	installed.csv, installed.deployment, installed.op = csv.Name, dep, op
 	t.Logf("%6.1fs after the approval: the operator binary of %s runs as pod %s", time.Since(approved).Seconds(), csv.Name, op.pods[0].Name)
 
-	// The new operator starts LINSTOR's upgrade; Preflight waits for the resync, and the
-	// operator tells OLM that replacing it now is unsafe.
-	g.Eventually(func(g Gomega) {
-		st := clusterNow(g).Status.Upgrade
-		g.Expect(st).NotTo(BeNil())
-		g.Expect(st.Phase).To(Equal(linstorv1.UpgradePreflight))
-		g.Expect(st.Message).To(ContainSubstring("pvc-data on node-1: volume 0 is Outdated"))
-		up := operatorUpgradeable(g, csv.Name)
-		g.Expect(up.Status).To(Equal(metav1.ConditionFalse))
-	}, timeout, tick).Should(Succeed())
-	t.Logf("%6.1fs after the approval: LINSTOR %s -> %s held in Preflight; OperatorCondition %s Upgradeable=False (%s)",
+	// The new operator starts LINSTOR's upgrade; Preflight waits for the resync. Nothing
+	// has changed, so the operator tells OLM that replacing it is fine.
+	waitPreflightNotHolding(g, csv.Name, behind)
+	preflight := clusterNow(g).Status.Upgrade.DeepCopy()
+	t.Logf("%6.1fs after the approval: LINSTOR %s -> %s waits in Preflight; OperatorCondition %s Upgradeable=True (%s)",
 		time.Since(approved).Seconds(), from, to, csv.Name, operatorUpgradeable(g, csv.Name).Message)
 
-	// The next release arrives in the catalog and its InstallPlan is approved: OLM holds
-	// its CSV while the LINSTOR upgrade runs.
-	next := publishTestRelease(g, "0.3.1")
-	t.Logf("approved InstallPlans %v (test-only %s)", approveInstall(g, next.CSV.Name), next.CSV.Name)
+	// A release arrives in the catalog while Preflight waits, and its InstallPlan is
+	// approved: OLM installs it at once. The resync still runs, so all of this happens
+	// with the upgrade in Preflight.
+	fix := publishTestRelease(g, "0.3.1")
+	t.Logf("approved InstallPlans %v (test-only %s)", approveInstall(g, fix.CSV.Name), fix.CSV.Name)
 	published := time.Now()
+	fixCSV := &operatorsv1alpha1.ClusterServiceVersion{}
+	g.Eventually(func(g Gomega) {
+		if u := clusterNow(g).Status.Upgrade; u == nil || u.Phase != linstorv1.UpgradePreflight {
+			StopTrying(fmt.Sprintf("the upgrade left Preflight while the resync runs: %+v", u)).Now()
+		}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: fix.CSV.Name}, fixCSV)).To(Succeed())
+		g.Expect(fixCSV.Status.Phase).To(Equal(operatorsv1alpha1.CSVPhaseSucceeded), "%s: %s", fixCSV.Status.Reason, fixCSV.Status.Message)
+	}, timeout, tick).Should(Succeed())
+	t.Logf("%6.1fs after %s was approved: its CSV Succeeded during Preflight, replacing %s", time.Since(published).Seconds(), fix.CSV.Name, csv.Name)
+	op, dep = startRelease(t, fixCSV)
+	installed.csv, installed.deployment, installed.op = fixCSV.Name, dep, op
+
+	// Its operator plans the same target and carries the same upgrade on: still the
+	// Preflight the previous operator began, never cancelled, and again not holding OLM.
+	waitPreflightNotHolding(g, fixCSV.Name, behind)
+	u := clusterNow(g).Status.Upgrade
+	g.Expect(u.From).To(Equal(preflight.From))
+	g.Expect(u.To).To(Equal(preflight.To))
+	g.Expect(u.StartedAt.Time).To(BeTemporally("==", preflight.StartedAt.Time), "the same upgrade, not a new one")
+	g.Expect(clusterEvents(g, "UpgradeCancelled")).To(BeEmpty())
+	t.Logf("%6.1fs after %s was approved: its operator runs as pod %s and carries the upgrade started at %s on in Preflight; OperatorCondition %s Upgradeable=True",
+		time.Since(published).Seconds(), fix.CSV.Name, op.pods[0].Name, u.StartedAt.Format(time.RFC3339), fixCSV.Name)
+
+	// The resync ends: Backup, Controller, Satellites; then Verify waits for the replica
+	// that fell behind again. From Backup on, the operator holds OLM.
+	resynced := time.Now()
+	g.Expect(linstor.emu.SetDiskState("pvc-data", "node-1", "UpToDate")).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cl := clusterNow(g)
+		if cl.Status.Upgrade != nil && cl.Status.Upgrade.Phase == linstorv1.UpgradeSucceeded {
+			StopTrying(fmt.Sprintf("the upgrade succeeded before Verify could be held (%s)", phases)).Now()
+		}
+		g.Expect(cl.Status.Upgrade).NotTo(BeNil())
+		g.Expect(cl.Status.Upgrade.Phase).To(Equal(linstorv1.UpgradeVerify))
+		g.Expect(cl.Status.Upgrade.Message).To(ContainSubstring(behind))
+		own := meta.FindStatusCondition(cl.Status.Conditions, linstorv1.ConditionUpgradeable)
+		g.Expect(own).NotTo(BeNil())
+		g.Expect(own.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(own.Reason).To(Equal(linstorv1.ReasonUpgradeInProgress))
+		g.Expect(operatorUpgradeable(g, fixCSV.Name).Status).To(Equal(metav1.ConditionFalse))
+	}, timeout, tick).Should(Succeed())
+	select {
+	case err := <-holdVerify:
+		g.Expect(err).NotTo(HaveOccurred(), "the replica falls behind in Satellites")
+	case <-time.After(10 * time.Second):
+		g.Expect(fmt.Errorf("the watch never ran the Satellites hook: %s", phases)).NotTo(HaveOccurred())
+	}
+	t.Logf("%6.1fs after the resync ended: LINSTOR runs %s, the upgrade waits in Verify; OperatorCondition %s Upgradeable=False (%s)",
+		time.Since(resynced).Seconds(), clusterNow(g).Status.Version, fixCSV.Name, operatorUpgradeable(g, fixCSV.Name).Message)
+
+	// The next release arrives and its InstallPlan is approved: OLM holds its CSV while
+	// the LINSTOR upgrade runs.
+	next := publishTestRelease(g, "0.3.2")
+	t.Logf("approved InstallPlans %v (test-only %s)", approveInstall(g, next.CSV.Name), next.CSV.Name)
+	published = time.Now()
 	g.Eventually(func(g Gomega) {
 		held := &operatorsv1alpha1.ClusterServiceVersion{}
 		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: next.CSV.Name}, held)).To(Succeed())
@@ -106,7 +178,7 @@ func upgradeThroughOLM(t *testing.T) {
 		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: next.CSV.Name}, held)).To(Succeed())
 		g.Expect(held.Status.Phase).To(Equal(operatorsv1alpha1.CSVPhasePending))
 		running := &operatorsv1alpha1.ClusterServiceVersion{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: csv.Name}, running)).To(Succeed())
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: fixCSV.Name}, running)).To(Succeed())
 		// OLM marks the running CSV Replacing as soon as its successor exists, and keeps
 		// its Deployment.
 		g.Expect(running.Status.Phase).To(BeElementOf(operatorsv1alpha1.CSVPhaseSucceeded, operatorsv1alpha1.CSVPhaseReplacing))
@@ -117,14 +189,15 @@ func upgradeThroughOLM(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(ctr.Image).To(Equal(op.image), "the operator of the release that holds still runs")
 		}
+		g.Expect(clusterNow(g).Status.Upgrade.Phase).To(Equal(linstorv1.UpgradeVerify))
 	}, "10s", time.Second).Should(Succeed())
 	t.Logf("%6.1fs after %s was approved: its CSV is still Pending (OperatorConditionNotUpgradeable), the operator of %s still runs",
-		time.Since(published).Seconds(), next.CSV.Name, csv.Name)
+		time.Since(published).Seconds(), next.CSV.Name, fixCSV.Name)
 
-	// The resync ends: LINSTOR upgrades, and only then does OLM go on. Until the upgrade
-	// succeeded, the held CSV never leaves Pending (read before the cluster: OLM moves it
-	// only after the operator saw the upgrade end).
-	resynced := time.Now()
+	// The replica catches up: the upgrade succeeds, and only then does OLM go on. Until
+	// then the held CSV never leaves Pending (read before the cluster: OLM moves it only
+	// after the operator saw the upgrade end).
+	caughtUp := time.Now()
 	g.Expect(linstor.emu.SetDiskState("pvc-data", "node-1", "UpToDate")).To(Succeed())
 	availableAt := time.Duration(0)
 	g.Eventually(func(g Gomega) {
@@ -136,27 +209,39 @@ func upgradeThroughOLM(t *testing.T) {
 			StopTrying(fmt.Sprintf("OLM moved %s to %s while the LINSTOR upgrade is %+v", next.CSV.Name, held.Status.Phase, cl.Status.Upgrade)).Now()
 		}
 		if availableAt == 0 && cl.Status.Version == to && meta.IsStatusConditionTrue(cl.Status.Conditions, linstorv1.ConditionAvailable) {
-			availableAt = time.Since(resynced)
+			availableAt = time.Since(approved)
 		}
 		g.Expect(done).To(BeTrue(), "upgrade %+v", cl.Status.Upgrade)
 		g.Expect(cl.Status.Upgrade.From).To(Equal(from))
+		g.Expect(cl.Status.Upgrade.StartedAt.Time).To(BeTemporally("==", preflight.StartedAt.Time))
 		g.Expect(cl.Status.Deployed).To(Equal(&linstorv1.DeployedVersions{Controller: to, Satellites: to}))
 	}, timeout, tick).Should(Succeed())
+	t.Logf("%6.1fs after the replica caught up: the upgrade Succeeded; backup %s", time.Since(caughtUp).Seconds(), clusterNow(g).Status.Upgrade.BackupName)
 	waitAvailable(g, to)
 	if availableAt == 0 {
-		availableAt = time.Since(resynced)
+		availableAt = time.Since(approved)
 	}
-	t.Logf("LinstorCluster Available on LINSTOR %s: %.1fs after approving %s (%.1fs after the resync ended)",
-		to, (availableAt + resynced.Sub(approved)).Seconds(), csv.Name, availableAt.Seconds())
+	t.Logf("LinstorCluster Available on LINSTOR %s: %.1fs after approving %s", to, availableAt.Seconds(), csv.Name)
+
+	// Every phase was seen, and OLM was held exactly from Backup on: the LinstorCluster's
+	// Upgradeable (which the OperatorCondition aggregates) was never False in Preflight,
+	// was False before Backup ended and in every write of the phases after it. (The write
+	// that enters Backup may still carry Preflight's True: the condition follows in the
+	// same pass, before the backup is taken.)
 	g.Expect(phases.seen()).To(ContainElements(linstorv1.UpgradePreflight, linstorv1.UpgradeBackup, linstorv1.UpgradeController,
 		linstorv1.UpgradeSatellites, linstorv1.UpgradeVerify, linstorv1.UpgradeSucceeded), "%s", phases)
-	t.Logf("upgrade phases seen: %v", phases.seen())
+	t.Logf("upgrade phases seen, with the LinstorCluster's Upgradeable: %s", phases)
+	g.Expect(phases.upgradeable(linstorv1.UpgradePreflight)).To(ConsistOf(metav1.ConditionTrue), "%s", phases)
+	g.Expect(phases.upgradeable(linstorv1.UpgradeBackup)).To(ContainElement(metav1.ConditionFalse), "%s", phases)
+	for _, p := range []linstorv1.UpgradePhase{linstorv1.UpgradeController, linstorv1.UpgradeSatellites, linstorv1.UpgradeVerify} {
+		g.Expect(phases.upgradeable(p)).To(ConsistOf(metav1.ConditionFalse), "%s: %s", p, phases)
+	}
+	g.Expect(phases.upgradeable(linstorv1.UpgradeSucceeded)).To(ContainElement(metav1.ConditionTrue), "%s", phases)
 	addresses := linstorAddresses()
 	g.Expect(len(addresses)).To(BeNumerically(">", addressesBefore), "the LINSTOR controller pod was replaced and served at its new address")
 	t.Logf("LINSTOR served at %v", addresses)
-	t.Logf("%6.1fs after the resync ended: the upgrade Succeeded; backup %s", time.Since(resynced).Seconds(), clusterNow(g).Status.Upgrade.BackupName)
 	nextCSV := waitCSVSucceeded(g, next.CSV.Name)
-	t.Logf("%6.1fs after the resync ended: the held CSV %s Succeeded", time.Since(resynced).Seconds(), next.CSV.Name)
+	t.Logf("%6.1fs after the replica caught up: the held CSV %s Succeeded", time.Since(caughtUp).Seconds(), next.CSV.Name)
 	op, dep = startRelease(t, nextCSV)
 	installed.csv, installed.deployment, installed.op = nextCSV.Name, dep, op
 	waitAvailable(g, to)
@@ -176,6 +261,37 @@ func upgradeThroughOLM(t *testing.T) {
 		g.Expect(counts["v1alpha1"]).To(Equal(counts["v1"]), kind)
 		t.Logf("%s: %d objects read in v1 and in v1alpha1", kind, counts["v1"])
 	}
+}
+
+// waitPreflightNotHolding waits for the upgrade to wait in Preflight for the replica
+// that is behind, with the LinstorCluster saying it holds no operator upgrade and the
+// OperatorCondition of csv, as OLM read it, Upgradeable=True.
+func waitPreflightNotHolding(g Gomega, csv, behind string) {
+	g.Eventually(func(g Gomega) {
+		cl := clusterNow(g)
+		st := cl.Status.Upgrade
+		g.Expect(st).NotTo(BeNil())
+		g.Expect(st.Phase).To(Equal(linstorv1.UpgradePreflight))
+		g.Expect(st.Message).To(ContainSubstring(behind))
+		own := meta.FindStatusCondition(cl.Status.Conditions, linstorv1.ConditionUpgradeable)
+		g.Expect(own).NotTo(BeNil())
+		g.Expect(own.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(own.Message).To(ContainSubstring("nothing has changed yet"))
+		g.Expect(operatorUpgradeable(g, csv).Status).To(Equal(metav1.ConditionTrue))
+	}, timeout, tick).Should(Succeed())
+}
+
+// clusterEvents are the messages of the LinstorCluster's Events with reason.
+func clusterEvents(g Gomega, reason string) []string {
+	var events corev1.EventList
+	g.Expect(world.client.List(ctx, &events, client.InNamespace(namespace))).To(Succeed())
+	var out []string
+	for _, e := range events.Items {
+		if e.InvolvedObject.Kind == "LinstorCluster" && e.InvolvedObject.Name == "linstor" && e.Reason == reason {
+			out = append(out, e.Message)
+		}
+	}
+	return out
 }
 
 // A Degraded cluster whose cause has nothing to do with upgrades does not hold a
@@ -209,7 +325,7 @@ func fixForwardWhileDegraded(t *testing.T) {
 		meta.FindStatusCondition(conds, linstorv1.ConditionDegraded).Message, meta.FindStatusCondition(conds, linstorv1.ConditionUpgradeable).Message,
 		installed.csv, operatorUpgradeable(g, installed.csv).Message)
 
-	next := publishTestRelease(g, "0.3.2")
+	next := publishTestRelease(g, "0.3.3")
 	approved := time.Now()
 	rec := startRecorder(t, approved, "approving "+next.CSV.Name)
 	t.Logf("approved InstallPlans %v (test-only %s)", approveInstall(g, next.CSV.Name), next.CSV.Name)
@@ -327,11 +443,25 @@ func satelliteUIDs(g Gomega) map[string]types.UID {
 }
 
 // phaseWatch collects, from a watch, every phase the LinstorCluster's upgrade status
-// takes, however short (polling could miss one).
+// takes, however short (polling could miss one), with the LinstorCluster's Upgradeable
+// condition in each write, and runs a hook when a phase is first seen.
 type phaseWatch struct {
 	mu     sync.Mutex
 	phases []linstorv1.UpgradePhase
+	// states are the (phase, Upgradeable) pairs in order, each change once.
+	states []phaseState
+	hooks  []phaseHook
 	events []string // what else the watch said: errors, restarts
+}
+
+type phaseHook struct {
+	phases []linstorv1.UpgradePhase
+	run    func(seen linstorv1.UpgradePhase)
+}
+
+type phaseState struct {
+	phase       linstorv1.UpgradePhase
+	upgradeable metav1.ConditionStatus
 }
 
 func (p *phaseWatch) seen() []linstorv1.UpgradePhase {
@@ -340,10 +470,36 @@ func (p *phaseWatch) seen() []linstorv1.UpgradePhase {
 	return slices.Clone(p.phases)
 }
 
+// upgradeable are the statuses of the LinstorCluster's Upgradeable condition seen in
+// writes with the upgrade in phase ("" where the condition was missing).
+func (p *phaseWatch) upgradeable(phase linstorv1.UpgradePhase) []metav1.ConditionStatus {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []metav1.ConditionStatus
+	for _, s := range p.states {
+		if s.phase == phase && !slices.Contains(out, s.upgradeable) {
+			out = append(out, s.upgradeable)
+		}
+	}
+	return out
+}
+
+// onFirst runs hook once, on the watch's goroutine, when the first of phases is seen
+// (a later one stands in for a phase a restarted watch missed).
+func (p *phaseWatch) onFirst(hook func(seen linstorv1.UpgradePhase), phases ...linstorv1.UpgradePhase) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hooks = append(p.hooks, phaseHook{phases: phases, run: hook})
+}
+
 func (p *phaseWatch) String() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return fmt.Sprintf("phases %v, watch events %v", p.phases, p.events)
+	var states []string
+	for _, s := range p.states {
+		states = append(states, fmt.Sprintf("%s(Upgradeable=%s)", s.phase, s.upgradeable))
+	}
+	return fmt.Sprintf("phases %v, watch events %v", states, p.events)
 }
 
 func (p *phaseWatch) note(format string, args ...any) {
@@ -352,8 +508,38 @@ func (p *phaseWatch) note(format string, args ...any) {
 	p.events = append(p.events, fmt.Sprintf(format, args...))
 }
 
-// watchUpgradePhases watches the LinstorCluster until the test ends, watching again
-// should the API server end a watch.
+// record notes the cluster's phase and Upgradeable, and returns the hooks the phase
+// is the first of.
+func (p *phaseWatch) record(cl *linstorv1.LinstorCluster) []func(linstorv1.UpgradePhase) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	phase := cl.Status.Upgrade.Phase
+	st := phaseState{phase: phase}
+	if up := meta.FindStatusCondition(cl.Status.Conditions, linstorv1.ConditionUpgradeable); up != nil {
+		st.upgradeable = up.Status
+	}
+	if n := len(p.states); n == 0 || p.states[n-1] != st {
+		p.states = append(p.states, st)
+	}
+	if n := len(p.phases); n > 0 && p.phases[n-1] == phase {
+		return nil
+	}
+	p.phases = append(p.phases, phase)
+	var run []func(linstorv1.UpgradePhase)
+	p.hooks = slices.DeleteFunc(p.hooks, func(h phaseHook) bool {
+		if slices.Contains(h.phases, phase) {
+			run = append(run, h.run)
+			return true
+		}
+		return false
+	})
+	return run
+}
+
+// watchUpgradePhases watches the LinstorCluster until the test ends. Should the API
+// server end a watch, it watches again from the last version seen, so no write is
+// missed; only when that version is too old (410 Gone) from the current state, and
+// what happened between is not seen.
 func watchUpgradePhases(t *testing.T) *phaseWatch {
 	t.Helper()
 	wc, err := client.NewWithWatch(world.cluster.Config, client.Options{Scheme: world.client.Scheme()})
@@ -364,8 +550,11 @@ func watchUpgradePhases(t *testing.T) *phaseWatch {
 	done := make(chan struct{})
 	t.Cleanup(func() { close(done) })
 	go func() {
+		resourceVersion := ""
 		for {
-			w, err := wc.Watch(ctx, &linstorv1.LinstorClusterList{}, client.InNamespace(namespace))
+			// Bookmarks keep the version fresh while the cluster does not change.
+			from := &client.ListOptions{Namespace: namespace, Raw: &metav1.ListOptions{ResourceVersion: resourceVersion, AllowWatchBookmarks: true}}
+			w, err := wc.Watch(ctx, &linstorv1.LinstorClusterList{}, from)
 			if err != nil {
 				p.note("watch: %v", err)
 				select {
@@ -388,17 +577,17 @@ func watchUpgradePhases(t *testing.T) *phaseWatch {
 					}
 					cl, isCluster := ev.Object.(*linstorv1.LinstorCluster)
 					if !isCluster {
-						p.note("%s %T", ev.Type, ev.Object)
+						p.note("%s %T %v", ev.Type, ev.Object, ev.Object)
+						resourceVersion = "" // an error (410 Gone): from the current state
 						continue
 					}
-					if cl.Status.Upgrade == nil {
+					resourceVersion = cl.ResourceVersion
+					if ev.Type == watch.Bookmark || cl.Status.Upgrade == nil {
 						continue
 					}
-					p.mu.Lock()
-					if n := len(p.phases); n == 0 || p.phases[n-1] != cl.Status.Upgrade.Phase {
-						p.phases = append(p.phases, cl.Status.Upgrade.Phase)
+					for _, hook := range p.record(cl) {
+						hook(cl.Status.Upgrade.Phase)
 					}
-					p.mu.Unlock()
 				}
 			}
 		}

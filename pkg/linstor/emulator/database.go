@@ -195,7 +195,7 @@ func (e *Emulator) load(rows map[string]string) error {
 					n.pools[strings.ToLower(row.Pools[i].StoragePoolName)] = &row.Pools[i]
 				}
 				if old, ok := e.nodes[strings.ToLower(n.Name)]; ok { // a restart does not change which satellites run
-					n.online, n.satelliteVersion, n.onlineSince = old.online, old.satelliteVersion, old.onlineSince
+					n.online, n.satelliteVersion, n.onlineSince, n.drbdRunsAway = old.online, old.satelliteVersion, old.onlineSince, old.drbdRunsAway
 				}
 				nodes[strings.ToLower(n.Name)] = n
 			}

@@ -82,8 +82,11 @@ type node struct {
 	// connect delay has passed).
 	online      bool
 	onlineSince time.Time
-	switches    int // satellite connection switches (net interface changes)
-	pools       map[string]*lapi.StoragePool
+	// drbdRunsAway: the satellite is stopped but the machine runs, and with it the
+	// DRBD resources in its kernel, which keep replicating (StopSatellite).
+	drbdRunsAway bool
+	switches     int // satellite connection switches (net interface changes)
+	pools        map[string]*lapi.StoragePool
 }
 
 type resourceDefinition struct {
@@ -434,9 +437,23 @@ func (e *Emulator) ResetPassphrase() {
 	e.passphrase, e.passphraseOpen = "", false
 }
 
-// SetNodeOnline connects or disconnects a satellite.
+// SetNodeOnline connects or disconnects a satellite. Disconnected, the whole machine
+// is gone: its DRBD peers lose their connections to it too (StopSatellite stops only
+// the satellite).
 func (e *Emulator) SetNodeOnline(name string, online bool) error {
 	return e.withNode(name, func(n *node) { e.setOnline(n, online) })
+}
+
+// StopSatellite stops only the satellite process: LINSTOR reports the node OFFLINE
+// and knows none of its states, while DRBD, which runs in the machine's kernel, keeps
+// its connections and replicates; its peers still report it Connected (a satellite's
+// shutdown stops its own services and leaves DRBD alone,
+// ApplicationLifecycleManager.executeShutdown). SetNodeOnline brings it back.
+func (e *Emulator) StopSatellite(name string) error {
+	return e.withNode(name, func(n *node) {
+		e.setOnline(n, false)
+		n.drbdRunsAway = true
+	})
 }
 
 // setOnline records the satellite coming up or going away; coming up starts the
@@ -446,6 +463,13 @@ func (e *Emulator) setOnline(n *node, online bool) {
 		n.onlineSince = e.now()
 	}
 	n.online = online
+	n.drbdRunsAway = false
+}
+
+// drbdRuns: DRBD runs on the node, as its peers see it.
+func (e *Emulator) drbdRuns(name string) bool {
+	n, ok := e.nodes[strings.ToLower(name)]
+	return ok && (n.drbdRunsAway || e.connectionStatus(n) == "ONLINE")
 }
 
 // SetSatelliteVersion sets the version a satellite runs; "" follows the controller.

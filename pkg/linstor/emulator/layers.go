@@ -191,12 +191,13 @@ func (e *Emulator) volumeDevicePath(nodeName string, rep *replica, rdName string
 }
 
 // drbdConnection is what node's DRBD reports of its connection to peer: Connected
-// while the peer's satellite is ONLINE and the link between them is not cut, else
-// Connecting, the state DRBD retries in after a lost connection (drbd_receiver.c
-// conn_disconnect sets C_UNCONNECTED and restarts the receiver, conn_connect moves to
-// C_CONNECTING). LINSTOR marks only "Connected" as connected (Json.apiToResourceWithVolumes).
+// while DRBD runs on the peer (its satellite is ONLINE, or only the satellite is
+// stopped, StopSatellite) and the link between them is not cut, else Connecting, the
+// state DRBD retries in after a lost connection (drbd_receiver.c conn_disconnect sets
+// C_UNCONNECTED and restarts the receiver, conn_connect moves to C_CONNECTING).
+// LINSTOR marks only "Connected" as connected (Json.apiToResourceWithVolumes).
 func (e *Emulator) drbdConnection(nodeName, peer string) lapi.DrbdConnection {
-	if e.online(peer) && e.linked(nodeName, peer) {
+	if e.drbdRuns(peer) && e.linked(nodeName, peer) {
 		return lapi.DrbdConnection{Connected: true, Message: "Connected"}
 	}
 	return lapi.DrbdConnection{Connected: false, Message: "Connecting"}

@@ -1,0 +1,181 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
+	"github.com/linstor-operator/linstor-operator/pkg/render"
+)
+
+// A LINSTOR controller started while the database is copied (here: its pod appears
+// while the copy's first chunk is being stored) tears the copy: it may mix the
+// database from before and after the controller's writes, and still pass its checksum,
+// which only proves the Secrets hold what was read. The backup fails and says why.
+func TestBackupFailsWhenTheControllerStartedDuringTheCopy(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	g.Expect(env.Client.Create(ctx, linstorTable("nodes", "Nodes"))).To(Succeed())
+	t.Cleanup(func() { dropTables(ctx) })
+	g.Eventually(func() error {
+		return env.Client.Create(ctx, row("Nodes", "torn-a", map[string]any{"node_name": "TORN-A"}))
+	}, timeout, tick).Should(Succeed())
+	cluster := makeCluster(t, ns, linstorv1.LinstorClusterSpec{NodeSelector: map[string]string{"suite": "none"}, Version: "1.33.3"})
+
+	// The copy is held while it stores its first chunk: an admission webhook on the
+	// backup's chunk Secrets answers only when the test lets it.
+	const name = "torn"
+	chunk := dbbackup.ChunkName(&linstorv1.LinstorBackup{ObjectMeta: metav1.ObjectMeta{Name: name}}, 0)
+	storing, release := holdChunkCreates(t, ns, func(secret string) bool { return secret == chunk })
+
+	g.Expect(env.Client.Create(ctx, &linstorv1.LinstorBackup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: linstorv1.LinstorBackupSpec{ClusterRef: linstorv1.ClusterReference{Name: cluster.Name}}})).To(Succeed())
+	select {
+	case <-storing:
+	case <-time.After(timeout):
+		t.Fatalf("the backup never stored its first chunk: %+v", get(g, ns, name, &linstorv1.LinstorBackup{}).Status)
+	}
+	g.Expect(get(g, ns, name, &linstorv1.LinstorBackup{}).Status.Phase).To(Equal(linstorv1.BackupRunning))
+
+	// The controller starts in the middle of the copy.
+	pod := runningControllerPod(t, ns, "linstor-controller-during-copy", cluster)
+	release()
+
+	g.Eventually(func(g Gomega) {
+		b := get(g, ns, name, &linstorv1.LinstorBackup{})
+		g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupFailed), "the copy taken while the controller ran was kept: %s", b.Status.Message)
+		g.Expect(b.Status.Message).To(And(ContainSubstring(pod.Name), ContainSubstring("after the copy started"), ContainSubstring("not a backup")))
+		g.Expect(b.Status.Checksum).To(BeEmpty())
+	}, timeout, tick).Should(Succeed())
+}
+
+// holdChunkCreates registers a validating webhook, served by the test, on the creation
+// of backup chunk Secrets (labelled with dbbackup.LabelBackup) in ns. The first
+// creation of a Secret whose name held accepts blocks until release is called; storing
+// is closed when it arrives. The webhook is active when this returns.
+func holdChunkCreates(t *testing.T, ns string, held func(secret string) bool) (storing <-chan struct{}, release func()) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	arrived, released, probed := make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
+	var arrive, free sync.Once
+	release = func() { free.Do(func() { close(released) }) }
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var review admissionv1.AdmissionReview
+		if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
+			http.Error(w, "not an AdmissionReview", http.StatusBadRequest)
+			return
+		}
+		if held(review.Request.Name) {
+			first := false
+			arrive.Do(func() { first = true; close(arrived) })
+			if first {
+				select {
+				case <-released:
+				case <-time.After(25 * time.Second): // within the webhook's timeout
+				}
+			}
+		} else {
+			select {
+			case probed <- struct{}{}:
+			default:
+			}
+		}
+		review.Response = &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
+		review.Request = nil
+		_ = json.NewEncoder(w).Encode(review)
+	}))
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	t.Cleanup(release) // before the server closes: it waits for the held request
+
+	fail := admissionregistrationv1.Fail
+	none := admissionregistrationv1.SideEffectClassNone
+	url := srv.URL + "/validate"
+	hook := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "hold-" + ns},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name: "hold.backup.test.linstor.io",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url,
+				CABundle: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
+			}},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+			ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: dbbackup.LabelBackup, Operator: metav1.LabelSelectorOpExists}}},
+			FailurePolicy:           &fail,
+			SideEffects:             &none,
+			AdmissionReviewVersions: []string{"v1"},
+			TimeoutSeconds:          ptr.To[int32](30),
+		}},
+	}
+	g.Expect(env.Client.Create(ctx, hook)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, hook) })
+
+	// The API server picks the configuration up a moment later: probe until it calls.
+	for i := 0; ; i++ {
+		if i == 200 {
+			t.Fatal("the test's admission webhook is never called")
+		}
+		probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("probe-%d", i), Namespace: ns,
+			Labels: map[string]string{dbbackup.LabelBackup: "probe"}}}
+		g.Expect(env.Client.Create(ctx, probe)).To(Succeed())
+		_ = env.Client.Delete(ctx, probe)
+		select {
+		case <-probed:
+			return arrived, release
+		case <-time.After(tick):
+		}
+	}
+}
+
+// The controller counts as stopped only when no pod of it exists and its Deployment
+// asks for none: a Deployment just scaled up has no pod yet, but will start one.
+func TestBackupSeesTheControllerStoppedOnlyWhenItsDeploymentAsksForNone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	// No LinstorCluster object: nothing reconciles this namespace, the test plays the
+	// Deployment and its pods.
+	cluster := &linstorv1.LinstorCluster{ObjectMeta: metav1.ObjectMeta{Name: "linstor", Namespace: ns}}
+	stopped := func() bool {
+		ok, err := dbbackup.ControllerStopped(ctx, env.Client, cluster)
+		g.Expect(err).NotTo(HaveOccurred())
+		return ok
+	}
+	g.Expect(stopped()).To(BeTrue(), "no Deployment and no pod")
+
+	labels := map[string]string{render.LabelName: render.ControllerName, render.LabelInstance: cluster.Name}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: render.ControllerName, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}}}
+	g.Expect(env.Client.Create(ctx, d)).To(Succeed())
+	g.Expect(stopped()).To(BeFalse(), "the Deployment asks for a pod that is not created yet")
+
+	d.Spec.Replicas = ptr.To[int32](0)
+	g.Expect(env.Client.Update(ctx, d)).To(Succeed())
+	g.Expect(stopped()).To(BeTrue(), "scaled to zero, no pod")
+
+	runningControllerPod(t, ns, "linstor-controller-left", cluster)
+	g.Expect(stopped()).To(BeFalse(), "a pod is left")
+}

@@ -64,7 +64,7 @@ func Aggregate(clusters []linstorv1.LinstorCluster) (metav1.ConditionStatus, str
 		}
 	}
 	if len(blocked) == 0 {
-		return metav1.ConditionTrue, ReasonUpgradeable, "No LinstorCluster is upgrading LINSTOR, backing up or restoring"
+		return metav1.ConditionTrue, ReasonUpgradeable, "No LinstorCluster is changing LINSTOR (an upgrade past its preflight or a rollback), backing up or restoring"
 	}
 	return metav1.ConditionFalse, ReasonNotUpgradeable, strings.Join(blocked, "; ")
 }

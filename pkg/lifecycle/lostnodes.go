@@ -14,9 +14,10 @@ import (
 )
 
 // AnnotationAcknowledgeLostNodes, set on the LinstorCluster to a comma-separated list
-// of LINSTOR node names, acknowledges those nodes as gone for good: upgrade Preflight
-// and Verify then judge the cluster without them and their replicas. Nothing else
-// skips a node.
+// of LINSTOR node names, acknowledges those nodes as gone for good: an upgrade's
+// Preflight, Satellites and Verify phases then judge the cluster without them and their
+// replicas, and the removal of their LinstorSatellites (Delete, Evacuate) counts the
+// surviving UpToDate replicas as the copies. Nothing else skips a node.
 const AnnotationAcknowledgeLostNodes = "linstor.io/acknowledge-lost-nodes"
 
 // MaxLostNodes is how many acknowledged nodes status.lostNodes holds (the CRD's limit).
@@ -186,7 +187,7 @@ func lostMessage(n SeenNode) string {
 	if n.KubernetesNode {
 		where = "no satellite pod runs on its Kubernetes Node"
 	}
-	return fmt.Sprintf("LINSTOR reports it %s, no DRBD peer reports a connection to it, and %s; upgrade Preflight and Verify proceed without it and its replicas",
+	return fmt.Sprintf("LINSTOR reports it %s, no DRBD peer reports a connection to it, and %s; an upgrade's Preflight, Satellites and Verify proceed without it and its replicas, and its LinstorSatellite may be removed counting the surviving UpToDate replicas",
 		n.ConnectionStatus, where)
 }
 

@@ -52,7 +52,7 @@ var lostCases = []lostCase{
 	{
 		name: "an OFFLINE node whose Kubernetes Node is gone: honoured, recorded now, an Event", annotation: "node-b",
 		seen: []SeenNode{gone("node-b")}, lost: []string{"node-b"}, newAt: []string{"node-b"},
-		events: ev("LostNodeAcknowledged"), eventHas: []string{"node-b", "OFFLINE", "Kubernetes Node is gone", "no DRBD peer reports a connection to it", "Preflight and Verify"},
+		events: ev("LostNodeAcknowledged"), eventHas: []string{"node-b", "OFFLINE", "Kubernetes Node is gone", "no DRBD peer reports a connection to it", "Preflight, Satellites and Verify proceed"},
 	},
 	{
 		name: "an OFFLINE node whose Kubernetes Node exists but runs no satellite pod: honoured", annotation: "node-b",

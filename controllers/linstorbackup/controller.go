@@ -26,6 +26,7 @@ import (
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
+	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
 	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
@@ -75,7 +76,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if b.Status.Phase == "" {
 		return ctrl.Result{}, r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
 			st.Phase, st.Message = linstorv1.BackupPending, "Waiting for the LINSTOR controller to stop"
-			st.LinstorVersion = cluster.Status.Version
+			st.LinstorVersion = lifecycle.RunningVersion(cluster.Status.Version, cluster.Status.Upgrade)
 		})
 	}
 	stopped, err := dbbackup.ControllerStopped(ctx, r.Database, cluster)

@@ -32,15 +32,7 @@ func stepVersion(in *Input, out *Output) {
 			return
 		}
 	}
-	running := in.Spec.Reported
-	if u := st.Upgrade; u != nil && u.Phase == linstorv1.UpgradeSucceeded && running == u.From {
-		// status.version is the observer's last reading, which can lag behind the upgrade
-		// (Controller, Satellites and Verify may pass before its next cycle, or while its
-		// cycles fail). The upgrade saw LINSTOR answer at To, and the migrated database
-		// never runs the old version again (a restore clears this record): taking the
-		// lagging reading would start the upgrade anew and deploy the old version on it.
-		running = u.To
-	}
+	running := RunningVersion(in.Spec.Reported, st.Upgrade)
 	if running == "" && st.Deployed != nil {
 		running = st.Deployed.Controller // deployed, not answering yet
 	}
@@ -473,4 +465,18 @@ func upTo(items []string, n int) string {
 		return strings.Join(items, "; ")
 	}
 	return fmt.Sprintf("%s; and %d more", strings.Join(items[:n], "; "), len(items)-n)
+}
+
+// RunningVersion is the LINSTOR version running, from the reported one (status.version)
+// and the upgrade record. status.version is the observer's last reading, which can lag
+// behind an upgrade (Controller, Satellites and Verify may pass before its next cycle,
+// or while its cycles fail). A Succeeded upgrade saw LINSTOR answer at To, and the
+// migrated database never runs the old version again (a restore clears the record):
+// taking the lagging reading would start the upgrade anew and deploy the old version
+// on it, or label a backup of the migrated database with the old version.
+func RunningVersion(reported string, u *linstorv1.UpgradeStatus) string {
+	if u != nil && u.Phase == linstorv1.UpgradeSucceeded && reported == u.From {
+		return u.To
+	}
+	return reported
 }

@@ -47,7 +47,8 @@ func validateDiscovery(at *field.Path, pools []linstorv1.StoragePool) field.Erro
 			}
 		}
 		criteria := *d.DeepCopy()
-		criteria.DryRun, criteria.MaxDisksPerNode = false, nil
+		// Fields that do not change which disks match: equal matchers still take the same disks.
+		criteria.DryRun, criteria.MaxDisksPerNode, criteria.AllowAnyDisk = false, nil, false
 		for _, other := range seen {
 			if equality.Semantic.DeepEqual(criteria, other.criteria) {
 				errs = append(errs, field.Invalid(dp, "", fmt.Sprintf("matches the same disks as %s: a disk matched by two pools is claimed by neither", at.Index(other.index).Child("source", "discover"))))

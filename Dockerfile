@@ -11,6 +11,9 @@ COPY main.go main.go
 COPY api/ api/
 COPY controllers/ controllers/
 COPY pkg/ pkg/
+# main.go links internal/manager, and pkg/webhooks embeds config/crd.
+COPY internal/ internal/
+COPY config/ config/
 
 # Static binary: the distroless base has no libc to link against.
 RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} go build -trimpath -ldflags="-s -w" -o manager main.go

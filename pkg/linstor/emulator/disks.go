@@ -623,11 +623,7 @@ func (e *Emulator) setNodeDisks(node string, disks []Disk) {
 func (e *Emulator) AddNodeDisk(node string, d Disk) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	h := e.hosts[hostKey(node)]
-	if h == nil {
-		h = newHost(node, nil)
-		e.hosts[hostKey(node)] = h
-	}
+	h := e.machine(node)
 	others := []Disk{d}
 	for _, cur := range h.devs {
 		if cur.Device != d.Device {

@@ -357,10 +357,15 @@ func (e *Emulator) RescanNodeDisks(node string) {
 func (e *Emulator) SetNodeRescanDelay(node string, d time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.machine(node).rescanDelay = d
+}
+
+// machine is a node's machine, made empty on first use; the caller holds e.mu.
+func (e *Emulator) machine(node string) *host {
 	h := e.hosts[hostKey(node)]
 	if h == nil {
 		h = newHost(node, nil)
 		e.hosts[hostKey(node)] = h
 	}
-	h.rescanDelay = d
+	return h
 }

@@ -68,6 +68,17 @@ const (
 	ReasonBackupInProgress  = "BackupInProgress"
 	ReasonUpgradeFailed     = "UpgradeFailed"
 	ReasonUpgradeRefused    = "UpgradeRefused"
+	// ReasonUpgradeStalled: the upgrade's Verify phase passed its timeout; it cannot roll
+	// back (the satellites run the new version) and waits for the named problems.
+	ReasonUpgradeStalled = "UpgradeStalled"
+	// ReasonRollbackNeedsConfirmation: an upgrade of a cluster with an external database
+	// failed; LINSTOR stays stopped until the admin confirms the database was restored.
+	ReasonRollbackNeedsConfirmation = "RollbackNeedsConfirmation"
+	// ReasonLinstorWritesFenced: the operator's own LINSTOR writes wait for an upgrade or
+	// a restore (a rollback would silently undo them).
+	ReasonLinstorWritesFenced = "LinstorWritesFenced"
+	// ReasonBackupWaiting: a LinstorBackup waits for a restore, rollback or migration.
+	ReasonBackupWaiting = "BackupWaiting"
 	// ReasonTLSDisabled: spec.tls sets a channel's mode to Disabled (Encrypted=False).
 	ReasonTLSDisabled = "TLSDisabled"
 	// ReasonTLSKeptDisabled: a channel is unset in spec.tls and runs without TLS because

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -35,7 +36,15 @@ const (
 	AnnotationConfirmRestore = "linstor.io/confirm-restore"
 	// AnnotationRetryUpgrade, set to a version, retries a rolled-back upgrade to it.
 	AnnotationRetryUpgrade = "linstor.io/retry-upgrade"
+	// AnnotationConfirmDatabaseRestored, set to the failed upgrade's identity
+	// (UpgradeID), confirms that an external database was restored from the backup
+	// the admin took before it: only then does the old LINSTOR version start again.
+	AnnotationConfirmDatabaseRestored = "linstor.io/confirm-database-restored"
 )
+
+// ErrNothingWritten marks an action's error that happened before the action wrote
+// anything (the controller wraps pkg/dbbackup's errors of that kind with it).
+var ErrNothingWritten = errors.New("nothing was written")
 
 // DefaultPhaseTimeout bounds the upgrade phases that wait, unless the spec says.
 const DefaultPhaseTimeout = 10 * time.Minute
@@ -79,8 +88,8 @@ type Spec struct {
 	PhaseTimeout time.Duration
 	// RestoreFrom is spec.database.restoreFrom.
 	RestoreFrom string
-	// ConfirmRestore and RetryUpgrade are the annotations' values.
-	ConfirmRestore, RetryUpgrade string
+	// ConfirmRestore, RetryUpgrade and ConfirmDatabaseRestored are the annotations' values.
+	ConfirmRestore, RetryUpgrade, ConfirmDatabaseRestored string
 	// ExternalController: LINSTOR's controller is not deployed by the operator.
 	ExternalController bool
 	// ExternalDatabase: the operator cannot back up or restore the database (it says why).
@@ -128,6 +137,24 @@ type Observed struct {
 	ControllerStopped bool
 	// ActiveBackup names a LinstorBackup of the cluster that is Pending or Running.
 	ActiveBackup string
+	// RunningBackup names a LinstorBackup of the cluster that is copying the database
+	// (Running): nothing may write to the database before it ends.
+	RunningBackup string
+	// Marker is the database-replacement marker kept outside the LinstorCluster (read
+	// when the status holds nothing: a recreated object).
+	Marker *Marker
+}
+
+// Marker records, outside the LinstorCluster's status, that LINSTOR's database is being
+// replaced: a LinstorCluster deleted and recreated mid-restore starts with an empty
+// status, and must not start LINSTOR on a half-restored database.
+type Marker struct {
+	// Backup is the LinstorBackup being restored.
+	Backup string
+	// Operation is "restore" or "rollback".
+	Operation string
+	// ClusterUID is the LinstorCluster that began the replacement.
+	ClusterUID string
 }
 
 // Input is everything Step decides from.
@@ -143,10 +170,16 @@ type Input struct {
 type ActionKind string
 
 const (
+	// CheckRestore checks LinstorBackup Backup for a restore without writing anything:
+	// the checksum of every chunk, the tables, what the restore would do. Its outcome
+	// goes to AfterAction.
+	CheckRestore ActionKind = "CheckRestore"
 	// CreateBackup creates LinstorBackup Backup for the upgrade (if it does not exist).
 	CreateBackup ActionKind = "CreateBackup"
 	// RestoreDatabase replaces the database with LinstorBackup Backup (the controller
-	// is stopped). Its outcome goes to AfterAction.
+	// is stopped) and reads it back against the backup's checksum. Its outcome goes to
+	// AfterAction. Before the job starts, the controller proves its view fresh with an
+	// optimistic-locked write and records the Marker.
 	RestoreDatabase ActionKind = "RestoreDatabase"
 	// RemoveAnnotation removes annotation Annotation from the LinstorCluster.
 	RemoveAnnotation ActionKind = "RemoveAnnotation"
@@ -157,6 +190,8 @@ type Action struct {
 	Kind       ActionKind
 	Backup     string
 	Annotation string
+	// Checked is what CheckRestore found (for the status), set by the controller.
+	Checked string
 	// From and To label an upgrade backup.
 	From, To string
 }
@@ -205,11 +240,14 @@ type Need struct {
 	DatabaseEmpty bool
 	// ControllerStopped: look whether a LINSTOR controller pod still runs.
 	ControllerStopped bool
+	// Marker: look for a database-replacement marker (the status holds nothing).
+	Marker bool
 }
 
 // Needs tells the controller what to observe before Step.
 func Needs(spec Spec, st State) Need {
 	var n Need
+	n.Marker = !spec.ExternalController && st.Deployed == nil && st.Upgrade == nil && st.Restore == nil
 	if target := restoreTarget(spec, st); target != "" {
 		n.RestoreBackup = target
 		n.DatabaseEmpty = st.Restore == nil || st.Restore.Phase == RestoreAwaitingConfirmation || st.Restore.BackupName != target
@@ -272,7 +310,9 @@ func step(in Input) Output {
 	if restoreProblem.Message != "" {
 		out.Problem = restoreProblem // what the user asked last is answered first
 	}
-	if in.Observed.ActiveBackup != "" && out.StopController == "" {
+	// A backup that waits (BackupWaits: a restore, rollback or migration runs) stops
+	// nothing: the migration it waits for needs the controller running.
+	if in.Observed.ActiveBackup != "" && out.StopController == "" && BackupWaits(&linstorv1.LinstorClusterStatus{Upgrade: out.State.Upgrade, Restore: out.State.Restore}) == "" {
 		out.StopController = "LinstorBackup " + in.Observed.ActiveBackup + " is being taken"
 	}
 	return out
@@ -294,11 +334,47 @@ func AfterAction(in Input, st State, a Action, err error) Output {
 func afterAction(in Input, st State, a Action, err error) Output {
 	out := Output{State: st.DeepCopy()}
 	switch a.Kind {
+	case CheckRestore:
+		r := out.State.Restore
+		if r == nil || r.Phase != RestoreStopping || r.BackupName != a.Backup {
+			return out // the restore moved on meanwhile: the next pass decides again
+		}
+		out.Upgrading = true
+		if err != nil {
+			r.Phase = RestoreFailed
+			r.Message = fmt.Sprintf("spec.database.restoreFrom: LinstorBackup %s cannot be restored: %v. Nothing was touched: LINSTOR starts again on its database. "+
+				"Name another Completed backup, or clear spec.database.restoreFrom.", a.Backup, err)
+			out.Problem = Problem{linstorv1.ReasonInvalidSpec, r.Message}
+			out.Events = append(out.Events, Event{Warning: true, Reason: "RestoreFailed", Message: r.Message})
+			out.Upgrading, out.Requeue = false, soon
+			return out
+		}
+		b := in.Observed.RestoreBackup
+		if b == nil || b.Name != a.Backup || !b.Found {
+			out.StopController, out.Requeue = "a restore of "+a.Backup+" is being prepared", soon
+			return out
+		}
+		// Saved before the first write to the database: from here on LINSTOR never starts
+		// on it before the replacement is complete.
+		r.Phase = RestoreRestoring
+		r.LinstorVersion = b.LinstorVersion
+		r.Message = fmt.Sprintf("Replacing the database with %s (checked: %s); LINSTOR stays stopped until it is complete", a.Backup, or(a.Checked, b.Checksum))
+		out.State.Deployed = versions(b.LinstorVersion, b.LinstorVersion)
+		out.State.Upgrade = nil
+		out.StopController, out.Requeue = "the database is being restored from "+a.Backup, soon
+		return out
 	case RestoreDatabase:
 		if r := out.State.Restore; r != nil && r.Phase == RestoreRestoring && r.BackupName == a.Backup {
 			out.StopController = "the database is being restored from " + a.Backup
 			if err != nil {
-				out.Problem = Problem{linstorv1.ReasonRestoreIncomplete, fmt.Sprintf("Restoring %s failed, will retry; LINSTOR stays stopped until the database is whole: %v", a.Backup, err)}
+				what := "the database may be partly replaced"
+				if errors.Is(err, ErrNothingWritten) {
+					// The backup was checked whole before Restoring was saved; what failed
+					// now (a Secret gone since) stopped this attempt before it wrote, but an
+					// earlier attempt may have: the database is not known to be intact.
+					what = "this attempt wrote nothing, but an earlier one may have"
+				}
+				out.Problem = Problem{linstorv1.ReasonRestoreIncomplete, fmt.Sprintf("Restoring %s failed, will retry (%s); LINSTOR stays stopped until the database is whole: %v", a.Backup, what, err)}
 				out.Requeue = Poll
 				return out
 			}

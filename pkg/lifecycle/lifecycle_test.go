@@ -1060,16 +1060,15 @@ var controllerCases = []stepCase{
 			requeue: soon, events: ev("UpgradeFailed", "UpgradeRollingBack"), check: upgradeMsgHas("within 10m0s")},
 	},
 	{
-		name: "external database, timeout: RolledBack, the admin restores",
+		// LINSTOR does not refuse a database a newer version migrated (SQL DbMigrater
+		// skips unknown applied migrations; DbK8sCrd.migrate runs nothing for a newer
+		// database): the old version must not start before the admin restored it.
+		name: "external database, timeout: RollingBack, LINSTOR stays stopped until the admin confirms the restore",
 		in:   inPhase(linstorv1.UpgradeController, withBackupName(""), withExternalDB(true), obsUnreachable(), late()),
-		want: expect{upgrade: linstorv1.UpgradeRolledBack, deployed: dv(fxFrom, fxFrom), problem: linstorv1.ReasonUpgradeFailed, stale: true,
-			problemHas: []string{"database is external", "restore it from your backup"}, events: ev("UpgradeFailed")},
-	},
-	{
-		name: "external database, timeout: the rolled-back upgrade deploys From again",
-		in:   inPhase(linstorv1.UpgradeController, withBackupName(""), withExternalDB(true), obsUnreachable(), late()),
-		want: expect{upgrade: linstorv1.UpgradeRolledBack, deployed: dv(fxFrom, fxFrom), problem: linstorv1.ReasonUpgradeFailed, stale: true,
-			events: ev("UpgradeFailed")},
+		want: expect{upgrade: linstorv1.UpgradeRollingBack, deployed: dv(fxFrom, fxFrom), stop: AnnotationConfirmDatabaseRestored, fence: true,
+			upgrading: true, requeue: soon, problem: linstorv1.ReasonRollbackNeedsConfirmation,
+			problemHas: []string{"database is external", "stays stopped", AnnotationConfirmDatabaseRestored + "=" + fxPreBackup},
+			events:     ev("UpgradeFailed", "UpgradeRollingBack")},
 	},
 	{
 		name: "spec.version pinned back once the new controller is deployed: the upgrade goes on, the status says how to go back",
@@ -1132,10 +1131,11 @@ var satellitesCases = []stepCase{
 			requeue: soon, events: ev("UpgradeFailed", "UpgradeRollingBack"), check: upgradeMsgHas("node-b OFFLINE")},
 	},
 	{
-		name: "external database, timeout: the rolled-back upgrade deploys From again",
+		name: "external database, timeout: the old version is deployed again, stopped until the admin confirms the restore",
 		in:   inPhase(linstorv1.UpgradeSatellites, withBackupName(""), withExternalDB(true), obsWaiting(fxTo, "node-b OFFLINE"), late()),
-		want: expect{upgrade: linstorv1.UpgradeRolledBack, deployed: dv(fxFrom, fxFrom), problem: linstorv1.ReasonUpgradeFailed, stale: true,
-			events: ev("UpgradeFailed")},
+		want: expect{upgrade: linstorv1.UpgradeRollingBack, deployed: dv(fxFrom, fxFrom), stop: AnnotationConfirmDatabaseRestored, fence: true,
+			upgrading: true, requeue: soon, problem: linstorv1.ReasonRollbackNeedsConfirmation, problemHas: []string{"node-b OFFLINE"},
+			events: ev("UpgradeFailed", "UpgradeRollingBack")},
 	},
 	{
 		name: "spec.version pinned back while the satellites move: the upgrade goes on, the status says how to go back",
@@ -1160,16 +1160,24 @@ var verifyCases = []stepCase{
 			check: upgradeMsgHas("pvc-1 on node-b is Inconsistent")},
 	},
 	{
-		name: "problems long past the timeout still wait, no rollback",
+		name: "problems past the timeout: no rollback, Degraded UpgradeStalled naming them and the lost-node path, told once",
 		in: inPhase(linstorv1.UpgradeVerify, obsLinstor(fxTo, "pvc-1 on node-b is Inconsistent"), withTimeout(time.Minute),
 			withPhaseAge(2*time.Hour)),
+		want: expect{upgrade: linstorv1.UpgradeVerify, deployed: dv(fxTo, fxTo), upgrading: true, requeue: Poll,
+			problem: linstorv1.ReasonUpgradeStalled, problemHas: []string{"pvc-1 on node-b is Inconsistent", "cannot roll back", AnnotationAcknowledgeLostNodes + "=<node>"},
+			events: ev("UpgradeStalled"), check: passesAgainQuietly},
+	},
+	{
+		name: "problems within the timeout: waits, no problem",
+		in: inPhase(linstorv1.UpgradeVerify, obsLinstor(fxTo, "pvc-1 on node-b is Inconsistent"), withTimeout(time.Hour),
+			withPhaseAge(2*time.Minute)),
 		want: expect{upgrade: linstorv1.UpgradeVerify, deployed: dv(fxTo, fxTo), upgrading: true, requeue: Poll},
 	},
 	{
-		name: "LINSTOR unreachable long past the timeout waits, no rollback",
+		name: "LINSTOR unreachable past the timeout: no rollback, UpgradeStalled",
 		in:   inPhase(linstorv1.UpgradeVerify, obsUnreachable(), withTimeout(time.Minute), withPhaseAge(2*time.Hour)),
 		want: expect{upgrade: linstorv1.UpgradeVerify, deployed: dv(fxTo, fxTo), upgrading: true, requeue: Poll,
-			check: upgradeMsgHas("connection refused")},
+			problem: linstorv1.ReasonUpgradeStalled, events: ev("UpgradeStalled"), check: upgradeMsgHas("connection refused")},
 	},
 	{
 		name: "healthy: Succeeded, not upgrading, CSI unfenced",
@@ -1199,6 +1207,21 @@ var verifyCases = []stepCase{
 func TestPhaseVerify(t *testing.T) { runStepCases(t, verifyCases) }
 
 var rollingBackCases = []stepCase{
+	{
+		name: "external database rolling back, the admin confirms with the upgrade's identity: RolledBack, From starts, annotation used up",
+		in: inPhase(linstorv1.UpgradeRollingBack, withBackupName(""), withExternalDB(true), obsStopped(),
+			func(in *Input) { in.Spec.ConfirmDatabaseRestored = fxPreBackup }),
+		want: expect{upgrade: linstorv1.UpgradeRolledBack, deployed: dv(fxFrom, fxFrom), stale: true, requeue: soon,
+			problem: linstorv1.ReasonUpgradeFailed, problemHas: []string{"restored by the admin", AnnotationRetryUpgrade + "=" + fxTo},
+			actions: []Action{{Kind: RemoveAnnotation, Annotation: AnnotationConfirmDatabaseRestored}}, events: ev("UpgradeRolledBack")},
+	},
+	{
+		name: "external database rolling back, a confirmation naming another upgrade: stays stopped",
+		in: inPhase(linstorv1.UpgradeRollingBack, withBackupName(""), withExternalDB(true), obsStopped(),
+			func(in *Input) { in.Spec.ConfirmDatabaseRestored = "linstor-before-1-33-3-1" }),
+		want: expect{upgrade: linstorv1.UpgradeRollingBack, deployed: dv(fxFrom, fxFrom), stop: AnnotationConfirmDatabaseRestored, fence: true,
+			upgrading: true, problem: linstorv1.ReasonRollbackNeedsConfirmation},
+	},
 	{
 		name: "backup not observed yet: no transition",
 		in:   inPhase(linstorv1.UpgradeRollingBack, obsStopped()),
@@ -1301,6 +1324,35 @@ var afterActionCases = []afterCase{
 			requeue: soon, events: ev("Restored")},
 	},
 	{
+		name:   "check passed: Restoring saved at the backup's version, before anything is written",
+		in:     inRestore(withRestore(RestoreStopping, fxNightly, fxUID, fxFrom), obsStopped()),
+		action: Action{Kind: CheckRestore, Backup: fxNightly},
+		want: expect{restore: RestoreRestoring, restoreBackup: fxNightly, restoreUID: fxUID, deployed: dv(fxFrom, fxFrom),
+			stop: "restored from " + fxNightly, upgrading: true, requeue: soon, check: restoreMsgHas("Replacing the database with nightly")},
+	},
+	{
+		name:   "check passed, a settled upgrade record is dropped",
+		in:     inRestore(withRestore(RestoreStopping, fxNightly, fxUID, fxFrom), obsStopped(), withUpgrade(finished(linstorv1.UpgradeRolledBack, fxFrom, fxTo))),
+		action: Action{Kind: CheckRestore, Backup: fxNightly},
+		want:   expect{restore: RestoreRestoring, deployed: dv(fxFrom, fxFrom), stop: "restored from " + fxNightly, upgrading: true, requeue: soon},
+	},
+	{
+		name:   "check failed (a damaged chunk): Failed, LINSTOR starts again on its untouched database, the message says so",
+		in:     inRestore(withRestore(RestoreStopping, fxNightly, fxUID, fxFrom), obsStopped()),
+		action: Action{Kind: CheckRestore, Backup: fxNightly},
+		err:    errors.New("LinstorBackup nightly is damaged: checksum sha256:0, expected sha256:feedbeef"),
+		want: expect{restore: RestoreFailed, restoreBackup: fxNightly, deployed: dv(fxTo, fxTo), requeue: soon,
+			problem: linstorv1.ReasonInvalidSpec, problemHas: []string{"damaged", "Nothing was touched", "starts again"}, events: ev("RestoreFailed")},
+	},
+	{
+		name:   "restore failed before this attempt wrote: still Restoring and stopped, the message does not claim an intact database",
+		in:     inRestore(withRestore(RestoreRestoring, fxNightly, fxUID, fxFrom), obsStopped()),
+		action: restoreDB(fxNightly),
+		err:    fmt.Errorf("%w: reading backup chunk nightly-0: not found", ErrNothingWritten),
+		want: expect{restore: RestoreRestoring, restoreBackup: fxNightly, deployed: dv(fxFrom, fxFrom), stop: "restored from " + fxNightly,
+			requeue: Poll, problem: linstorv1.ReasonRestoreIncomplete, problemHas: []string{"this attempt wrote nothing", "an earlier one may have"}},
+	},
+	{
 		name:   "restore failed: stays Restoring, LINSTOR stopped, Problem RestoreIncomplete",
 		in:     inRestore(withRestore(RestoreRestoring, fxNightly, fxUID, fxFrom), obsStopped()),
 		action: restoreDB(fxNightly),
@@ -1372,17 +1424,32 @@ var restoreCases = []stepCase{
 		want: expect{restore: RestoreStopping, stop: "restore of " + fxNightly, upgrading: true, requeue: Poll, check: sameRestore},
 	},
 	{
-		name: "Stopping, the controller is gone: Restoring at the backup's version, RestoreDatabase",
+		name: "Stopping, the controller is gone: CheckRestore, nothing written, still Stopping",
 		in:   inRestore(withReported(""), withDeployed(nil), withRestore(RestoreStopping, fxNightly, fxUID, fxFrom), obsStopped()),
-		want: expect{restore: RestoreRestoring, restoreBackup: fxNightly, restoreUID: fxUID, deployed: dv(fxFrom, fxFrom),
-			stop: "restored from " + fxNightly, upgrading: true, actions: []Action{restoreDB(fxNightly)}},
+		want: expect{restore: RestoreStopping, restoreBackup: fxNightly, restoreUID: fxUID, stop: "restore of " + fxNightly,
+			upgrading: true, actions: []Action{{Kind: CheckRestore, Backup: fxNightly}}, check: restoreMsgHas("Checking", "nothing is touched")},
 	},
 	{
-		name: "Stopping, the controller is gone: a settled upgrade record is dropped",
-		in: inRestore(withRestore(RestoreStopping, fxNightly, fxUID, fxFrom), obsStopped(),
-			withUpgrade(finished(linstorv1.UpgradeRolledBack, fxFrom, fxTo))),
-		want: expect{restore: RestoreRestoring, deployed: dv(fxFrom, fxFrom), stop: "restored from " + fxNightly, upgrading: true,
-			actions: []Action{restoreDB(fxNightly)}},
+		name: "Stopping, the controller is gone, a backup is copying: waits for it, nothing checked",
+		in: inRestore(withReported(""), withDeployed(nil), withRestore(RestoreStopping, fxNightly, fxUID, fxFrom), obsStopped(),
+			func(in *Input) { in.Observed.RunningBackup, in.Observed.ActiveBackup = fxActive, fxActive }),
+		want: expect{restore: RestoreStopping, stop: "restore of " + fxNightly, upgrading: true, requeue: Poll,
+			check: restoreMsgHas("Waiting for LinstorBackup " + fxActive)},
+	},
+	{
+		name: "status empty, a database-replacement marker: adopted as Restoring, LINSTOR stays stopped",
+		in: input(withReported(""), withDeployed(nil), func(in *Input) {
+			in.Observed.Marker = &Marker{Backup: fxNightly, Operation: "restore", ClusterUID: "old-uid"}
+		}),
+		want: expect{restore: RestoreRestoring, restoreBackup: fxNightly, restoreUID: fxUID, stop: "restored from " + fxNightly,
+			upgrading: true, requeue: soon, events: ev("RestoreAdopted"), check: restoreMsgHas("old-uid", "finished before LINSTOR starts")},
+	},
+	{
+		name: "a marker with a status that holds state: ignored (the status decides)",
+		in: input(func(in *Input) {
+			in.Observed.Marker = &Marker{Backup: fxNightly, Operation: "restore", ClusterUID: "old-uid"}
+		}),
+		want: expect{deployed: dv(fxTo, fxTo)},
 	},
 	{
 		name: "live database without confirmation: AwaitingConfirmation, LINSTOR keeps running",
@@ -1747,6 +1814,18 @@ var gateCases = []gateCase{
 		in:   inRestore(withRestore(RestoreStopping, fxNightly, fxUID, fxFrom), obsActiveBackup(fxActive)),
 		stop: "restore of " + fxNightly,
 	},
+	{
+		// The backup waits for the migration (BackupWaits); stopping the new controller
+		// for it would stall the Controller phase into a rollback.
+		name: "a waiting backup during the Controller phase: the new controller runs",
+		in:   inPhase(linstorv1.UpgradeController, obsLinstor(fxFrom), obsActiveBackup(fxActive)),
+		stop: "",
+	},
+	{
+		name: "a waiting backup during the Satellites phase: the controller runs",
+		in:   inPhase(linstorv1.UpgradeSatellites, obsWaiting(fxTo, "node-b OFFLINE"), obsActiveBackup(fxActive)),
+		stop: "",
+	},
 }
 
 func TestBackupGate(t *testing.T) {
@@ -2067,8 +2146,12 @@ type world struct {
 	backups     map[string]*Backup
 	backupFails bool
 	restoreErrs []error
-	restored    []string
-	trace       []string
+	// checkErrs are what CheckRestore finds, one per check.
+	checkErrs []error
+	restored  []string
+	// marker is the database-replacement marker outside the status.
+	marker *Marker
+	trace  []string
 }
 
 func newWorld(spec Spec, st State) *world {
@@ -2111,7 +2194,10 @@ func (w *world) pass(t *testing.T) Output {
 		}
 	}
 	need := Needs(w.spec, w.state)
-	obs := Observed{ControllerStopped: w.stopped, ActiveBackup: active}
+	obs := Observed{ControllerStopped: w.stopped, ActiveBackup: active, RunningBackup: active}
+	if need.Marker {
+		obs.Marker = w.marker
+	}
 	if need.Linstor {
 		l := &Linstor{}
 		switch {
@@ -2145,7 +2231,17 @@ func (w *world) pass(t *testing.T) Output {
 				w.spec.ConfirmRestore = ""
 			case AnnotationRetryUpgrade:
 				w.spec.RetryUpgrade = ""
+			case AnnotationConfirmDatabaseRestored:
+				w.spec.ConfirmDatabaseRestored = ""
 			}
+		case CheckRestore:
+			var err error
+			if len(w.checkErrs) > 0 {
+				err, w.checkErrs = w.checkErrs[0], w.checkErrs[1:]
+			}
+			out = AfterAction(in, out.State, a, err)
+			w.state = out.State.DeepCopy()
+			w.record(w.state)
 		case RestoreDatabase:
 			if !w.stopped {
 				t.Fatalf("RestoreDatabase of %s while the controller runs", a.Backup)
@@ -2157,6 +2253,7 @@ func (w *world) pass(t *testing.T) Output {
 			if err == nil {
 				w.dbVersion, w.dbEmpty = w.backups[a.Backup].LinstorVersion, false
 				w.restored = append(w.restored, a.Backup)
+				w.marker = nil // the controller clears it before it saves the outcome
 			}
 			out = AfterAction(in, out.State, a, err)
 			w.state = out.State.DeepCopy()
@@ -2304,6 +2401,68 @@ var scenarioCases = []scenarioCase{
 			}
 		},
 	},
+}
+
+func init() {
+	scenarioCases = append(scenarioCases,
+		scenarioCase{
+			name: "new installation restoring a damaged backup: checked before anything is written, Failed, LINSTOR starts",
+			setup: func(w *world) {
+				w.spec.Reported, w.state.Deployed, w.dbEmpty = "", nil, true
+				w.spec.RestoreFrom = fxNightly
+				w.backups[fxNightly] = &Backup{Name: fxNightly, Found: true, Cluster: fxCluster, Phase: linstorv1.BackupCompleted, LinstorVersion: fxFrom}
+				w.checkErrs = []error{errors.New("LinstorBackup nightly is damaged")}
+			},
+			idle:  stopWhenIdle,
+			trace: []string{"idle", "restore:Stopping", "restore:Failed"},
+			check: func(t *testing.T, w *world) {
+				if len(w.restored) != 0 || w.stopped {
+					t.Errorf("restored %v, stopped %v", w.restored, w.stopped)
+				}
+			},
+		},
+		scenarioCase{
+			name: "external database: the failed upgrade keeps LINSTOR stopped until the admin confirms the restore",
+			setup: func(w *world) {
+				upgradeWorld(w)
+				w.spec.ExternalDatabase, w.spec.ExternalBackupAcknowledged, w.broken = "the LINSTOR database is external", true, fxTo
+			},
+			idle: func(w *world) bool {
+				u := w.state.Upgrade
+				if u != nil && u.Phase == linstorv1.UpgradeRollingBack && w.spec.ConfirmDatabaseRestored == "" {
+					if !w.stopped || w.running != "" {
+						return false // the check reports it
+					}
+					w.spec.ConfirmDatabaseRestored = UpgradeID(fxCluster, u)
+					return true
+				}
+				return false
+			},
+			trace: []string{"idle", "upgrade:Preflight", "upgrade:Backup", "upgrade:Controller", "upgrade:RollingBack", "upgrade:RolledBack"},
+			check: func(t *testing.T, w *world) {
+				if w.running != fxFrom || w.spec.ConfirmDatabaseRestored != "" || len(w.restored) != 0 {
+					t.Errorf("running %q, confirmation %q, restored %v", w.running, w.spec.ConfirmDatabaseRestored, w.restored)
+				}
+			},
+		},
+		scenarioCase{
+			name: "a LinstorCluster recreated mid-restore: the marker finishes the restore before LINSTOR starts",
+			setup: func(w *world) {
+				w.spec.Reported, w.state.Deployed, w.dbVersion = "", nil, fxTo
+				w.backups[fxNightly] = &Backup{Name: fxNightly, Found: true, Cluster: fxCluster, Phase: linstorv1.BackupCompleted, LinstorVersion: fxFrom}
+				w.marker = &Marker{Backup: fxNightly, Operation: "restore", ClusterUID: "old-uid"}
+			},
+			idle: stopWhenIdle,
+			// Restored at the backup's version, then this release's automatic upgrade.
+			trace: []string{"idle", "restore:Restoring", "restore:Restored", "upgrade:Preflight", "upgrade:Backup", "upgrade:Controller",
+				"upgrade:Satellites", "upgrade:Verify", "upgrade:Succeeded"},
+			check: func(t *testing.T, w *world) {
+				if !reflect.DeepEqual(w.restored, []string{fxNightly}) || w.marker != nil {
+					t.Errorf("restored %v, marker %v", w.restored, w.marker)
+				}
+			},
+		},
+	)
 }
 
 func TestScenarios(t *testing.T) {

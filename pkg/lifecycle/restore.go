@@ -10,6 +10,9 @@ import (
 // decides this pass (the version logic then waits).
 func stepRestore(in *Input, out *Output) bool {
 	spec, r := in.Spec, out.State.Restore
+	if adoptMarker(in, out) {
+		return true
+	}
 	if r != nil && r.Phase == RestoreRestoring {
 		return continueRestore(in, out)
 	}
@@ -115,14 +118,36 @@ func stepRestore(in *Input, out *Output) bool {
 		out.Requeue = Poll
 		return true
 	}
-	// Saved before the first write to the database: from here on LINSTOR never starts
-	// on it before the replacement is complete.
-	out.State.Restore.Phase = RestoreRestoring
-	out.State.Restore.Message = fmt.Sprintf("Replacing the database with %s; LINSTOR stays stopped until it is complete", name)
-	out.State.Deployed = versions(b.LinstorVersion, b.LinstorVersion)
-	out.State.Upgrade = nil
-	out.StopController = "the database is being restored from " + name
-	out.Actions = append(out.Actions, Action{Kind: RestoreDatabase, Backup: name})
+	if in.Observed.RunningBackup != "" {
+		// A copy under way reads the database: it ends (it waits for nothing) before
+		// anything is written.
+		out.State.Restore.Message = fmt.Sprintf("Waiting for LinstorBackup %s to finish copying the database before restoring %s", in.Observed.RunningBackup, name)
+		out.Requeue = Poll
+		return true
+	}
+	// Everything a restore can fail without writing is checked while nothing is
+	// written: a damaged chunk, an unknown table or an unreadable object ends the
+	// restore as Failed with LINSTOR started again on its intact database. Restoring
+	// is saved only when the check passed (AfterAction).
+	out.State.Restore.Message = fmt.Sprintf("Checking LinstorBackup %s (every chunk against its checksum, the tables); nothing is touched yet", name)
+	out.Actions = append(out.Actions, Action{Kind: CheckRestore, Backup: name})
+	return true
+}
+
+// adoptMarker: the status holds nothing (a recreated LinstorCluster), but the marker
+// kept outside it says the database was being replaced. The replacement is finished
+// before LINSTOR starts: it is adopted as a restore in phase Restoring.
+func adoptMarker(in *Input, out *Output) bool {
+	m, st := in.Observed.Marker, out.State
+	if m == nil || in.Spec.ExternalController || st.Deployed != nil || st.Upgrade != nil || st.Restore != nil {
+		return false
+	}
+	msg := fmt.Sprintf("The LINSTOR database was being replaced (%s of LinstorBackup %s, begun by LinstorCluster UID %s) when the LinstorCluster was deleted; "+
+		"the replacement is finished before LINSTOR starts. If the database was deliberately wiped since, name the backup to start from in spec.database.restoreFrom",
+		m.Operation, m.Backup, m.ClusterUID)
+	out.State.Restore = &linstorv1.RestoreStatus{BackupName: m.Backup, ClusterUID: in.Spec.ClusterUID, Phase: RestoreRestoring, Message: msg}
+	out.StopController, out.Upgrading, out.Requeue = "the database is being restored from "+m.Backup, true, soon
+	out.Events = append(out.Events, Event{Warning: true, Reason: "RestoreAdopted", Message: msg})
 	return true
 }
 

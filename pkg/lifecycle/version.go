@@ -324,6 +324,9 @@ func backup(in *Input, out *Output) {
 		return
 	case b == nil || b.Name != u.BackupName || !b.Found:
 		out.Actions = append(out.Actions, Action{Kind: CreateBackup, Backup: u.BackupName, From: u.From, To: u.To})
+	case b.Phase == linstorv1.BackupCompleted && in.Observed.RunningBackup != "" && in.Observed.RunningBackup != b.Name:
+		// Another copy still reads the database: the migration would tear it.
+		u.Message = fmt.Sprintf("Backup: %s completed; waiting for LinstorBackup %s to finish copying before the migration", b.Name, in.Observed.RunningBackup)
 	case b.Phase == linstorv1.BackupCompleted:
 		enter(in, out, linstorv1.UpgradeController, fmt.Sprintf("Backup %s completed (%s); starting the controller at %s, which migrates the database", b.Name, b.Checksum, u.To))
 		return
@@ -383,17 +386,36 @@ func satellites(in *Input, out *Output) {
 	out.Requeue = Poll
 }
 
-// verify waits until every replica is healthy again. No timeout and no rollback: the
-// satellites already run the new version.
+// stalledPrefix starts the message of a Verify phase past its timeout; the
+// UpgradeStalled Event is told when it is first set.
+const stalledPrefix = "Verify: stalled"
+
+// verify waits until every replica is healthy again. No rollback: the satellites
+// already run the new version. Past the phase timeout the upgrade is Degraded
+// (UpgradeStalled), naming what it waits for and the way out for a node that is gone.
 func verify(in *Input, out *Output) {
 	u, l := out.State.Upgrade, in.Observed.Linstor
+	waiting := func(what string) {
+		if !expired(in, u) {
+			wait(out, "Verify: waiting: "+what)
+			return
+		}
+		msg := fmt.Sprintf("%s for longer than %s, waiting for: %s. The upgrade cannot roll back (the satellites run %s); it finishes once the replicas are healthy. "+
+			"Bring the named nodes back, or, for a node gone for good, annotate the LinstorCluster %s=<node> (honoured only while LINSTOR reports it OFFLINE and no peer's DRBD is connected to it).",
+			stalledPrefix, in.phaseTimeout(), what, u.To, AnnotationAcknowledgeLostNodes)
+		if !strings.HasPrefix(u.Message, stalledPrefix) {
+			out.Events = append(out.Events, Event{Warning: true, Reason: "UpgradeStalled", Message: msg})
+		}
+		wait(out, msg)
+		out.Problem = Problem{linstorv1.ReasonUpgradeStalled, msg}
+	}
 	switch {
 	case l == nil:
 		out.Requeue = soon
 	case l.Err != "":
-		wait(out, "Verify: cannot read LINSTOR: "+l.Err)
+		waiting("LINSTOR to answer: " + l.Err)
 	case len(l.Problems) > 0:
-		wait(out, "Verify: waiting: "+upTo(l.Problems, maxListed))
+		waiting(upTo(l.Problems, maxListed))
 	default:
 		took := in.Now.Sub(u.StartedAt.Time).Round(time.Second)
 		enter(in, out, linstorv1.UpgradeSucceeded, fmt.Sprintf("Upgraded LINSTOR from %s to %s in %s; backup %s kept", u.From, u.To, took, or(u.BackupName, "(external)")))
@@ -406,13 +428,15 @@ func verify(in *Input, out *Output) {
 func startRollback(in *Input, out *Output, why string) {
 	u := out.State.Upgrade
 	if u.BackupName == "" {
-		// The old version is deployed again; it starts once the admin restored the
-		// external database (it refuses a database a newer version migrated).
-		u.Phase, u.Message = linstorv1.UpgradeRolledBack, "The upgrade failed: "+why+". The database is external: restore it from your backup; LINSTOR "+u.From+" is deployed again and starts on it."
+		// The database is external: only the admin can restore it. LINSTOR does not
+		// refuse a database a newer version migrated (the SQL DbMigrater skips applied
+		// migrations it does not know; DbK8sCrd.migrate runs nothing for a newer one), so
+		// the old version stays stopped until the admin confirms the restore.
+		msg := "Rolling back: " + why
+		out.Events = append(out.Events, Event{Warning: true, Reason: "UpgradeFailed", Message: fmt.Sprintf("Rolling back to %s: %s", u.From, why)})
+		enter(in, out, linstorv1.UpgradeRollingBack, msg)
 		out.State.Deployed = versions(u.From, u.From)
-		out.Problem = Problem{linstorv1.ReasonUpgradeFailed, u.Message}
-		out.Events = append(out.Events, Event{Warning: true, Reason: "UpgradeFailed", Message: u.Message})
-		out.Upgrading, out.FenceCSI, out.VersionStale = false, false, true
+		externalRollback(in, out)
 		return
 	}
 	out.Events = append(out.Events, Event{Warning: true, Reason: "UpgradeFailed", Message: fmt.Sprintf("Rolling back to %s: %s", u.From, why)})
@@ -426,6 +450,10 @@ func startRollback(in *Input, out *Output, why string) {
 // half migrated and no version can run it safely.
 func rollBack(in *Input, out *Output) {
 	u := out.State.Upgrade
+	if u.BackupName == "" {
+		externalRollback(in, out)
+		return
+	}
 	out.StopController = "the database is being restored from " + u.BackupName
 	b := in.Observed.UpgradeBackup
 	switch {
@@ -447,6 +475,37 @@ func rollBack(in *Input, out *Output) {
 		return
 	}
 	out.Actions = append(out.Actions, Action{Kind: RestoreDatabase, Backup: u.BackupName})
+}
+
+// UpgradeID names an upgrade: what an admin confirms a restore of an external database
+// with (the same as its backup's name would be).
+func UpgradeID(cluster string, u *linstorv1.UpgradeStatus) string { return BackupName(cluster, u) }
+
+// externalRollback keeps the old version stopped until the admin confirms, with the
+// upgrade's identity, that the external database was restored from the backup taken
+// before the upgrade: LINSTOR would start on the migrated schema and corrupt it.
+func externalRollback(in *Input, out *Output) {
+	u := out.State.Upgrade
+	id := UpgradeID(in.Spec.ClusterName, u)
+	cause := strings.TrimPrefix(strings.SplitN(u.Message, ". The database is external", 2)[0], "Rolling back: ")
+	if in.Spec.ConfirmDatabaseRestored != id {
+		u.Message = fmt.Sprintf("Rolling back: %s. The database is external: LINSTOR %s stays stopped, as it would start on the schema %s migrated. "+
+			"Restore the external database from the backup you took before the upgrade, then annotate the LinstorCluster %s=%s",
+			cause, u.From, u.To, AnnotationConfirmDatabaseRestored, id)
+		out.Problem = Problem{linstorv1.ReasonRollbackNeedsConfirmation, u.Message}
+		out.StopController = "the external database must be restored from the pre-upgrade backup (annotation " + AnnotationConfirmDatabaseRestored + ")"
+		// The annotation wakes the controller: nothing to poll for.
+		out.Upgrading, out.FenceCSI = true, true
+		return
+	}
+	u.Phase = linstorv1.UpgradeRolledBack
+	u.Message = fmt.Sprintf("The upgrade to %s failed and was rolled back: the external database was restored by the admin (%s) and LINSTOR %s started again. Cause: %s. "+
+		"Fix the cause, then annotate the LinstorCluster %s=%s to retry.", u.To, id, u.From, cause, AnnotationRetryUpgrade, u.To)
+	out.Problem = Problem{linstorv1.ReasonUpgradeFailed, u.Message}
+	out.State.Deployed = versions(u.From, u.From)
+	out.Actions = append(out.Actions, Action{Kind: RemoveAnnotation, Annotation: AnnotationConfirmDatabaseRestored})
+	out.Events = append(out.Events, Event{Warning: true, Reason: "UpgradeRolledBack", Message: u.Message})
+	out.Upgrading, out.FenceCSI, out.VersionStale, out.Requeue = false, false, true, soon
 }
 
 func or(v, def string) string {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"slices"
 	"sort"
 	"time"
 
@@ -44,6 +45,10 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorbackups/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",namespace=system,resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=delete,resourceNames=ebsremotes.internal.linstor.linbit.com;files.internal.linstor.linbit.com;keyvaluestore.internal.linstor.linbit.com;layerbcachevolumes.internal.linstor.linbit.com;layercachevolumes.internal.linstor.linbit.com;layerdrbdresourcedefinitions.internal.linstor.linbit.com;layerdrbdresources.internal.linstor.linbit.com;layerdrbdvolumedefinitions.internal.linstor.linbit.com;layerdrbdvolumes.internal.linstor.linbit.com;layerluksvolumes.internal.linstor.linbit.com;layeropenflexresourcedefinitions.internal.linstor.linbit.com;layeropenflexvolumes.internal.linstor.linbit.com;layerresourceids.internal.linstor.linbit.com;layerstoragevolumes.internal.linstor.linbit.com;layerwritecachevolumes.internal.linstor.linbit.com;linstorremotes.internal.linstor.linbit.com;linstorversion.internal.linstor.linbit.com;nodeconnections.internal.linstor.linbit.com;nodenetinterfaces.internal.linstor.linbit.com;nodes.internal.linstor.linbit.com;nodestorpool.internal.linstor.linbit.com;propscontainers.internal.linstor.linbit.com;resourceconnections.internal.linstor.linbit.com;resourcedefinitions.internal.linstor.linbit.com;resourcegroups.internal.linstor.linbit.com;resources.internal.linstor.linbit.com;rollback.internal.linstor.linbit.com;satellitescapacity.internal.linstor.linbit.com;schedules.internal.linstor.linbit.com;secaccesstypes.internal.linstor.linbit.com;secaclmap.internal.linstor.linbit.com;secconfiguration.internal.linstor.linbit.com;secdfltroles.internal.linstor.linbit.com;secidentities.internal.linstor.linbit.com;secidrolemap.internal.linstor.linbit.com;secobjectprotection.internal.linstor.linbit.com;secroles.internal.linstor.linbit.com;sectyperules.internal.linstor.linbit.com;sectypes.internal.linstor.linbit.com;spacehistory.internal.linstor.linbit.com;storpooldefinitions.internal.linstor.linbit.com;trackingdate.internal.linstor.linbit.com;volumeconnections.internal.linstor.linbit.com;volumedefinitions.internal.linstor.linbit.com;volumegroups.internal.linstor.linbit.com;volumes.internal.linstor.linbit.com
+// A restore into a cluster without LINSTOR's tables (a new installation, a table a
+// migration dropped) creates them; create cannot be limited by name, so pkg/dbbackup
+// creates only the names of dbbackup.Tables.
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=create
 // LINSTOR names its tables per release, so the backup needs every resource of its group.
 // +kubebuilder:rbac:groups=internal.linstor.linbit.com,resources=*,verbs=get;list;create;delete
 
@@ -76,8 +81,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if b.Status.Phase == "" {
 		return ctrl.Result{}, r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
 			st.Phase, st.Message = linstorv1.BackupPending, "Waiting for the LINSTOR controller to stop"
-			st.LinstorVersion = lifecycle.RunningVersion(cluster.Status.Version, cluster.Status.Upgrade)
 		})
+	}
+	if b.Status.Phase == linstorv1.BackupPending {
+		// Whether a copy may start is read from the API server: a restore, rollback or
+		// migration saved a moment ago may not be in the cache yet.
+		if err := r.Database.Get(ctx, client.ObjectKeyFromObject(cluster), cluster); err != nil {
+			return ctrl.Result{}, err
+		}
+		if why := lifecycle.BackupWaits(&cluster.Status); why != "" {
+			return ctrl.Result{RequeueAfter: 2 * time.Second}, r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
+				st.Message = "Waiting: " + why
+			})
+		}
 	}
 	stopped, err := dbbackup.ControllerStopped(ctx, r.Database, cluster)
 	if err != nil {
@@ -97,6 +113,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if b.Status.Phase == linstorv1.BackupPending {
 		if err := r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
 			st.Phase, st.Message, st.StartedAt = linstorv1.BackupRunning, "Copying the database", ptrTime(metav1.Now())
+			// The version that wrote the database, taken when the copy starts: nothing
+			// migrates it from here on (BackupWaits, BackupMayBeTorn).
+			st.LinstorVersion = lifecycle.DatabaseVersion(&cluster.Status)
 		}); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -188,6 +207,15 @@ var errControllerRan = errors.New("the LINSTOR controller did not stay stopped w
 // created, if a LINSTOR controller pod of the cluster exists now (read from the API
 // server). A terminating one counts: its controller may still write.
 func (r *Reconciler) controllerStayedStopped(ctx context.Context, cluster *linstorv1.LinstorCluster, copyStarted time.Time) error {
+	// A restore, rollback or migration that began meanwhile writes with no controller
+	// pod at all.
+	now := &linstorv1.LinstorCluster{}
+	if err := r.Database.Get(ctx, client.ObjectKeyFromObject(cluster), now); err != nil {
+		return err
+	}
+	if why := lifecycle.BackupMayBeTorn(&now.Status); why != "" {
+		return fmt.Errorf("%w: %s. The copy may mix the database from before and after it, so it is not a backup; create another LinstorBackup once it has ended", errControllerRan, why)
+	}
 	pods, err := dbbackup.ControllerPods(ctx, r.Database, cluster)
 	if err != nil || len(pods) == 0 {
 		return err
@@ -290,13 +318,11 @@ func (r *Reconciler) prune(ctx context.Context, b *linstorv1.LinstorBackup) erro
 		}
 		return a.Name < b.Name
 	})
-	// The newest backups stay, and so does any backup an upgrade in progress may restore.
-	upgradeBackup := ""
-	if cluster.Status.Upgrade != nil {
-		upgradeBackup = cluster.Status.Upgrade.BackupName
-	}
+	// The newest backups stay, and so does any backup the lifecycle names: an upgrade's
+	// (its rollback, or the way back afterwards), a restore's, spec.database.restoreFrom.
+	named := lifecycle.BackupsNamed(&cluster.Status, db.RestoreFrom)
 	for i := 0; i < len(done)-int(*db.KeepBackups); i++ {
-		if done[i].Name == upgradeBackup {
+		if slices.Contains(named, done[i].Name) || controllerutil.ContainsFinalizer(&done[i], lifecycle.FinalizerBackupInUse) {
 			continue
 		}
 		if err := r.Client.Delete(ctx, &done[i]); client.IgnoreNotFound(err) != nil {

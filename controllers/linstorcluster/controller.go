@@ -78,7 +78,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorsatellites,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorsatelliteconfigurations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorsatelliteconfigurations/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=linstor.io,resources=linstorbackups,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=linstor.io,resources=linstorbackups,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=csidrivers,verbs=list;watch;create
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=csidrivers,verbs=get;update;patch;delete,resourceNames=linstor.csi.linbit.com

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/phases"
@@ -74,27 +75,38 @@ func (r *Reconciler) reconcileLifecycle(ctx context.Context, s *scope) (_ ctrl.R
 	}
 	for _, a := range out.Actions {
 		log.V(1).Info("lifecycle action", "action", a.Kind, "backup", a.Backup, "annotation", a.Annotation)
-		if a.Kind != lifecycle.RestoreDatabase {
+		if a.Kind != lifecycle.RestoreDatabase && a.Kind != lifecycle.CheckRestore {
 			if err := r.act(ctx, c, a); err != nil {
 				return ctrl.Result{}, err
 			}
 			continue
 		}
-		// A restore runs on its own (minutes on a large database) and the passes only
-		// look at it, so a reconcile never blocks; an operator restart runs it again from
-		// the saved state (it is idempotent).
-		target := c.DeepCopy()
-		done, err := r.restores.poll(c.UID, a.Backup, func(jobCtx context.Context) error { return r.act(jobCtx, target, a) })
+		// Checks and restores run on their own (minutes on a large database) and the
+		// passes only look at them, so a reconcile never blocks; an operator restart runs
+		// them again from the saved state (they are idempotent).
+		done, checked, err := r.databaseJob(ctx, c, a)
 		if !done {
 			r.useLifecycle(s, out)
-			return ctrl.Result{RequeueAfter: lifecycle.Poll}, nil
+			return ctrl.Result{RequeueAfter: lifecycle.Poll}, err
 		}
-		// The restore's outcome is a transition of its own, saved like any other.
+		if a.Kind == lifecycle.RestoreDatabase && err == nil {
+			// The marker goes before the outcome is saved: a marker present means the
+			// replacement is not known complete (a crash in between restores again, with
+			// LINSTOR still stopped).
+			if err := r.clearMarker(ctx, c); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		// The outcome is a transition of its own, saved like any other.
+		a.Checked = checked
 		before := out.State
 		out = lifecycle.AfterAction(in, out.State, a, err)
 		if err := r.saveLifecycle(ctx, c, before, out); err != nil {
 			return ctrl.Result{}, err
 		}
+	}
+	if err := r.protectBackups(ctx, c, out.State); err != nil {
+		return ctrl.Result{}, err
 	}
 	r.useLifecycle(s, out)
 	if out.Upgrading || out.StopController != "" {
@@ -113,6 +125,7 @@ func (r *Reconciler) lifecycleSpec(c *linstorv1.LinstorCluster) lifecycle.Spec {
 		ExternalController: c.Spec.ExternalController != nil, ExternalDatabase: dbbackup.Unsupported(c),
 		PhaseTimeout: r.UpgradePhaseTimeout,
 	}
+	spec.ConfirmDatabaseRestored = c.Annotations[lifecycle.AnnotationConfirmDatabaseRestored]
 	if u := c.Spec.Upgrade; u != nil {
 		spec.Policy = u.Policy
 		if u.PhaseTimeout != nil {
@@ -207,12 +220,17 @@ func (r *Reconciler) observeLifecycle(ctx context.Context, c *linstorv1.LinstorC
 	// LinstorBackups are read from the API server, not the cache: whether the LINSTOR
 	// controller may start depends on them, and a backup created a moment ago (the
 	// upgrade's own, by the previous pass) may not be in the cache yet.
-	active, err := dbbackup.Active(ctx, r.Direct, c)
+	active, running, err := activeAndRunning(ctx, r.Direct, c)
 	if err != nil {
 		return obs, err
 	}
-	if active != nil {
-		obs.ActiveBackup = active.Name
+	obs.ActiveBackup, obs.RunningBackup = active, running
+	if need.Marker {
+		m, err := r.readMarker(ctx, c)
+		if err != nil {
+			return obs, err
+		}
+		obs.Marker = m
 	}
 	if need.Linstor {
 		obs.Linstor = r.observeLinstor(ctx, c, need, lost)
@@ -311,7 +329,10 @@ func (r *Reconciler) observeBackup(ctx context.Context, namespace, name string) 
 	case err != nil:
 		return nil, err
 	}
-	return &lifecycle.Backup{Name: name, Found: b.DeletionTimestamp == nil, Cluster: b.Spec.ClusterRef.Name, Phase: b.Status.Phase,
+	// One being deleted while the lifecycle still holds it (FinalizerBackupInUse) is
+	// still there to restore: its chunk Secrets go only once it is gone.
+	found := b.DeletionTimestamp == nil || controllerutil.ContainsFinalizer(b, lifecycle.FinalizerBackupInUse)
+	return &lifecycle.Backup{Name: name, Found: found, Cluster: b.Spec.ClusterRef.Name, Phase: b.Status.Phase,
 		Message: b.Status.Message, LinstorVersion: b.Status.LinstorVersion, Checksum: b.Status.Checksum, Objects: int64(b.Status.Objects)}, nil
 }
 
@@ -375,21 +396,6 @@ func (r *Reconciler) act(ctx context.Context, c *linstorv1.LinstorCluster, a lif
 			return fmt.Errorf("removing the %s annotation: %w", a.Annotation, err)
 		}
 		return nil
-	case lifecycle.RestoreDatabase:
-		b := &linstorv1.LinstorBackup{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: a.Backup}, b); err != nil {
-			return fmt.Errorf("reading LinstorBackup %s: %w", a.Backup, err)
-		}
-		// Verified as a whole before anything is deleted, then read again as it is
-		// restored: memory does not grow with the database.
-		if err := dbbackup.Verify(ctx, r.Direct, b); err != nil {
-			return err
-		}
-		backup, err := dbbackup.NewReader(dbbackup.Open(ctx, r.Direct, b))
-		if err != nil {
-			return err
-		}
-		return dbbackup.RestoreFrom(ctx, r.Direct, backup)
 	}
 	return fmt.Errorf("unknown lifecycle action %q", a.Kind)
 }
@@ -398,6 +404,11 @@ func (r *Reconciler) act(ctx context.Context, c *linstorv1.LinstorCluster, a lif
 func (r *Reconciler) useLifecycle(s *scope, out lifecycle.Output) {
 	s.deployed, s.upgradeStatus, s.restoreStatus = out.State.Deployed, out.State.Upgrade, out.State.Restore
 	s.stopController, s.fenceCSI, s.upgrading, s.holdOperator = out.StopController, out.FenceCSI, out.Upgrading, out.HoldOperator
+	if backup, busy := r.restores.restoring(client.ObjectKeyFromObject(s.cluster)); busy && s.stopController == "" {
+		// Whatever a (possibly stale) decision says, LINSTOR never starts on a database
+		// a restore job is still writing.
+		s.stopController = "a restore of " + backup + " still runs"
+	}
 	s.lifecycleProblem = out.Problem
 	s.lifecycleDecided = true
 }
@@ -428,8 +439,10 @@ func (r *Reconciler) release() upgrade.Release {
 // restoreJobs runs database restores in the background, one per LinstorCluster, for as
 // long as the manager runs (leads).
 type restoreJobs struct {
-	mu      sync.Mutex
-	jobs    map[types.UID]*restoreJob
+	mu sync.Mutex
+	// jobs are keyed by the LinstorCluster's namespace and name, not its UID: a
+	// recreated object must see the job its predecessor started.
+	jobs    map[types.NamespacedName]*restoreJob
 	ctx     context.Context // the manager's; nil until it runs
 	running sync.WaitGroup
 }
@@ -449,51 +462,80 @@ func (j *restoreJobs) run(ctx context.Context) error {
 }
 
 type restoreJob struct {
-	backup string
-	done   chan struct{}
-	err    error
+	// id is the action kind and the backup: a check and a restore of one backup are
+	// different jobs.
+	id      string
+	restore bool
+	backup  string
+	done    chan struct{}
+	checked string
+	err     error
+}
+
+// restoring reports a restore job of the cluster that has not ended, and its backup.
+func (j *restoreJobs) restoring(key types.NamespacedName) (string, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	job, ok := j.jobs[key]
+	if !ok || !job.restore {
+		return "", false
+	}
+	select {
+	case <-job.done:
+		return "", false
+	default:
+		return job.backup, true
+	}
+}
+
+// running reports whether a job with this id runs or has ended unreported.
+func (j *restoreJobs) known(key types.NamespacedName, id string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	job, ok := j.jobs[key]
+	return ok && job.id == id
 }
 
 // restoreTimeout bounds one restore attempt; the next pass starts another.
 const restoreTimeout = time.Hour
 
-// poll starts the restore of backup for uid unless it runs, and reports whether it has
-// ended, with its error. An ended job is forgotten once reported.
-func (j *restoreJobs) poll(uid types.UID, backup string, run func(context.Context) error) (bool, error) {
+// poll starts job id for the cluster unless it runs, and reports whether it has ended,
+// with what it found and its error. An ended job is forgotten once reported.
+func (j *restoreJobs) poll(key types.NamespacedName, id, backup string, restore bool, run func(context.Context) (string, error)) (bool, string, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.jobs == nil {
-		j.jobs = map[types.UID]*restoreJob{}
+		j.jobs = map[types.NamespacedName]*restoreJob{}
 	}
-	job, ok := j.jobs[uid]
-	if !ok || job.backup != backup {
+	job, ok := j.jobs[key]
+	if !ok || job.id != id {
 		if ok {
 			select {
 			case <-job.done:
 			default:
-				return false, nil // another restore of this cluster still runs: wait for it
+				return false, "", nil // another job of this cluster still runs: wait for it
 			}
 		}
 		if j.ctx == nil || j.ctx.Err() != nil {
-			return false, nil // the manager is not running (yet): the next pass starts it
+			return false, "", nil // the manager is not running (yet): the next pass starts it
 		}
-		job = &restoreJob{backup: backup, done: make(chan struct{})}
-		j.jobs[uid] = job
+		job = &restoreJob{id: id, backup: backup, restore: restore, done: make(chan struct{})}
+		j.jobs[key] = job
 		j.running.Add(1)
 		go func(parent context.Context) {
 			defer j.running.Done()
 			ctx, cancel := context.WithTimeout(parent, restoreTimeout)
 			defer cancel()
-			job.err = run(ctx)
+			job.checked, job.err = run(ctx)
 			close(job.done)
 		}(j.ctx)
-		return false, nil
+		return false, "", nil
 	}
 	select {
 	case <-job.done:
-		delete(j.jobs, uid)
-		return true, job.err
+		delete(j.jobs, key)
+		return true, job.checked, job.err
 	default:
-		return false, nil
+		return false, "", nil
 	}
 }

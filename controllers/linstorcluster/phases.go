@@ -22,6 +22,7 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/phases"
+	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/props"
@@ -371,6 +372,11 @@ func (r *Reconciler) reconcileLinstor(ctx context.Context, s *scope) (ctrl.Resul
 	mod := linstor.WithoutUndeletable(props.Controller, linstor.PropertyDiff(fresh.ControllerProps, valid))
 	if linstor.IsEmpty(mod) {
 		return ctrl.Result{}, nil
+	}
+	// A rollback would undo the write (lifecycle.LinstorWritesFenced): it waits for the
+	// upgrade or restore the status already reports as Progressing.
+	if lifecycle.LinstorWritesFenced(&linstorv1.LinstorClusterStatus{Upgrade: s.upgradeStatus, Restore: s.restoreStatus}) != "" {
+		return ctrl.Result{RequeueAfter: lifecycle.Poll}, nil
 	}
 	err = linstor.ModifyProperties(mod, func(m lapi.GenericPropsModify) error { return conn.Controller.Modify(ctx, m) })
 	r.Observer.Wrote(key, observer.Controller)

@@ -24,6 +24,7 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/phases"
+	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/props"
@@ -85,15 +86,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
-	var progress string
-	lc, snap, err := r.client(ctx, lnc.Namespace)
+	var progress, fenced string
+	lc, snap, fence, err := r.client(ctx, lnc.Namespace)
 	if err == nil {
-		progress, err = r.sync(ctx, lc, snap, lnc, deleting)
+		progress, fenced, err = r.sync(ctx, lc, snap, lnc, deleting, fence)
 	}
 	if deleting {
 		// Without a LinstorCluster there is no LINSTOR to clean up (the namespace is
-		// going away): let the object go rather than block it forever.
-		if err != nil && !errors.Is(err, errNoCluster) {
+		// going away): let the object go rather than block it forever. Properties to
+		// remove wait for the fence: the object stays until they are removed.
+		if (err != nil && !errors.Is(err, errNoCluster)) || fenced != "" {
 			return ctrl.Result{RequeueAfter: shortPoll}, nil
 		}
 		controllerutil.RemoveFinalizer(lnc, Finalizer)
@@ -108,6 +110,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonInvalidSpec, err.Error()
 	case err != nil:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonLinstorError, err.Error()
+	case fenced != "":
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonLinstorWritesFenced, fenced
 	case progress != "":
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonReconciling, progress
 	default:
@@ -124,6 +128,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil // the spec has to change
 	case err != nil:
 		return ctrl.Result{RequeueAfter: r.Backoff.Failed(lnc.UID)}, nil
+	case fenced != "":
+		return ctrl.Result{RequeueAfter: shortPoll}, nil // no watch of the LinstorCluster says when the fence lifts
 	case progress != "":
 		return ctrl.Result{RequeueAfter: time.Second}, nil // the next batch
 	}
@@ -175,8 +181,10 @@ func (e *tooManyPairsError) Error() string {
 }
 
 // sync diffs every LINSTOR node connection against what this object wants. It writes
-// at most maxWritesPerPass pairs and then returns how far it got.
-func (r *Reconciler) sync(ctx context.Context, lc *lapi.Client, snap *observer.Snapshot, lnc *linstorv1.LinstorNodeConnection, deleting bool) (string, error) {
+// at most maxWritesPerPass pairs and then returns how far it got. While fence (why the
+// operator's LINSTOR writes wait, lifecycle.LinstorWritesFenced) stands it writes
+// nothing and says, in fenced, how many pairs wait and why.
+func (r *Reconciler) sync(ctx context.Context, lc *lapi.Client, snap *observer.Snapshot, lnc *linstorv1.LinstorNodeConnection, deleting bool, fence string) (progress, fenced string, err error) {
 	tracker := "Aux/linstor-operator/lnc/" + lnc.Namespace + "." + lnc.Name
 	var nodes []corev1.Node
 	for _, ln := range snap.Nodes() {
@@ -189,7 +197,7 @@ func (r *Reconciler) sync(ctx context.Context, lc *lapi.Client, snap *observer.S
 	if !deleting {
 		pairs := nodeconnection.Pairs(lnc.Spec.Selector, nodes)
 		if len(pairs) > MaxPairs {
-			return "", &tooManyPairsError{pairs: len(pairs)}
+			return "", "", &tooManyPairsError{pairs: len(pairs)}
 		}
 		for _, p := range pairs {
 			desired[p] = nodeconnection.Desired(&lnc.Spec, p)
@@ -197,7 +205,7 @@ func (r *Reconciler) sync(ctx context.Context, lc *lapi.Client, snap *observer.S
 	}
 	existing, err := lc.Connections.GetNodeConnections(ctx, "", "")
 	if err != nil {
-		return "", fmt.Errorf("listing node connections: %w", err)
+		return "", "", fmt.Errorf("listing node connections: %w", err)
 	}
 	current := map[nodeconnection.Pair]map[string]string{}
 	for _, c := range existing {
@@ -208,10 +216,14 @@ func (r *Reconciler) sync(ctx context.Context, lc *lapi.Client, snap *observer.S
 		current[nodeconnection.Pair{A: a, B: b}] = c.Props
 	}
 	var errs []string
-	writes, pending := 0, 0
+	writes, pending, held := 0, 0, 0
 	apply := func(p nodeconnection.Pair, want map[string]string) {
 		mod := linstor.WithoutUndeletable(props.NodeConnection, linstor.TrackedPropertyDiff(current[p], want, tracker))
 		if linstor.IsEmpty(mod) {
+			return
+		}
+		if fence != "" {
+			held++
 			return
 		}
 		if writes >= maxWritesPerPass {
@@ -241,35 +253,39 @@ func (r *Reconciler) sync(ctx context.Context, lc *lapi.Client, snap *observer.S
 		}
 	}
 	if len(errs) > 0 {
-		return "", fmt.Errorf("setting node connections: %s", strings.Join(errs, "; "))
+		return "", "", fmt.Errorf("setting node connections: %s", strings.Join(errs, "; "))
+	}
+	if held > 0 {
+		fenced = fmt.Sprintf("LINSTOR writes wait (%d node pairs to configure): %s", held, fence)
 	}
 	if pending > 0 {
-		return fmt.Sprintf("%d node pairs still to configure (at most %d LINSTOR requests per pass)", pending, maxWritesPerPass), nil
+		progress = fmt.Sprintf("%d node pairs still to configure (at most %d LINSTOR requests per pass)", pending, maxWritesPerPass)
 	}
-	return "", nil
+	return progress, fenced, nil
 }
 
-// client finds LINSTOR through the LinstorCluster of the namespace, and its nodes as
-// the observer last listed them.
-func (r *Reconciler) client(ctx context.Context, namespace string) (*lapi.Client, *observer.Snapshot, error) {
+// client finds LINSTOR through the LinstorCluster of the namespace, its nodes as the
+// observer last listed them, and why the operator's LINSTOR writes wait now ("" when
+// they may run; read from the cached cluster, it costs no request).
+func (r *Reconciler) client(ctx context.Context, namespace string) (*lapi.Client, *observer.Snapshot, string, error) {
 	var clusters linstorv1.LinstorClusterList
 	if err := r.Client.List(ctx, &clusters, client.InNamespace(namespace)); err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	if len(clusters.Items) == 0 {
-		return nil, nil, fmt.Errorf("%w in namespace %s", errNoCluster, namespace)
+		return nil, nil, "", fmt.Errorf("%w in namespace %s", errNoCluster, namespace)
 	}
 	cluster := &clusters.Items[0]
 	r.Observer.Observe(cluster)
 	snap := r.Observer.Snapshot(client.ObjectKeyFromObject(cluster))
 	if err := observer.Err(snap); err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", linstor.ErrUnreachable, err)
+		return nil, nil, "", fmt.Errorf("%w: %v", linstor.ErrUnreachable, err)
 	}
 	conn, err := r.Linstor.Connect(ctx, cluster)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
-	return conn.Client, snap, nil
+	return conn.Client, snap, lifecycle.LinstorWritesFenced(&cluster.Status), nil
 }
 
 // SetupWithManager registers the controller; node label changes and satellites coming

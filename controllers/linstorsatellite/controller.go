@@ -2,6 +2,9 @@ package linstorsatellite
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +32,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/pkg/apply"
 	"github.com/linstor-operator/linstor-operator/pkg/discovery"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
+	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
 	"github.com/linstor-operator/linstor-operator/pkg/netif"
@@ -127,13 +131,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{RequeueAfter: shortPoll}, nil
 	}
 
-	return phases.Run(ctx, s, phases.Resync, func() bool { return s.stop },
+	res, err := phases.Run(ctx, s, phases.Resync, func() bool { return s.stop },
 		r.reconcileWorkload,
 		r.reconcileNode,
 		r.reconcileNodeProperties,
 		r.reconcileStoragePools,
 		r.observeLinstor,
 	)
+	return s.retryFenced(res), err
 }
 
 // loadCluster finds the owning LinstorCluster and a LINSTOR client for it.
@@ -148,6 +153,8 @@ func (r *Reconciler) loadCluster(ctx context.Context, s *scope) error {
 	}
 	s.cluster = cluster
 	s.key = client.ObjectKeyFromObject(cluster)
+	// From the cached cluster: the fence costs no request.
+	s.fence = lifecycle.LinstorWritesFenced(&cluster.Status)
 	r.Observer.Observe(cluster)
 	conn, err := r.Linstor.Connect(ctx, cluster)
 	if err != nil {
@@ -238,6 +245,10 @@ type scope struct {
 	lc      *lapi.Client
 	conn    *linstor.Connection
 	stop    bool
+	// fence says why the operator's LINSTOR writes wait now (lifecycle.LinstorWritesFenced),
+	// "" when they may run; fenced lists the writes this pass held back.
+	fence  string
+	fenced []string
 
 	node        *corev1.Node
 	transient   bool
@@ -275,3 +286,36 @@ type scope struct {
 }
 
 func (r *Reconciler) poll() time.Duration { return phases.Poll(r.Poll, pollInterval) }
+
+// fenceRetry paces the passes of a satellite whose LINSTOR writes wait for the fence:
+// no watch of the LinstorCluster wakes it when the upgrade or restore moves on.
+const fenceRetry = shortPoll
+
+// mayWrite says whether the pass may write to LINSTOR. While the fence stands nothing
+// is written (a rollback or restore would undo it): the write, named by what, waits,
+// and the status says so. Reads go on.
+func (s *scope) mayWrite(what string) bool {
+	if s.fence == "" {
+		return true
+	}
+	if !slices.Contains(s.fenced, what) {
+		s.fenced = append(s.fenced, what)
+	}
+	return false
+}
+
+// fencedMessage says which writes wait and why, "" when none does.
+func (s *scope) fencedMessage() string {
+	if len(s.fenced) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("LINSTOR writes wait (%s): %s", strings.Join(s.fenced, "; "), s.fence)
+}
+
+// retryFenced looks again soon while writes wait for the fence.
+func (s *scope) retryFenced(res ctrl.Result) ctrl.Result {
+	if len(s.fenced) > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > fenceRetry) {
+		res.RequeueAfter = fenceRetry
+	}
+	return res
+}

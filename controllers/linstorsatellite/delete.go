@@ -77,6 +77,13 @@ func (r *Reconciler) deleteNode(ctx context.Context, s *scope, guard bool) bool 
 	if r.held(s, satellite.DeleteHeld(in)) || guard && !r.guardedRemoval(ctx, s) {
 		return false
 	}
+	what := "deleting node " + s.sat.Name
+	if in.NodeLost() {
+		what = "removing lost node " + s.sat.Name
+	}
+	if !s.mayWrite(what) {
+		return false
+	}
 	if in.NodeLost() {
 		err = s.lc.Nodes.Lost(ctx, s.sat.Name)
 		r.wrote(s)
@@ -194,7 +201,7 @@ func (r *Reconciler) evacuateNode(ctx context.Context, s *scope) bool {
 				return false
 			}
 		}
-		if !r.evacuate(ctx, s) {
+		if !s.mayWrite("evacuating node "+s.sat.Name) || !r.evacuate(ctx, s) {
 			return false
 		}
 	}
@@ -247,7 +254,7 @@ func (r *Reconciler) evacuateNode(ctx context.Context, s *scope) bool {
 		if len(ev.Moving) == 0 {
 			if !r.evacuationSafe(ctx, s, &lnode) {
 				parts = append(parts, "not now: "+s.deleteWait)
-			} else if r.evacuationDue(s.sat.UID) {
+			} else if r.evacuationDue(s.sat.UID) && s.mayWrite("evacuating node "+s.sat.Name+" again") {
 				r.evacuate(ctx, s)
 			}
 		}

@@ -98,6 +98,10 @@ func (r *Reconciler) createDiscoveryPool(ctx context.Context, s *scope, want *li
 	if plan == nil {
 		return false, nil
 	}
+	if (plan.Action == discovery.Register || plan.Action == discovery.Claim) && !s.mayWrite("pool "+want.Name+": creating it") {
+		// Before the claim is recorded: a claim on record counts as sent.
+		return false, nil
+	}
 	switch plan.Action {
 	case discovery.Register:
 		r.wrote(s)

@@ -124,6 +124,9 @@ func (r *Reconciler) reconcileNode(ctx context.Context, s *scope) (ctrl.Result, 
 	if !ok {
 		// Register at the InternalIP alone; the configured NICs follow on the next pass,
 		// so a NIC that cannot be resolved never keeps a node out of LINSTOR.
+		if !s.mayWrite("registering node " + node.Name) {
+			return ctrl.Result{}, nil
+		}
 		err := s.lc.Nodes.Create(ctx, lapi.Node{Name: node.Name, Type: "Satellite",
 			Props:         map[string]string{ManagedInterfacesKey: netif.Default},
 			NetInterfaces: []lapi.NetInterface{{Name: netif.Default, Address: addr, SatellitePort: port, SatelliteEncryptionType: encryption, IsActive: true}}})
@@ -174,6 +177,10 @@ func (r *Reconciler) restoreEvicted(ctx context.Context, s *scope, lnode lapi.No
 		// The node's readiness and the DaemonSet's wake the reconciler; the settle time
 		// passes here.
 		return ctrl.Result{RequeueAfter: phases.Poll(d.RecheckAfter, r.poll())}, nil
+	}
+	if !s.mayWrite("restoring the evicted node") {
+		s.evictedWait = "The node is back; restoring it in LINSTOR waits: " + s.fence
+		return ctrl.Result{}, nil
 	}
 	err = s.lc.Nodes.Restore(ctx, lnode.Name, lapi.NodeRestore{})
 	r.wrote(s)
@@ -232,7 +239,7 @@ func (r *Reconciler) reconcileNetInterfaces(ctx context.Context, s *scope, lnode
 	}
 	managed := splitList(lnode.Props[ManagedInterfacesKey])
 	changes := netif.Diff(lnode.NetInterfaces, plan, managed, port, encryption)
-	if changes.Empty() {
+	if changes.Empty() || !s.mayWrite("network interfaces") {
 		return ctrl.Result{}, nil
 	}
 	// Record ownership first: an interface created just before a crash is still ours.
@@ -318,7 +325,7 @@ func (r *Reconciler) reconcileNodeProperties(ctx context.Context, s *scope) (ctr
 	}
 	valid, refused := linstor.ValidProperties(props.Node, desired)
 	mod := linstor.WithoutUndeletable(props.Node, linstor.PropertyDiff(lnode.Props, valid))
-	if !linstor.IsEmpty(mod) {
+	if !linstor.IsEmpty(mod) && s.mayWrite("node properties") {
 		err := linstor.ModifyProperties(mod, func(m lapi.GenericPropsModify) error {
 			return s.lc.Nodes.Modify(ctx, s.sat.Name, lapi.NodeModify{GenericPropsModify: m})
 		})
@@ -385,6 +392,9 @@ func (r *Reconciler) reconcileStoragePools(ctx context.Context, s *scope) (ctrl.
 			continue
 		}
 		if !ok {
+			if !s.mayWrite("pool " + want.Name + ": creating it") {
+				continue
+			}
 			s.poolCreating = append(s.poolCreating, want.Name)
 			r.wrote(s)
 			var devices []string
@@ -404,7 +414,7 @@ func (r *Reconciler) reconcileStoragePools(ctx context.Context, s *scope) (ctrl.
 			problems = append(problems, fmt.Sprintf("pool %s exists as %s, the spec asks for %s", want.Name, cur.ProviderKind, kind))
 			continue
 		}
-		if mod := linstor.WithoutUndeletable(props.StoragePool, linstor.PropertyDiff(cur.Props, userProps)); !linstor.IsEmpty(mod) {
+		if mod := linstor.WithoutUndeletable(props.StoragePool, linstor.PropertyDiff(cur.Props, userProps)); !linstor.IsEmpty(mod) && s.mayWrite("pool "+want.Name+": properties") {
 			r.wrote(s)
 			err := linstor.ModifyProperties(mod, func(m lapi.GenericPropsModify) error {
 				return s.lc.Nodes.ModifyStoragePool(ctx, s.sat.Name, want.Name, m)
@@ -419,6 +429,9 @@ func (r *Reconciler) reconcileStoragePools(ctx context.Context, s *scope) (ctrl.
 			managed.Delete(name)
 			continue
 		}
+		if !s.mayWrite("pool " + name + ": deleting it") {
+			continue
+		}
 		r.wrote(s)
 		if err := s.lc.Nodes.DeleteStoragePool(ctx, s.sat.Name, name); err != nil {
 			// LINSTOR refuses to delete a pool that holds volumes: wait, and say so.
@@ -428,10 +441,11 @@ func (r *Reconciler) reconcileStoragePools(ctx context.Context, s *scope) (ctrl.
 		managed.Delete(name)
 		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "PoolDeleted", "Deleted storage pool %s", name)
 	}
-	if wrote, err := writeManagedPools(ctx, s.lc, s.sat.Name, lnode.Props, sets.List(managed)); err != nil {
-		problems = append(problems, err.Error())
-	} else if wrote {
+	if record, changed := managedPoolsRecord(lnode.Props, sets.List(managed)); changed && s.mayWrite("recording the managed pools") {
 		r.wrote(s)
+		if err := writeManagedPools(ctx, s.lc, s.sat.Name, record); err != nil {
+			problems = append(problems, err.Error())
+		}
 	}
 	if len(problems) > 0 {
 		s.poolErr = fmt.Errorf("%s", strings.Join(problems, "; "))
@@ -483,19 +497,21 @@ func managedPools(props map[string]string) []string {
 	return names
 }
 
-// writeManagedPools records names when they differ from what the node holds, and
-// reports whether it wrote.
-func writeManagedPools(ctx context.Context, lc *lapi.Client, node string, props map[string]string, names []string) (bool, error) {
+// managedPoolsRecord is the node property listing names, and whether it differs from
+// what the node holds.
+func managedPoolsRecord(props map[string]string, names []string) (string, bool) {
 	sort.Strings(names)
 	raw, _ := json.Marshal(names)
-	if props[ManagedPoolsKey] == string(raw) || (len(names) == 0 && props[ManagedPoolsKey] == "") {
-		return false, nil
-	}
-	mod := lapi.GenericPropsModify{OverrideProps: lapi.OverrideProps{ManagedPoolsKey: string(raw)}}
+	return string(raw), props[ManagedPoolsKey] != string(raw) && (len(names) > 0 || props[ManagedPoolsKey] != "")
+}
+
+// writeManagedPools records the managed pools (managedPoolsRecord) on the node.
+func writeManagedPools(ctx context.Context, lc *lapi.Client, node, record string) error {
+	mod := lapi.GenericPropsModify{OverrideProps: lapi.OverrideProps{ManagedPoolsKey: record}}
 	if err := lc.Nodes.Modify(ctx, node, lapi.NodeModify{GenericPropsModify: mod}); err != nil {
-		return true, fmt.Errorf("recording managed pools: %w", err)
+		return fmt.Errorf("recording managed pools: %w", err)
 	}
-	return true, nil
+	return nil
 }
 
 // observeLinstor takes the node's state and pools for the status from the observer's

@@ -70,7 +70,8 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 		setProgressingCondition(sat, s)
 		setAvailableCondition(sat, s)
 	}
-	if passSucceeded && problem(s) == "" && !s.transient {
+	// A fenced write is not applied yet: the generation is observed once it is.
+	if passSucceeded && problem(s) == "" && !s.transient && len(s.fenced) == 0 {
 		sat.Status.ObservedGeneration = sat.Generation
 	}
 	if equality.Semantic.DeepEqual(before.Status, sat.Status) {
@@ -132,6 +133,8 @@ func setProgressingCondition(sat *linstorv1.LinstorSatellite, s *scope) {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonReconciling, s.workloadPending
 	case s.linstorErr != nil:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonControllerNotReady, "Waiting for the LINSTOR controller: "+s.linstorErr.Error()
+	case len(s.fenced) > 0:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonLinstorWritesFenced, s.fencedMessage()
 	case s.poolPending != "":
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonNodeOffline, s.poolPending
 	case len(s.poolWaitingForDisks) > 0:

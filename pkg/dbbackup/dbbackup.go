@@ -128,10 +128,17 @@ func Split(data []byte, size int) [][]byte {
 
 // Restore replaces the database with the dump, the LINSTOR controller stopped: every
 // object of the group is deleted, CRDs the dump does not have are deleted, the dump's
-// CRDs get their definitions back, and the dump's objects are created. The operator
-// does not create CRDs (OLM's good practice): a CRD of the dump that no longer exists
-// is an error naming it.
+// CRDs get their definitions back (created as LINSTOR would when they no longer exist),
+// and the dump's objects are created. Everything that can be checked without writing
+// (the dump's definitions and objects, the known tables) is checked first: such an error
+// wraps ErrNothingWritten; any later one wraps ErrPartlyRestored.
 func Restore(ctx context.Context, c client.Client, d *Dump) error {
+	check := newObjectCheck(d.CRDs)
+	for _, o := range d.Objects {
+		if err := check.object(o); err != nil {
+			return nothingWritten(err)
+		}
+	}
 	objs := d.Objects
 	return restore(ctx, c, d.CRDs, func() (map[string]any, error) {
 		if len(objs) == 0 {
@@ -144,65 +151,86 @@ func Restore(ctx context.Context, c client.Client, d *Dump) error {
 }
 
 // RestoreFrom is Restore reading the backup as it goes: memory does not grow with the
-// database.
+// database. Before its first write it checks the header's definitions, the known tables
+// and the live CRDs (errors wrap ErrNothingWritten); it cannot check object lines it has
+// not read yet, so a damaged line ends it partly restored. Restores of a LinstorBackup
+// use RestoreBackup, which runs Check (the whole stream) first.
 func RestoreFrom(ctx context.Context, c client.Client, r *Reader) error {
-	return restore(ctx, c, r.CRDs, r.Next)
+	check := newObjectCheck(r.CRDs)
+	return restore(ctx, c, r.CRDs, func() (map[string]any, error) {
+		o, err := r.Next()
+		if err == nil {
+			err = check.object(o)
+		}
+		return o, err
+	})
 }
 
 func restore(ctx context.Context, c client.Client, dumpCRDs []apiextensionsv1.CustomResourceDefinition, next func() (map[string]any, error)) error {
-	d := &Dump{CRDs: dumpCRDs}
-	var crds apiextensionsv1.CustomResourceDefinitionList
-	if err := c.List(ctx, &crds); err != nil {
-		return fmt.Errorf("listing CRDs: %w", err)
+	p, err := planRestore(ctx, c, dumpCRDs)
+	if err != nil {
+		return nothingWritten(err)
 	}
-	inDump := map[string]*apiextensionsv1.CustomResourceDefinition{}
-	for i := range d.CRDs {
-		inDump[d.CRDs[i].Name] = &d.CRDs[i]
+	// From here on every request may have changed the database.
+	if err := p.apply(ctx, c, next); err != nil {
+		return fmt.Errorf("%w: %w", ErrPartlyRestored, err)
 	}
-	current := map[string]*apiextensionsv1.CustomResourceDefinition{}
-	for i := range crds.Items {
-		if crds.Items[i].Spec.Group == Group {
-			current[crds.Items[i].Name] = &crds.Items[i]
+	return nil
+}
+
+func (p *restorePlan) apply(ctx context.Context, c client.Client, next func() (map[string]any, error)) error {
+	for _, crd := range p.delete {
+		if err := c.Delete(ctx, crd); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting %s: %w", crd.Name, err)
+		}
+		if err := waitGone(ctx, c, crd.Name); err != nil {
+			return fmt.Errorf("waiting for %s to be deleted: %w", crd.Name, err)
 		}
 	}
-	touched := make([]string, 0, len(current))
-	for name := range inDump {
-		if current[name] == nil {
-			return fmt.Errorf("CRD %s of the backup no longer exists; create it from the backup before restoring", name)
-		}
-	}
-	for name := range current {
-		touched = append(touched, name)
-	}
-	if err := checkKnownTables(touched); err != nil {
-		return err
-	}
-	for name, crd := range current {
-		if inDump[name] == nil {
-			if err := c.Delete(ctx, crd); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("deleting %s: %w", name, err)
-			}
-			if err := waitGone(ctx, c, name); err != nil {
-				return err
-			}
-			continue
-		}
+	for _, u := range p.update {
+		crd, want := u.live, u.want
 		if err := deleteObjects(ctx, c, crd); err != nil {
 			return err
 		}
-		if err := forgetStoredVersions(ctx, c, crd, &inDump[name].Spec); err != nil {
+		if err := forgetStoredVersions(ctx, c, crd, &want.Spec); err != nil {
 			return err
 		}
-		crd.Spec = *inDump[name].Spec.DeepCopy()
-		crd.Labels, crd.Annotations = inDump[name].Labels, inDump[name].Annotations
+		crd.Spec = *want.Spec.DeepCopy()
+		crd.Labels, crd.Annotations = want.Labels, want.Annotations
 		if err := c.Update(ctx, crd); err != nil {
-			return fmt.Errorf("restoring the definition of %s: %w", name, err)
+			return fmt.Errorf("restoring the definition of %s: %w", crd.Name, err)
 		}
-		if err := waitEstablished(ctx, c, name); err != nil {
+		if err := waitEstablished(ctx, c, crd.Name); err != nil {
+			return fmt.Errorf("waiting for %s to be established: %w", crd.Name, err)
+		}
+	}
+	for _, want := range p.create {
+		if err := createTable(ctx, c, want); err != nil {
 			return err
 		}
 	}
 	return createAll(ctx, c, next)
+}
+
+// createTable creates a table of the dump that does not exist (a new cluster, or a
+// migration since the backup dropped it) the way LINSTOR's k8s backend does: LINSTOR
+// server-side applies a generated CRD manifest of name, group, versions, scope and
+// names, nothing else (BaseK8sCrdMigration.createOrReplaceCrdSchema and
+// DbK8sCrd.migrate for linstorversion and rollback, LINSTOR v1.33.3,
+// controller/src/main/java/com/linbit/linstor/dbcp/...). The dump holds that
+// definition as the API server stored it, defaults filled in, so creating it gives the
+// same CRD; the next LINSTOR migration force-applies its own manifest over it as it
+// would over one it created. planRestore admits only names of Tables.
+func createTable(ctx context.Context, c client.Client, want *apiextensionsv1.CustomResourceDefinition) error {
+	crd := &apiextensionsv1.CustomResourceDefinition{Spec: *want.Spec.DeepCopy()}
+	crd.Name, crd.Labels, crd.Annotations = want.Name, want.Labels, want.Annotations
+	if err := c.Create(ctx, crd); err != nil {
+		return fmt.Errorf("creating %s from the backup: %w", want.Name, err)
+	}
+	if err := waitEstablished(ctx, c, want.Name); err != nil {
+		return fmt.Errorf("waiting for %s to be established: %w", want.Name, err)
+	}
+	return nil
 }
 
 // restoreWorkers create objects in parallel: a restore keeps LINSTOR stopped, so it

@@ -20,8 +20,12 @@
 //     (annotation linstor.io/confirm-restore=<backup>/<uid>), unless the database is
 //     empty (a new installation restoring a backup). The backup must be Completed and
 //     taken with a version this release runs. Order: Stopping (controller stopped,
-//     nothing touched, cancellable), Restoring (saved before the first write to the
-//     database), Restored. The controller then starts at the backup's version.
+//     nothing touched, cancellable; then, once no backup is copying, CheckRestore reads
+//     the whole backup without writing: a failed check ends Failed with LINSTOR started
+//     again), Restoring (saved before the first write to the database), Restored (the
+//     database read back equal to the backup). The controller then starts at the
+//     backup's version. A status that holds nothing while the Marker (kept outside the
+//     object) says the database was being replaced adopts that restore.
 //  2. Version. An external controller decides its own version. Otherwise the release
 //     planner (pkg/upgrade) decides: install, stay, await approval (Manual policy),
 //     refuse, or upgrade. A rolled-back upgrade is retried only when asked
@@ -32,8 +36,9 @@
 //     backed up), Backup (a LinstorBackup with the controller stopped; failed or late:
 //     the upgrade ends, nothing changed), Controller (the new controller migrates the
 //     database), Satellites (all move together: LINSTOR refuses mixed versions),
-//     Verify (replicas healthy again; no timeout and no rollback, the satellites
-//     already run the new version), Succeeded. Until Controller nothing has changed:
+//     Verify (replicas healthy again; no rollback, the satellites already run the new
+//     version; past the timeout Degraded UpgradeStalled, naming what it waits for),
+//     Succeeded. Until Controller nothing has changed:
 //     the upgrade follows the spec, and when the version decision no longer upgrades
 //     to its target (spec.version pinned back, an approval withdrawn, another release
 //     planning another target) it is cancelled and the decision taken afresh; in
@@ -49,14 +54,19 @@
 //     Preflight, Satellites and Verify judge; nothing else skips a node.
 //  4. Fencing: from Backup to the end of Satellites the CSI controller is stopped, so
 //     no volume is created, attached or deleted in LINSTOR's database while a rollback
-//     could still restore the pre-upgrade backup. That makes the automatic rollback
+//     could still restore the pre-upgrade backup; the operator's own LINSTOR writes
+//     wait as well (LinstorWritesFenced). That makes the automatic rollback
 //     from Controller and Satellites lossless: the database can only have changed by
 //     the migration the rollback undoes.
 //  5. Rollback: the controller is stopped, the pre-upgrade backup restored, and the old
 //     version started. A backup that is gone or damaged keeps LINSTOR stopped, with
-//     instructions; the database is never started half-migrated.
+//     instructions; the database is never started half-migrated. With an external
+//     database the old version stays stopped until the admin confirms the restore
+//     (AnnotationConfirmDatabaseRestored=UpgradeID): LINSTOR does not refuse a database
+//     a newer version migrated.
 //  6. Backup gate: while a LinstorBackup of the cluster is Pending or Running the
-//     controller is stopped, so the copy is consistent.
+//     controller is stopped, so the copy is consistent, unless the backup waits
+//     (BackupWaits: a restore, a rollback, a migration under way).
 //  7. OLM gate (HoldOperator): an upgrade from Backup on, or a restore, must be
 //     finished by the release that started it; Preflight has changed nothing and
 //     holds nothing, so a release that fixes what it waits on can be installed.

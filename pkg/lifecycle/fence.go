@@ -71,3 +71,42 @@ func BackupMayBeTorn(st *linstorv1.LinstorClusterStatus) string {
 	}
 	return ""
 }
+
+// FinalizerBackupInUse keeps a LinstorBackup that an upgrade or a restore in progress
+// may still restore: deleting it (and with it its chunk Secrets) would make the
+// rollback, or the restore's finish, impossible.
+const FinalizerBackupInUse = "linstor.io/database-lifecycle"
+
+// BackupsInUse are the LinstorBackups the state may still restore: the backup of an
+// upgrade in progress and that of a restore in progress. They carry
+// FinalizerBackupInUse until that state ends.
+func BackupsInUse(st State) []string {
+	var names []string
+	if u := st.Upgrade; InProgress(u) && u.BackupName != "" {
+		names = append(names, u.BackupName)
+	}
+	if r := st.Restore; RestoreInProgress(r) {
+		names = append(names, r.BackupName)
+	}
+	return names
+}
+
+// BackupsNamed are the LinstorBackups pruning must keep whatever their age: those the
+// status names (a finished upgrade's backup is how to return to its old version) and
+// the one spec.database.restoreFrom names.
+func BackupsNamed(status *linstorv1.LinstorClusterStatus, restoreFrom string) []string {
+	var names []string
+	if restoreFrom != "" {
+		names = append(names, restoreFrom)
+	}
+	if status == nil {
+		return names
+	}
+	if u := status.Upgrade; u != nil && u.BackupName != "" {
+		names = append(names, u.BackupName)
+	}
+	if r := status.Restore; r != nil && r.BackupName != "" {
+		names = append(names, r.BackupName)
+	}
+	return names
+}

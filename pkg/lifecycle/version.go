@@ -539,3 +539,18 @@ func RunningVersion(reported string, u *linstorv1.UpgradeStatus) string {
 	}
 	return reported
 }
+
+// DatabaseVersion is the LINSTOR version whose schema the database holds, for a backup
+// that starts copying now (BackupWaits is empty, so no migration is under way): the
+// version running (RunningVersion), or, when LINSTOR has not answered since the
+// database was replaced or the controller started (status.version is cleared then), the
+// controller version deployed on it.
+func DatabaseVersion(st *linstorv1.LinstorClusterStatus) string {
+	if v := RunningVersion(st.Version, st.Upgrade); v != "" {
+		return v
+	}
+	if st.Deployed != nil {
+		return st.Deployed.Controller
+	}
+	return ""
+}

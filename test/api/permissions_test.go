@@ -160,7 +160,10 @@ func TestPermissionsAreTheReviewedList(t *testing.T) {
 			g.Expect(l).NotTo(MatchRegexp(`^(bind|escalate|impersonate|\*) `), "operator may %s", l)
 			g.Expect(l).NotTo(MatchRegexp(`rbac\.authorization\.k8s\.io/`), "operator may %s", l)
 			g.Expect(l).NotTo(MatchRegexp(` secrets$`), "operator may %s cluster-wide", l)
-			g.Expect(l).NotTo(MatchRegexp(`^(update|patch|delete|create) apiextensions\.k8s\.io/customresourcedefinitions$`), "operator may %s any CRD", l)
+			// create is the exception: RBAC cannot limit it by name, it cannot change an
+			// existing CRD, and restores need it for LINSTOR's tables (pkg/dbbackup
+			// creates only the names of dbbackup.Tables).
+			g.Expect(l).NotTo(MatchRegexp(`^(update|patch|delete) apiextensions\.k8s\.io/customresourcedefinitions$`), "operator may %s any CRD", l)
 		}
 	}
 	path := filepath.Join("testdata", "permissions.txt")

@@ -1,0 +1,213 @@
+package linstorcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
+	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
+	"github.com/linstor-operator/linstor-operator/pkg/render"
+)
+
+// The database jobs (a restore's check, a restore or a rollback's restore), the marker
+// that outlives the LinstorCluster while the database is being replaced, and the
+// finalizers that keep the backups the lifecycle may still restore.
+
+// MarkerName is the ConfigMap that records, outside the LinstorCluster, that its
+// LINSTOR database is being replaced. It has no owner: it must survive the object.
+func MarkerName(cluster string) string { return cluster + "-database-replacement" }
+
+// Marker data keys.
+const (
+	markerBackup    = "backup"
+	markerOperation = "operation"
+	markerUID       = "clusterUID"
+	markerStarted   = "startedAt"
+)
+
+// databaseJob starts or polls the job that carries out a CheckRestore or RestoreDatabase
+// action, and reports whether it has ended, what a check found, and its error. Before a
+// restore job starts, the pass proves its view of the LinstorCluster current with an
+// optimistic-locked status write (a stale cache showing a finished restore as Restoring
+// conflicts here instead of restoring again) and records the marker.
+func (r *Reconciler) databaseJob(ctx context.Context, c *linstorv1.LinstorCluster, a lifecycle.Action) (bool, string, error) {
+	key := client.ObjectKeyFromObject(c)
+	id := string(a.Kind) + "/" + a.Backup
+	restore := a.Kind == lifecycle.RestoreDatabase
+	if restore && !r.restores.known(key, id) {
+		if err := r.proveFresh(ctx, c); err != nil {
+			return false, "", err
+		}
+		if err := r.writeMarker(ctx, c, a.Backup); err != nil {
+			return false, "", err
+		}
+	}
+	namespace := c.Namespace
+	run := func(jobCtx context.Context) (string, error) {
+		b := &linstorv1.LinstorBackup{}
+		if err := r.Direct.Get(jobCtx, client.ObjectKey{Namespace: namespace, Name: a.Backup}, b); err != nil {
+			return "", fmt.Errorf("reading LinstorBackup %s: %w: %w", a.Backup, lifecycle.ErrNothingWritten, err)
+		}
+		if !restore {
+			res, err := dbbackup.Check(jobCtx, r.Direct, b)
+			return res.String(), err
+		}
+		res, err := dbbackup.RestoreBackup(jobCtx, r.Direct, b)
+		if errors.Is(err, dbbackup.ErrNothingWritten) {
+			return res.String(), fmt.Errorf("%w: %w", lifecycle.ErrNothingWritten, err)
+		}
+		if err != nil {
+			return res.String(), err
+		}
+		// Only what reads back as the backup counts as restored.
+		return res.String(), dbbackup.VerifyRestored(jobCtx, r.Direct, b.Status.Checksum)
+	}
+	done, checked, err := r.restores.poll(key, id, a.Backup, restore, run)
+	return done, checked, err
+}
+
+// proveFresh writes the status with the resourceVersion read as a precondition: it
+// fails with errLifecycleConflict when the pass decided on a stale object.
+func (r *Reconciler) proveFresh(ctx context.Context, c *linstorv1.LinstorCluster) error {
+	before := c.DeepCopy()
+	stamp := " (restore job started at " + time.Now().UTC().Format(time.RFC3339) + ")"
+	switch {
+	case c.Status.Restore != nil:
+		c.Status.Restore.Message += stamp
+	case c.Status.Upgrade != nil:
+		c.Status.Upgrade.Message += stamp
+	default:
+		return fmt.Errorf("a restore job is asked for with neither a restore nor an upgrade in the status")
+	}
+	if err := r.Client.Status().Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) {
+			return errLifecycleConflict
+		}
+		return fmt.Errorf("recording the restore job's start: %w", err)
+	}
+	return nil
+}
+
+func (r *Reconciler) writeMarker(ctx context.Context, c *linstorv1.LinstorCluster, backup string) error {
+	op := "restore"
+	if u := c.Status.Upgrade; u != nil && u.Phase == linstorv1.UpgradeRollingBack && u.BackupName == backup {
+		op = "rollback"
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: MarkerName(c.Name), Namespace: c.Namespace,
+		Labels: map[string]string{render.LabelManagedBy: render.ManagedBy, render.LabelInstance: c.Name}}}
+	data := map[string]string{markerBackup: backup, markerOperation: op, markerUID: string(c.UID), markerStarted: time.Now().UTC().Format(time.RFC3339)}
+	err := r.Direct.Get(ctx, client.ObjectKeyFromObject(cm), cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		cm.Data = data
+		if err := r.Direct.Create(ctx, cm); err != nil {
+			return fmt.Errorf("recording the database replacement in ConfigMap %s: %w", cm.Name, err)
+		}
+		return nil
+	case err != nil:
+		return err
+	}
+	cm.Data = data
+	if err := r.Direct.Update(ctx, cm); err != nil {
+		return fmt.Errorf("recording the database replacement in ConfigMap %s: %w", cm.Name, err)
+	}
+	return nil
+}
+
+// readMarker reads the marker from the API server (it is looked at only when the status
+// holds nothing).
+func (r *Reconciler) readMarker(ctx context.Context, c *linstorv1.LinstorCluster) (*lifecycle.Marker, error) {
+	cm := &corev1.ConfigMap{}
+	err := r.Direct.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: MarkerName(c.Name)}, cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading ConfigMap %s: %w", MarkerName(c.Name), err)
+	}
+	if cm.Data[markerBackup] == "" {
+		return nil, nil
+	}
+	return &lifecycle.Marker{Backup: cm.Data[markerBackup], Operation: cm.Data[markerOperation], ClusterUID: cm.Data[markerUID]}, nil
+}
+
+func (r *Reconciler) clearMarker(ctx context.Context, c *linstorv1.LinstorCluster) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: MarkerName(c.Name), Namespace: c.Namespace}}
+	if err := r.Direct.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting ConfigMap %s: %w", cm.Name, err)
+	}
+	return nil
+}
+
+// protectBackups keeps FinalizerBackupInUse on exactly the cluster's LinstorBackups the
+// state may still restore (lifecycle.BackupsInUse). Nothing is written when nothing
+// changes.
+func (r *Reconciler) protectBackups(ctx context.Context, c *linstorv1.LinstorCluster, st lifecycle.State) error {
+	return r.keepFinalizers(ctx, c, lifecycle.BackupsInUse(st))
+}
+
+func (r *Reconciler) keepFinalizers(ctx context.Context, c *linstorv1.LinstorCluster, inUse []string) error {
+	var list linstorv1.LinstorBackupList
+	if err := r.Client.List(ctx, &list, client.InNamespace(c.Namespace)); err != nil {
+		return fmt.Errorf("listing LinstorBackups: %w", err)
+	}
+	for i := range list.Items {
+		b := &list.Items[i]
+		if b.Spec.ClusterRef.Name != c.Name {
+			continue
+		}
+		want := slices.Contains(inUse, b.Name)
+		if want == controllerutil.ContainsFinalizer(b, lifecycle.FinalizerBackupInUse) || (want && b.DeletionTimestamp != nil) {
+			continue // a finalizer cannot be added to an object being deleted
+		}
+		before := b.DeepCopy()
+		if want {
+			controllerutil.AddFinalizer(b, lifecycle.FinalizerBackupInUse)
+		} else {
+			controllerutil.RemoveFinalizer(b, lifecycle.FinalizerBackupInUse)
+		}
+		if err := r.Client.Patch(ctx, b, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("updating the finalizers of LinstorBackup %s: %w", b.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).V(1).Info("backup protection", "backup", b.Name, "inUse", want)
+	}
+	return nil
+}
+
+// activeAndRunning names a LinstorBackup of the cluster that is Pending or Running, and
+// one that is Running (copying), read from the API server.
+func activeAndRunning(ctx context.Context, c client.Reader, cluster *linstorv1.LinstorCluster) (active, running string, err error) {
+	if dbbackup.Unsupported(cluster) != "" {
+		return "", "", nil
+	}
+	var list linstorv1.LinstorBackupList
+	if err := c.List(ctx, &list, client.InNamespace(cluster.Namespace)); err != nil {
+		return "", "", err
+	}
+	for i := range list.Items {
+		b := &list.Items[i]
+		if b.Spec.ClusterRef.Name != cluster.Name || b.DeletionTimestamp != nil {
+			continue
+		}
+		switch b.Status.Phase {
+		case "", linstorv1.BackupPending:
+			if active == "" {
+				active = b.Name
+			}
+		case linstorv1.BackupRunning:
+			active, running = b.Name, b.Name
+		}
+	}
+	return active, running, nil
+}

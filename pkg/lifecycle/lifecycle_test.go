@@ -1261,6 +1261,19 @@ var rollingBackCases = []stepCase{
 			actions: []Action{restoreDB(fxPreBackup)}, check: sameUpgrade},
 	},
 	{
+		// The decided policy for a migration that drops a table (BaseK8sCrdMigration
+		// deletes its CRD): Preflight does not refuse the upgrade; the rollback restores
+		// the backup like any other, and the restore creates the dropped table from the
+		// definition the backup carries (pkg/dbbackup; TestRestoreRecreatesADroppedTable).
+		name: "the migration dropped a table: the rollback is the same RestoreDatabase, nothing refused",
+		in: inPhase(linstorv1.UpgradeRollingBack, obsUpgradeBackup(linstorv1.BackupCompleted, "done"), obsStopped(),
+			func(in *Input) {
+				in.State.Upgrade.Message = "Rolling back: the controller did not come up (table spacehistory dropped by the migration)"
+			}),
+		want: expect{upgrade: linstorv1.UpgradeRollingBack, deployed: dv(fxFrom, fxFrom), stop: fxPreBackup, fence: true, upgrading: true,
+			actions: []Action{restoreDB(fxPreBackup)}, check: sameUpgrade},
+	},
+	{
 		name: "spec.version pinned back while rolling back: the rollback goes where the pin asks, nothing more to say",
 		in: inPhase(linstorv1.UpgradeRollingBack, withRequested(fxFrom), obsUpgradeBackup(linstorv1.BackupCompleted, "done"),
 			obsStopped()),

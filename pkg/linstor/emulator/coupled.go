@@ -135,7 +135,7 @@ func (e *Emulator) SyncWithCluster(ctx context.Context, k Cluster) error {
 		switch {
 		case controllerPod != "" && e.isStarting():
 			// A controller starting migrates and loads its database; until that works it
-			// never answers. A failed migration or a refused downgrade is final for this
+			// never answers. An injected migration or start failure is final for this
 			// pod; anything else (the apiserver still publishing a new table) is tried
 			// again, as the restarts of a crash-looping pod would.
 			err := e.startController(ctx, k.Database, e.Version(), alive)

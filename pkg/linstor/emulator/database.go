@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	lapiconst "github.com/LINBIT/golinstor"
 	lapi "github.com/LINBIT/golinstor/client"
 	"github.com/LINBIT/golinstor/devicelayerkind"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -29,13 +32,43 @@ import (
 // with one object per row. It is loaded when a controller starts and written while it
 // runs, so a backup and a restore of these objects really carry the state, and a
 // controller of a newer version migrates them first.
-var tables = []struct{ plural, kind string }{
+var tables = []table{
 	{"linstorversion", "LinstorVersion"},
 	{"nodes", "Nodes"},
 	{"resourcedefinitions", "ResourceDefinitions"},
 	{"propscontainers", "PropsContainers"},
 	{"secconfiguration", "SecConfiguration"},
 	{"nodeconnections", "NodeConnections"},
+}
+
+type table struct{ plural, kind string }
+
+// tablesOf is the table set of a LINSTOR version: every table but those a migration
+// to this version or an older one dropped (DropTableAtNextMigration). Holds e.mu.
+func (e *Emulator) tablesOf(version string) []table {
+	var out []table
+	for _, t := range tables {
+		if at, ok := e.dropped[t.plural]; ok && !older(version, at) {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// onlyTables keeps the rows of the given tables.
+func onlyTables(rows map[string]string, ts []table) map[string]string {
+	kinds := map[string]bool{}
+	for _, t := range ts {
+		kinds[t.kind] = true
+	}
+	out := make(map[string]string, len(rows))
+	for key, raw := range rows {
+		if kind, _, _ := strings.Cut(key, "/"); kinds[kind] {
+			out[key] = raw
+		}
+	}
+	return out
 }
 
 // nodeRow holds what LINSTOR stores of a node. The machine's disks are not LINSTOR's
@@ -85,34 +118,75 @@ func (e *Emulator) FailNextStartAfterMigration() {
 	e.failStartAfterMigration = true
 }
 
+// DropTableAtNextMigration makes the next database migration drop a table as a
+// migration that removes one does (BaseK8sCrdMigration.updateCrdSchemaForAllTables
+// deletes the CRDs of tables the new version no longer has, and with them their rows).
+// From that version on the controller neither reads nor writes it; an older controller
+// still needs it and does not start while its CRD is missing.
+func (e *Emulator) DropTableAtNextMigration(plural string) error {
+	known := false
+	for _, t := range tables {
+		known = known || t.plural == plural
+	}
+	if !known || plural == "linstorversion" {
+		return fmt.Errorf("DropTableAtNextMigration: plural %q is not a table a migration can drop (one of the emulator's tables but linstorversion)", plural)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.dropAtMigration = append(e.dropAtMigration, plural)
+	return nil
+}
+
 // startController runs when a controller pod of version starts: it migrates the
-// database if it is older, then loads it (or creates it on a first start).
+// database if it is older, then loads it (or creates it on a first start). A database
+// a newer version migrated is loaded as it is, as the server does: DbK8sCrd.migrate
+// runs only migrations numbered above the stored version, so none.
 func (e *Emulator) startController(ctx context.Context, c client.Client, version string, alive fence) error {
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
 	stored, err := readStoredVersion(ctx, c)
 	if err != nil {
 		return err
 	}
+	e.mu.Lock()
+	known := e.tablesOf(version)
+	e.mu.Unlock()
 	if stored == "" {
 		e.mu.Lock()
-		rows := e.rows(version)
+		rows := onlyTables(e.rows(version), known)
 		e.mu.Unlock()
-		return writeDatabase(ctx, c, version, rows, nil, true, alive)
-	}
-	if older(version, stored) {
-		return fmt.Errorf("the database was migrated to %s; LINSTOR %s cannot use it (no downgrades): %w", stored, version, errStartRefused)
-	}
-	if stored != version {
+		if err := writeDatabase(ctx, c, version, known, rows, nil, true, alive); err != nil {
+			return err
+		}
 		e.mu.Lock()
-		fail := e.failMigration
-		e.failMigration = false
+		e.schema, e.persisted, e.tablesAt = version, rows, version
+		e.mu.Unlock()
+		return nil
+	}
+	schema := version
+	switch {
+	case older(version, stored):
+		schema = stored // nothing to migrate: the newer schema stays, its rows are read as they are
+	case stored != version:
+		e.mu.Lock()
+		fail, drop := e.failMigration, e.dropAtMigration
+		e.failMigration, e.dropAtMigration = false, nil
+		from := e.tablesOf(stored)
 		e.mu.Unlock()
 		if fail {
 			return fmt.Errorf("migrating the database from %s to %s failed (injected): %w", stored, version, errStartRefused)
 		}
-		if err := migrate(ctx, c, stored, version, alive); err != nil {
+		if err := migrate(ctx, c, stored, version, from, drop, alive); err != nil {
 			return err
 		}
 		e.mu.Lock()
+		for _, plural := range drop {
+			if e.dropped == nil {
+				e.dropped = map[string]string{}
+			}
+			e.dropped[plural] = version
+		}
+		known = e.tablesOf(version)
 		fail = e.failStartAfterMigration
 		e.failStartAfterMigration = false
 		e.mu.Unlock()
@@ -120,30 +194,175 @@ func (e *Emulator) startController(ctx context.Context, c client.Client, version
 			return fmt.Errorf("the database was migrated to %s, then the controller failed to start (injected): %w", version, errStartRefused)
 		}
 	}
-	rows, err := readRows(ctx, c, version)
+	// Every table this version knows is read; one whose CRD is missing fails the start
+	// (K8sCachingClient lists each table when it is first used), and the pod is retried.
+	rows, err := readRows(ctx, c, known)
 	if err != nil {
 		return err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.load(rows)
+	if err := e.load(rows); err != nil {
+		return err
+	}
+	e.schema, e.tablesAt = schema, ""
+	return nil
 }
 
-// persist writes the in-memory state, the rows that changed only.
+// unknownRow marks a row whose content a failed commit left unknown: the next commit
+// writes (or deletes) it whatever it holds.
+const unknownRow = "\x00unknown"
+
+// persist writes the in-memory state, the rows that changed only (the periodic save).
 func (e *Emulator) persist(ctx context.Context, c client.Client, alive fence) error {
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	return e.commit(ctx, c, alive)
+}
+
+// commit writes the rows that differ from the last commit. Only a commit that
+// succeeded moves the baseline; a failed one marks the rows it tried as unknown, since
+// some of its writes may have landed. The caller holds commitMu.
+func (e *Emulator) commit(ctx context.Context, c client.Client, alive fence) error {
 	e.mu.Lock()
-	version, rows := e.version, e.rows(e.version)
-	prev, tables := e.persisted, e.tablesAt
+	version := e.databaseVersion()
+	known := e.tablesOf(e.version)
+	rows := onlyTables(e.rows(version), known)
+	prev, createdAt := e.persisted, e.tablesAt
 	e.mu.Unlock()
-	if err := writeDatabase(ctx, c, version, rows, prev, tables != version, alive); err != nil {
+	if err := writeDatabase(ctx, c, version, known, rows, prev, createdAt != version, alive); err != nil {
 		e.mu.Lock()
 		e.tablesAt = "" // a table may be gone (a restore deletes them): create again next time
+		e.persisted = uncertain(prev, rows)
 		e.mu.Unlock()
 		return err
 	}
 	e.mu.Lock()
 	e.persisted, e.tablesAt = rows, version
 	e.mu.Unlock()
+	return nil
+}
+
+// uncertain is the baseline after a failed commit of rows over prev: every row it
+// tried to change is unknown. A nil prev (nothing known) stays nil.
+func uncertain(prev, rows map[string]string) map[string]string {
+	if prev == nil {
+		return nil
+	}
+	out := make(map[string]string, len(prev))
+	for key, raw := range prev {
+		out[key] = raw
+		if rows[key] != raw {
+			out[key] = unknownRow
+		}
+	}
+	for key := range rows {
+		if _, ok := prev[key]; !ok {
+			out[key] = unknownRow
+		}
+	}
+	return out
+}
+
+// databaseVersion is the LINSTOR version whose schema the database has: the
+// controller's own, or a newer one it started on. Holds e.mu.
+func (e *Emulator) databaseVersion() string {
+	if e.schema != "" {
+		return e.schema
+	}
+	return e.version
+}
+
+// committer is the database and fence of a running controller that commits its
+// changes, nil when there is none (no database, no controller, or not loaded yet).
+func (e *Emulator) committer() (client.Client, fence) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.db == nil || e.alive == nil || e.controllerPod == "" || e.controllerFailure != "" || e.controllerDown || e.controllerStarting {
+		return nil, nil
+	}
+	return e.db, e.alive
+}
+
+// inTransaction applies one change as the controller runs an API call: under the one
+// committer lock, the change is committed before it returns. When the commit fails the
+// change is rolled back in memory and its rows written back, as the server's
+// transaction does (ScopeRunner.rollbackIfNeeded -> ControllerK8sCrdTransactionMgr.rollback:
+// ControllerK8sCrdRollbackMgr.rollback restores the rows, rollbackAll the objects), and
+// the commit's error is returned.
+func (e *Emulator) inTransaction(apply func()) error {
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	db, alive := e.committer()
+	if db == nil {
+		apply()
+		return nil
+	}
+	e.mu.Lock()
+	before := e.rows(e.databaseVersion())
+	e.mu.Unlock()
+	apply()
+	e.mu.Lock()
+	after := e.rows(e.databaseVersion())
+	e.mu.Unlock()
+	if maps.Equal(before, after) {
+		return nil // nothing in the transaction is dirty: nothing to commit
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := e.commit(ctx, db, alive)
+	if err == nil {
+		return nil
+	}
+	e.mu.Lock()
+	revertErr := e.revert(before, after)
+	e.mu.Unlock()
+	_ = e.commit(ctx, db, alive) // best effort; a row left unknown is written by the next commit
+	return errors.Join(err, revertErr)
+}
+
+// change runs a test hook's change as a transaction (inTransaction).
+func (e *Emulator) change(apply func() error) error {
+	var err error
+	if commitErr := e.inTransaction(func() { err = apply() }); commitErr != nil {
+		return commitErr
+	}
+	return err
+}
+
+// commitFailed is the answer to a request whose commit failed. The k8s backend's
+// writes throw KubernetesClientException, which CtrlTransactionHelper.commit does not
+// wrap, so ResponseConverter.exceptionToResponse answers FAIL_UNKNOWN_ERROR ("... failed
+// due to an unhandled exception of type ..."), a 500. The emulator does not know each
+// handler's operation and object, so the route names the call.
+func commitFailed(route string, err error) apiCallRc {
+	return rc(lapiconst.MaskError|lapiconst.FailUnknownError, "%s failed due to an unhandled exception of type KubernetesClientException. %v", route, err)
+}
+
+// revert undoes a change whose commit failed: the objects whose rows it changed are
+// loaded from before; every other object keeps its runtime state (a resync under way,
+// an evacuation target). The baseline of the last commit and the passphrase's
+// unlocked state stay. Holds e.mu.
+func (e *Emulator) revert(before, after map[string]string) error {
+	nodes, rds, persisted, open := e.nodes, e.rds, e.persisted, e.passphraseOpen
+	if err := e.load(before); err != nil {
+		return err
+	}
+	e.persisted, e.passphraseOpen = persisted, open
+	unchanged := func(key string) bool {
+		raw, ok := before[key]
+		return ok && after[key] == raw
+	}
+	for name, n := range nodes {
+		if unchanged("Nodes/" + rowName(name)) {
+			e.nodes[name] = n
+		}
+	}
+	for name, rd := range rds {
+		if unchanged("ResourceDefinitions/" + rowName(name)) {
+			e.rds[name] = rd
+		}
+	}
 	return nil
 }
 
@@ -269,7 +488,7 @@ func readStoredVersion(ctx context.Context, c client.Client) (string, error) {
 	return v["version"], nil
 }
 
-func readRows(ctx context.Context, c client.Client, version string) (map[string]string, error) {
+func readRows(ctx context.Context, c client.Client, tables []table) (map[string]string, error) {
 	out := map[string]string{}
 	for _, t := range tables {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
@@ -320,7 +539,7 @@ type fence func(context.Context) error
 
 // writeDatabase creates the tables at version when missing and writes rows that differ
 // from prev (nil: all), deleting rows no longer present.
-func writeDatabase(ctx context.Context, c client.Client, version string, rows, prev map[string]string, createTables bool, alive fence) error {
+func writeDatabase(ctx context.Context, c client.Client, version string, tables []table, rows, prev map[string]string, createTables bool, alive fence) error {
 	for _, t := range tables {
 		if !createTables {
 			break // created by an earlier write at this version: not asked again each commit
@@ -430,8 +649,10 @@ func upsertRow(ctx context.Context, c client.Client, version, kind, name, raw st
 }
 
 // migrate rewrites the database for a newer version: every table gets the new schema
-// version as storage version and every row is rewritten in it.
-func migrate(ctx context.Context, c client.Client, from, to string, alive fence) error {
+// version as storage version and every row is rewritten in it. The tables in drop are
+// deleted, rows and all, as BaseK8sCrdMigration.updateCrdSchemaForAllTables deletes the
+// CRDs of tables the new version no longer has.
+func migrate(ctx context.Context, c client.Client, from, to string, tables []table, drop []string, alive fence) error {
 	all := map[string]string{}
 	for _, t := range tables {
 		if err := alive(ctx); err != nil {
@@ -440,6 +661,12 @@ func migrate(ctx context.Context, c client.Client, from, to string, alive fence)
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := c.Get(ctx, client.ObjectKey{Name: t.plural + "." + dbbackup.Group}, crd); err != nil {
 			return err
+		}
+		if slices.Contains(drop, t.plural) {
+			if err := c.Delete(ctx, crd); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("dropping table %s: %w", t.plural, err)
+			}
+			continue
 		}
 		rows, err := readTable(ctx, c, crd, t.kind)
 		if err != nil {
@@ -481,22 +708,4 @@ func older(a, b string) bool {
 	va, err1 := upgrade.Parse(a)
 	vb, err2 := upgrade.Parse(b)
 	return err1 == nil && err2 == nil && va.Less(vb)
-}
-
-// flush writes the state to the database now, when the emulator has one and its
-// controller runs, as LINSTOR commits each change.
-func (e *Emulator) flush() {
-	// One commit at a time, as a database transaction log would: concurrent requests
-	// would otherwise all write the same changed rows.
-	e.flushMu.Lock()
-	defer e.flushMu.Unlock()
-	e.mu.Lock()
-	db, running, alive := e.db, e.controllerPod != "" && e.controllerFailure == "" && !e.controllerDown, e.alive
-	e.mu.Unlock()
-	if db == nil || !running || alive == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_ = e.persist(ctx, db, alive)
 }

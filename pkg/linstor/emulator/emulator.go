@@ -54,11 +54,17 @@ type Emulator struct {
 	controllerStarting      bool // the database of the current pod is not loaded yet
 	failMigration           bool
 	failStartAfterMigration bool
-	persisted               map[string]string // database rows last written
+	dropAtMigration         []string          // tables the next migration drops (DropTableAtNextMigration)
+	dropped                 map[string]string // table plural -> the version whose migration dropped it
+	persisted               map[string]string // database rows as last committed; unknownRow where a failed commit left it unknown
+	schema                  string            // the LINSTOR version the database's schema is at ("" before the first start)
 	tablesAt                string            // version whose tables the last write created
-	flushMu                 sync.Mutex        // serializes commits to the database
-	alive                   fence             // whether the controller pod whose state is kept still exists (SyncWithCluster)
-	db                      client.Client     // the k8s database, when coupled with one
+	// commitMu is the one committer: every write of the database (a start, a migration,
+	// a request's commit, the periodic save) holds it, as the server commits one
+	// transaction at a time (ControllerK8sCrdTransactionMgr.commit, synchronized).
+	commitMu sync.Mutex
+	alive    fence         // whether the controller pod whose state is kept still exists (SyncWithCluster)
+	db       client.Client // the k8s database, when coupled with one
 
 	timing Timing
 	clock  func() time.Time
@@ -240,10 +246,11 @@ func (e *Emulator) Handler() http.Handler {
 				time.Sleep(f.Latency)
 			}
 			if f.Status != 0 && f.AfterServing {
-				lost := &discardWriter{header: http.Header{}, status: http.StatusOK}
-				e.mux.ServeHTTP(lost, r)
-				if r.Method != http.MethodGet && lost.status < 400 {
-					e.flush()
+				lost := &bufferedAnswer{header: http.Header{}, status: http.StatusOK}
+				if r.Method == http.MethodGet {
+					e.mux.ServeHTTP(lost, r)
+				} else {
+					_ = e.inTransaction(func() { e.mux.ServeHTTP(lost, r) })
 				}
 				writeStatus(rec, f.Status, rc(lapiconst.MaskError|lapiconst.FailUnknownError, "injected fault on %s: the request was served, its answer lost", route))
 				return
@@ -253,10 +260,18 @@ func (e *Emulator) Handler() http.Handler {
 				return
 			}
 		}
-		e.mux.ServeHTTP(rec, r)
-		if r.Method != http.MethodGet && rec.status < 400 {
-			e.flush() // LINSTOR commits every change to its database before answering
+		if r.Method == http.MethodGet {
+			e.mux.ServeHTTP(rec, r)
+			return
 		}
+		// LINSTOR commits every change to its database before answering; a failed
+		// commit is answered as an error and the change is rolled back.
+		answer := &bufferedAnswer{header: http.Header{}, status: http.StatusOK}
+		if err := e.inTransaction(func() { e.mux.ServeHTTP(answer, r) }); err != nil {
+			writeStatus(rec, http.StatusInternalServerError, commitFailed(route, err))
+			return
+		}
+		answer.replay(rec)
 	})
 }
 
@@ -266,24 +281,34 @@ func writeStatus(w http.ResponseWriter, status int, rcs ...apiCallRc) {
 	writeJSON(w, status, rcs)
 }
 
-// discardWriter takes the answer of a request whose answer is lost (Fault.AfterServing).
-type discardWriter struct {
+// bufferedAnswer holds a mutating request's answer until its change is committed (or
+// takes the answer of a request whose answer is lost, Fault.AfterServing).
+type bufferedAnswer struct {
 	header http.Header
 	status int
 	wrote  bool
+	body   bytes.Buffer
 }
 
-func (d *discardWriter) Header() http.Header { return d.header }
+func (b *bufferedAnswer) Header() http.Header { return b.header }
 
-func (d *discardWriter) Write(p []byte) (int, error) {
-	d.wrote = true
-	return len(p), nil
+func (b *bufferedAnswer) Write(p []byte) (int, error) {
+	b.wrote = true
+	return b.body.Write(p)
 }
 
-func (d *discardWriter) WriteHeader(code int) {
-	if !d.wrote {
-		d.status, d.wrote = code, true
+func (b *bufferedAnswer) WriteHeader(code int) {
+	if !b.wrote {
+		b.status, b.wrote = code, true
 	}
+}
+
+func (b *bufferedAnswer) replay(w http.ResponseWriter) {
+	for k, v := range b.header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(b.status)
+	_, _ = w.Write(b.body.Bytes())
 }
 
 type statusRecorder struct {
@@ -488,7 +513,10 @@ func (e *Emulator) PlaceResource(rd, nodeName, pool string, inUse bool) error {
 // resource create's layer_list gives it: STORAGE alone or LUKS,STORAGE are not
 // replicated and report no disk state. No layers means DRBD,STORAGE.
 func (e *Emulator) PlaceResourceWithLayers(rd, nodeName, pool string, inUse bool, layers ...devicelayerkind.DeviceLayerKind) error {
-	defer e.flush()
+	return e.change(func() error { return e.placeResource(rd, nodeName, pool, inUse, layers) })
+}
+
+func (e *Emulator) placeResource(rd, nodeName, pool string, inUse bool, layers []devicelayerkind.DeviceLayerKind) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	n, ok := e.nodes[strings.ToLower(nodeName)]
@@ -654,8 +682,9 @@ func (e *Emulator) withReplica(rd, nodeName string, f func(*replica)) error {
 
 // SetDiskState sets the DRBD disk state of a replica (UpToDate, Inconsistent, Outdated...).
 func (e *Emulator) SetDiskState(rd, nodeName, state string) error {
-	defer e.flush()
-	return e.withReplica(rd, nodeName, func(r *replica) { r.diskState = state })
+	return e.change(func() error {
+		return e.withReplica(rd, nodeName, func(r *replica) { r.diskState = state })
+	})
 }
 
 // SetSyncing marks a resource definition as resyncing (sync-status reports not synced).
@@ -936,6 +965,7 @@ func (e *Emulator) Reset() {
 	e.passphrase, e.passphraseOpen, e.persisted, e.tablesAt = "", false, nil, ""
 	e.controllerPod, e.controllerFailure, e.controllerStarting = "", "", false
 	e.failMigration, e.failStartAfterMigration = false, false
+	e.schema, e.dropped, e.dropAtMigration = "", nil, nil
 	e.endStreams()
 }
 

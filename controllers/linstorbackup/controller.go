@@ -58,6 +58,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if b.DeletionTimestamp != nil && controllerutil.ContainsFinalizer(b, lifecycle.FinalizerBackupInUse) {
+		return ctrl.Result{}, r.releaseOrphan(ctx, b)
+	}
 	switch b.Status.Phase {
 	case linstorv1.BackupCompleted:
 		return ctrl.Result{}, r.prune(ctx, b)
@@ -331,6 +334,28 @@ func (r *Reconciler) prune(ctx context.Context, b *linstorv1.LinstorBackup) erro
 		r.Recorder.Eventf(cluster, corev1.EventTypeNormal, "BackupPruned", "Deleted LinstorBackup %s: keepBackups is %d", done[i].Name, *db.KeepBackups)
 	}
 	return nil
+}
+
+// releaseOrphan takes FinalizerBackupInUse off a backup being deleted whose
+// LinstorCluster is gone, unless the database-replacement marker still names it (a
+// recreated LinstorCluster must finish that restore with it). While the LinstorCluster
+// exists, its reconciler decides.
+func (r *Reconciler) releaseOrphan(ctx context.Context, b *linstorv1.LinstorBackup) error {
+	err := r.Database.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.ClusterRef.Name}, &linstorv1.LinstorCluster{})
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	marker := &corev1.ConfigMap{}
+	err = r.Database.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: dbbackup.MarkerName(b.Spec.ClusterRef.Name)}, marker)
+	switch {
+	case err == nil && marker.Data[dbbackup.MarkerKeyBackup] == b.Name:
+		r.Recorder.Eventf(b, corev1.EventTypeWarning, "BackupInUse", "Deletion waits: ConfigMap %s records that LinstorCluster %s's database is being replaced from this backup; "+
+			"recreate the LinstorCluster to finish it, or delete the ConfigMap if the database was deliberately abandoned", marker.Name, b.Spec.ClusterRef.Name)
+		return nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return err
+	}
+	return dbbackup.SetInUse(ctx, r.Database, b, lifecycle.FinalizerBackupInUse, false)
 }
 
 func (r *Reconciler) fail(ctx context.Context, b *linstorv1.LinstorBackup, msg string) error {

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/controllers/phases"
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
 	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
 	"github.com/linstor-operator/linstor-operator/pkg/render"
@@ -25,15 +28,16 @@ import (
 // finalizers that keep the backups the lifecycle may still restore.
 
 // MarkerName is the ConfigMap that records, outside the LinstorCluster, that its
-// LINSTOR database is being replaced. It has no owner: it must survive the object.
-func MarkerName(cluster string) string { return cluster + "-database-replacement" }
+// LINSTOR database is being replaced or migrated (dbbackup.MarkerName).
+var MarkerName = dbbackup.MarkerName
 
 // Marker data keys.
 const (
-	markerBackup    = "backup"
+	markerBackup    = dbbackup.MarkerKeyBackup
 	markerOperation = "operation"
+	markerFrom      = "from"
+	markerTo        = "to"
 	markerUID       = "clusterUID"
-	markerStarted   = "startedAt"
 )
 
 // databaseJob starts or polls the job that carries out a CheckRestore or RestoreDatabase
@@ -45,11 +49,15 @@ func (r *Reconciler) databaseJob(ctx context.Context, c *linstorv1.LinstorCluste
 	key := client.ObjectKeyFromObject(c)
 	id := string(a.Kind) + "/" + a.Backup
 	restore := a.Kind == lifecycle.RestoreDatabase
-	if restore && !r.restores.known(key, id) {
+	if restore && !r.restores.known(key, c.UID, id) {
 		if err := r.proveFresh(ctx, c); err != nil {
 			return false, "", err
 		}
-		if err := r.writeMarker(ctx, c, a.Backup); err != nil {
+		op := lifecycle.MarkerRestore
+		if u := c.Status.Upgrade; u != nil && u.Phase == linstorv1.UpgradeRollingBack && u.BackupName == a.Backup {
+			op = lifecycle.MarkerRollback
+		}
+		if err := r.writeMarker(ctx, r.Direct, c, lifecycle.Marker{Operation: op, Backup: a.Backup, ClusterUID: string(c.UID)}); err != nil {
 			return false, "", err
 		}
 	}
@@ -57,15 +65,18 @@ func (r *Reconciler) databaseJob(ctx context.Context, c *linstorv1.LinstorCluste
 	run := func(jobCtx context.Context) (string, error) {
 		b := &linstorv1.LinstorBackup{}
 		if err := r.Direct.Get(jobCtx, client.ObjectKey{Namespace: namespace, Name: a.Backup}, b); err != nil {
-			return "", fmt.Errorf("reading LinstorBackup %s: %w: %w", a.Backup, lifecycle.ErrNothingWritten, err)
+			return "", classified{fmt.Errorf("reading LinstorBackup %s: %w", a.Backup, err), lifecycle.ErrNothingWritten}
 		}
 		if !restore {
 			res, err := dbbackup.Check(jobCtx, r.Direct, b)
+			if errors.Is(err, dbbackup.ErrBackupUnusable) {
+				err = classified{err, lifecycle.ErrBackupUnusable}
+			}
 			return res.String(), err
 		}
 		res, err := dbbackup.RestoreBackup(jobCtx, r.Direct, b)
 		if errors.Is(err, dbbackup.ErrNothingWritten) {
-			return res.String(), fmt.Errorf("%w: %w", lifecycle.ErrNothingWritten, err)
+			return res.String(), classified{err, lifecycle.ErrNothingWritten}
 		}
 		if err != nil {
 			return res.String(), err
@@ -73,20 +84,36 @@ func (r *Reconciler) databaseJob(ctx context.Context, c *linstorv1.LinstorCluste
 		// Only what reads back as the backup counts as restored.
 		return res.String(), dbbackup.VerifyRestored(jobCtx, r.Direct, b.Status.Checksum)
 	}
-	done, checked, err := r.restores.poll(key, id, a.Backup, restore, run)
+	done, checked, err := r.restores.poll(key, c.UID, id, a.Backup, restore, run)
 	return done, checked, err
+}
+
+// classified keeps an error's message and adds the lifecycle's kind to what it wraps.
+type classified struct{ err, kind error }
+
+func (e classified) Error() string   { return e.err.Error() }
+func (e classified) Unwrap() []error { return []error{e.err, e.kind} }
+
+// jobStamp ends the message the freshness proof writes; a later proof replaces it.
+const jobStamp = " (restore job started at "
+
+func stamped(msg string, now time.Time) string {
+	if i := strings.Index(msg, jobStamp); i >= 0 {
+		msg = msg[:i]
+	}
+	return phases.Bound(msg + jobStamp + now.UTC().Format(time.RFC3339) + ")")
 }
 
 // proveFresh writes the status with the resourceVersion read as a precondition: it
 // fails with errLifecycleConflict when the pass decided on a stale object.
 func (r *Reconciler) proveFresh(ctx context.Context, c *linstorv1.LinstorCluster) error {
 	before := c.DeepCopy()
-	stamp := " (restore job started at " + time.Now().UTC().Format(time.RFC3339) + ")"
+	now := time.Now()
 	switch {
 	case c.Status.Restore != nil:
-		c.Status.Restore.Message += stamp
+		c.Status.Restore.Message = stamped(c.Status.Restore.Message, now)
 	case c.Status.Upgrade != nil:
-		c.Status.Upgrade.Message += stamp
+		c.Status.Upgrade.Message = stamped(c.Status.Upgrade.Message, now)
 	default:
 		return fmt.Errorf("a restore job is asked for with neither a restore nor an upgrade in the status")
 	}
@@ -99,28 +126,34 @@ func (r *Reconciler) proveFresh(ctx context.Context, c *linstorv1.LinstorCluster
 	return nil
 }
 
-func (r *Reconciler) writeMarker(ctx context.Context, c *linstorv1.LinstorCluster, backup string) error {
-	op := "restore"
-	if u := c.Status.Upgrade; u != nil && u.Phase == linstorv1.UpgradeRollingBack && u.BackupName == backup {
-		op = "rollback"
-	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: MarkerName(c.Name), Namespace: c.Namespace,
-		Labels: map[string]string{render.LabelManagedBy: render.ManagedBy, render.LabelInstance: c.Name}}}
-	data := map[string]string{markerBackup: backup, markerOperation: op, markerUID: string(c.UID), markerStarted: time.Now().UTC().Format(time.RFC3339)}
-	err := r.Direct.Get(ctx, client.ObjectKeyFromObject(cm), cm)
+// writeMarker makes the marker say m, reading it through rd (the API server before a
+// restore job; the cache for the upgrade's marker, looked at every pass of an upgrade).
+// Nothing is written when it already says m.
+func (r *Reconciler) writeMarker(ctx context.Context, rd client.Reader, c *linstorv1.LinstorCluster, m lifecycle.Marker) error {
+	data := map[string]string{markerOperation: m.Operation, markerBackup: m.Backup, markerFrom: m.From, markerTo: m.To, markerUID: m.ClusterUID}
+	cm := &corev1.ConfigMap{}
+	err := rd.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: MarkerName(c.Name)}, cm)
 	switch {
 	case apierrors.IsNotFound(err):
-		cm.Data = data
-		if err := r.Direct.Create(ctx, cm); err != nil {
-			return fmt.Errorf("recording the database replacement in ConfigMap %s: %w", cm.Name, err)
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: MarkerName(c.Name), Namespace: c.Namespace,
+			Labels: map[string]string{render.LabelManagedBy: render.ManagedBy, render.LabelInstance: c.Name}}, Data: data}
+		if err := r.Direct.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("recording the database's state in ConfigMap %s: %w", cm.Name, err)
+		} else if err == nil {
+			return nil
 		}
-		return nil
+		if err := r.Direct.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
+			return err
+		}
 	case err != nil:
 		return err
 	}
+	if equality.Semantic.DeepEqual(cm.Data, data) {
+		return nil
+	}
 	cm.Data = data
 	if err := r.Direct.Update(ctx, cm); err != nil {
-		return fmt.Errorf("recording the database replacement in ConfigMap %s: %w", cm.Name, err)
+		return fmt.Errorf("recording the database's state in ConfigMap %s: %w", cm.Name, err)
 	}
 	return nil
 }
@@ -136,10 +169,23 @@ func (r *Reconciler) readMarker(ctx context.Context, c *linstorv1.LinstorCluster
 	case err != nil:
 		return nil, fmt.Errorf("reading ConfigMap %s: %w", MarkerName(c.Name), err)
 	}
-	if cm.Data[markerBackup] == "" {
+	if cm.Data[markerOperation] == "" {
 		return nil, nil
 	}
-	return &lifecycle.Marker{Backup: cm.Data[markerBackup], Operation: cm.Data[markerOperation], ClusterUID: cm.Data[markerUID]}, nil
+	return &lifecycle.Marker{Operation: cm.Data[markerOperation], Backup: cm.Data[markerBackup], From: cm.Data[markerFrom], To: cm.Data[markerTo],
+		ClusterUID: cm.Data[markerUID]}, nil
+}
+
+// clearMarkerIfPresent deletes the marker when the cache shows one: the upgrade's end
+// is looked at every pass, and costs no request when there is none.
+func (r *Reconciler) clearMarkerIfPresent(ctx context.Context, c *linstorv1.LinstorCluster) error {
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: MarkerName(c.Name)}, &corev1.ConfigMap{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	return r.clearMarker(ctx, c)
 }
 
 func (r *Reconciler) clearMarker(ctx context.Context, c *linstorv1.LinstorCluster) error {
@@ -168,17 +214,11 @@ func (r *Reconciler) keepFinalizers(ctx context.Context, c *linstorv1.LinstorClu
 			continue
 		}
 		want := slices.Contains(inUse, b.Name)
-		if want == controllerutil.ContainsFinalizer(b, lifecycle.FinalizerBackupInUse) || (want && b.DeletionTimestamp != nil) {
-			continue // a finalizer cannot be added to an object being deleted
+		if want == controllerutil.ContainsFinalizer(b, lifecycle.FinalizerBackupInUse) {
+			continue
 		}
-		before := b.DeepCopy()
-		if want {
-			controllerutil.AddFinalizer(b, lifecycle.FinalizerBackupInUse)
-		} else {
-			controllerutil.RemoveFinalizer(b, lifecycle.FinalizerBackupInUse)
-		}
-		if err := r.Client.Patch(ctx, b, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("updating the finalizers of LinstorBackup %s: %w", b.Name, err)
+		if err := dbbackup.SetInUse(ctx, r.Direct, b, lifecycle.FinalizerBackupInUse, want); err != nil {
+			return err
 		}
 		ctrl.LoggerFrom(ctx).V(1).Info("backup protection", "backup", b.Name, "inUse", want)
 	}

@@ -28,6 +28,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, cluster *linstorv1.Lin
 		r.Recorder.Eventf(cluster, corev1.EventTypeNormal, "DeletionWaits", "Deletion waits for the restore of %s to end; LINSTOR stays stopped", backup)
 		return ctrl.Result{RequeueAfter: lifecycle.Poll}, nil
 	}
+	r.restores.forgetEnded(client.ObjectKeyFromObject(cluster))
 	// The backups the lifecycle held are released, except the one a recreated
 	// LinstorCluster must still restore (the marker names it).
 	var keep []string

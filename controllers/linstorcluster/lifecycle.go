@@ -386,6 +386,10 @@ func (r *Reconciler) act(ctx context.Context, c *linstorv1.LinstorCluster, a lif
 			return fmt.Errorf("creating the pre-upgrade backup %s: %w", a.Backup, err)
 		}
 		return nil
+	case lifecycle.RecordMarker:
+		return r.writeMarker(ctx, r.Client, c, *a.Marker)
+	case lifecycle.ClearMarker:
+		return r.clearMarkerIfPresent(ctx, c)
 	case lifecycle.RemoveAnnotation:
 		if _, ok := c.Annotations[a.Annotation]; !ok {
 			return nil
@@ -461,10 +465,19 @@ func (j *restoreJobs) run(ctx context.Context) error {
 	return nil
 }
 
+// ctxReady reports that the manager runs, so jobs can start.
+func (j *restoreJobs) ctxReady() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.ctx != nil
+}
+
 type restoreJob struct {
 	// id is the action kind and the backup: a check and a restore of one backup are
-	// different jobs.
+	// different jobs. uid is the LinstorCluster that started it: its outcome is
+	// reported to that object only.
 	id      string
+	uid     types.UID
 	restore bool
 	backup  string
 	done    chan struct{}
@@ -488,12 +501,26 @@ func (j *restoreJobs) restoring(key types.NamespacedName) (string, bool) {
 	}
 }
 
-// running reports whether a job with this id runs or has ended unreported.
-func (j *restoreJobs) known(key types.NamespacedName, id string) bool {
+// known reports whether this object's job with this id runs or has ended unreported.
+func (j *restoreJobs) known(key types.NamespacedName, uid types.UID, id string) bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	job, ok := j.jobs[key]
-	return ok && job.id == id
+	return ok && job.id == id && job.uid == uid
+}
+
+// forgetEnded drops an ended job of the cluster unreported (its object is going): a
+// recreated object never takes its outcome for its own.
+func (j *restoreJobs) forgetEnded(key types.NamespacedName) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if job, ok := j.jobs[key]; ok {
+		select {
+		case <-job.done:
+			delete(j.jobs, key)
+		default:
+		}
+	}
 }
 
 // restoreTimeout bounds one restore attempt; the next pass starts another.
@@ -501,14 +528,14 @@ const restoreTimeout = time.Hour
 
 // poll starts job id for the cluster unless it runs, and reports whether it has ended,
 // with what it found and its error. An ended job is forgotten once reported.
-func (j *restoreJobs) poll(key types.NamespacedName, id, backup string, restore bool, run func(context.Context) (string, error)) (bool, string, error) {
+func (j *restoreJobs) poll(key types.NamespacedName, uid types.UID, id, backup string, restore bool, run func(context.Context) (string, error)) (bool, string, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.jobs == nil {
 		j.jobs = map[types.NamespacedName]*restoreJob{}
 	}
 	job, ok := j.jobs[key]
-	if !ok || job.id != id {
+	if !ok || job.id != id || job.uid != uid {
 		if ok {
 			select {
 			case <-job.done:
@@ -519,7 +546,7 @@ func (j *restoreJobs) poll(key types.NamespacedName, id, backup string, restore 
 		if j.ctx == nil || j.ctx.Err() != nil {
 			return false, "", nil // the manager is not running (yet): the next pass starts it
 		}
-		job = &restoreJob{id: id, backup: backup, restore: restore, done: make(chan struct{})}
+		job = &restoreJob{id: id, uid: uid, backup: backup, restore: restore, done: make(chan struct{})}
 		j.jobs[key] = job
 		j.running.Add(1)
 		go func(parent context.Context) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,6 +32,18 @@ var ErrPartlyRestored = errors.New("LINSTOR's database is partly restored")
 
 // ErrRestoredDiffers: the database read back after a restore is not the backup.
 var ErrRestoredDiffers = errors.New("the restored database differs from the backup")
+
+// ErrBackupUnusable marks a Check error no retry changes: the backup is not Completed,
+// damaged, holds what does not decode or is not LINSTOR's, or names tables this release
+// may not change. Other Check errors (the API server did not answer) may pass on retry.
+var ErrBackupUnusable = errors.New("the backup cannot be restored")
+
+// unusableError keeps the message and adds ErrBackupUnusable to what it wraps.
+type unusableError struct{ error }
+
+func (e unusableError) Unwrap() []error { return []error{e.error, ErrBackupUnusable} }
+
+func unusable(err error) error { return unusableError{err} }
 
 func nothingWritten(err error) error { return fmt.Errorf("%w (%w)", err, ErrNothingWritten) }
 
@@ -69,11 +82,11 @@ func Check(ctx context.Context, c client.Reader, b *linstorv1.LinstorBackup) (Ch
 func check(ctx context.Context, c client.Reader, b *linstorv1.LinstorBackup) (CheckResult, error) {
 	switch {
 	case b.Status.Phase != linstorv1.BackupCompleted:
-		return CheckResult{}, fmt.Errorf("it is %q, not Completed", b.Status.Phase)
+		return CheckResult{}, unusable(fmt.Errorf("it is %q, not Completed", b.Status.Phase))
 	case len(b.Status.Secrets) == 0:
-		return CheckResult{}, errors.New("status.secrets names no chunk Secret")
+		return CheckResult{}, unusable(errors.New("status.secrets names no chunk Secret"))
 	case b.Status.Checksum == "":
-		return CheckResult{}, errors.New("status.checksum is empty")
+		return CheckResult{}, unusable(errors.New("status.checksum is empty"))
 	}
 	// One pass: the checksum is computed over what the decoder reads. A damaged chunk
 	// usually breaks the decoding too; the checksum says more, so it is reported first.
@@ -81,17 +94,20 @@ func check(ctx context.Context, c client.Reader, b *linstorv1.LinstorBackup) (Ch
 	data := io.TeeReader(Open(ctx, c, b), h)
 	objects, crds, decodeErr := decodeAll(data)
 	if _, err := io.Copy(io.Discard, data); err != nil {
+		if apierrors.IsNotFound(err) {
+			return CheckResult{}, unusable(fmt.Errorf("it is damaged: %w", err)) // a chunk Secret is gone
+		}
 		return CheckResult{}, err
 	}
 	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != b.Status.Checksum {
-		return CheckResult{}, fmt.Errorf("it is damaged: its %d chunk Secrets read back with checksum %s, status.checksum is %s",
-			len(b.Status.Secrets), got, b.Status.Checksum)
+		return CheckResult{}, unusable(fmt.Errorf("it is damaged: its %d chunk Secrets read back with checksum %s, status.checksum is %s",
+			len(b.Status.Secrets), got, b.Status.Checksum))
 	}
 	if decodeErr != nil {
-		return CheckResult{}, decodeErr
+		return CheckResult{}, unusable(decodeErr) // the bytes are the ones backed up: no retry decodes them
 	}
 	if b.Status.Objects > 0 && int(b.Status.Objects) != objects {
-		return CheckResult{}, fmt.Errorf("it holds %d objects, status.objects says %d", objects, b.Status.Objects)
+		return CheckResult{}, unusable(fmt.Errorf("it holds %d objects, status.objects says %d", objects, b.Status.Objects))
 	}
 	p, err := planRestore(ctx, c, crds)
 	if err != nil {
@@ -188,7 +204,7 @@ func (p *restorePlan) result() CheckResult {
 // API server refuses. It writes nothing; it waits for tables being deleted to be gone.
 func planRestore(ctx context.Context, c client.Reader, dumpCRDs []apiextensionsv1.CustomResourceDefinition) (*restorePlan, error) {
 	if err := checkDumpTables(dumpCRDs); err != nil {
-		return nil, err
+		return nil, unusable(err)
 	}
 	live, err := tablesSettled(ctx, c)
 	if err != nil {
@@ -206,7 +222,7 @@ func planRestore(ctx context.Context, c client.Reader, dumpCRDs []apiextensionsv
 		names = append(names, live[i].Name)
 	}
 	if err := checkKnownTables(names); err != nil {
-		return nil, err
+		return nil, unusable(err)
 	}
 	p := &restorePlan{}
 	for i := range live {
@@ -216,7 +232,7 @@ func planRestore(ctx context.Context, c client.Reader, dumpCRDs []apiextensionsv
 		case want == nil:
 			p.delete = append(p.delete, crd)
 		case crd.Spec.Scope != want.Spec.Scope:
-			return nil, fmt.Errorf("CRD %s is %s-scoped, the backup's is %s-scoped: the API server cannot change a CRD's scope", crd.Name, crd.Spec.Scope, want.Spec.Scope)
+			return nil, unusable(fmt.Errorf("CRD %s is %s-scoped, the backup's is %s-scoped: the API server cannot change a CRD's scope", crd.Name, crd.Spec.Scope, want.Spec.Scope))
 		default:
 			p.update = append(p.update, tableUpdate{live: crd, want: want})
 		}

@@ -78,6 +78,8 @@ func TestDatabaseVersion(t *testing.T) {
 		{"reported", linstorv1.LinstorClusterStatus{Version: fxFrom, Deployed: dv(fxFrom, fxFrom)}, fxFrom},
 		{"a succeeded upgrade whose reading lags", linstorv1.LinstorClusterStatus{Version: fxFrom, Deployed: dv(fxTo, fxTo),
 			Upgrade: finished(linstorv1.UpgradeSucceeded, fxFrom, fxTo)}, fxTo},
+		{"Verify, the reading lags at From: the database is migrated", linstorv1.LinstorClusterStatus{Version: fxFrom, Deployed: dv(fxTo, fxTo),
+			Upgrade: &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeVerify, From: fxFrom, To: fxTo}}, fxTo},
 		{"just restored: status.version cleared, the backup's version deployed", linstorv1.LinstorClusterStatus{Deployed: dv(fxFrom, fxFrom)}, fxFrom},
 		{"nothing known", linstorv1.LinstorClusterStatus{}, ""},
 	}

@@ -42,6 +42,11 @@ const (
 	AnnotationConfirmDatabaseRestored = "linstor.io/confirm-database-restored"
 )
 
+// ErrBackupUnusable marks a CheckRestore error that no retry changes (a damaged chunk,
+// an object that does not decode, a table this release does not know): the restore
+// ends Failed. Any other check error (the API server did not answer) is retried.
+var ErrBackupUnusable = errors.New("the backup cannot be restored")
+
 // ErrNothingWritten marks an action's error that happened before the action wrote
 // anything (the controller wraps pkg/dbbackup's errors of that kind with it).
 var ErrNothingWritten = errors.New("nothing was written")
@@ -149,13 +154,26 @@ type Observed struct {
 // replaced: a LinstorCluster deleted and recreated mid-restore starts with an empty
 // status, and must not start LINSTOR on a half-restored database.
 type Marker struct {
-	// Backup is the LinstorBackup being restored.
-	Backup string
-	// Operation is "restore" or "rollback".
+	// Operation is MarkerRestore or MarkerRollback (the database is being replaced
+	// from Backup), MarkerUpgrade (the new controller may have migrated it: Controller,
+	// Satellites; Backup is the pre-upgrade backup, "" for an external database) or
+	// MarkerUpgraded (Verify: the database is at To).
 	Operation string
-	// ClusterUID is the LinstorCluster that began the replacement.
+	// Backup is the LinstorBackup involved.
+	Backup string
+	// From and To are the upgrade's versions.
+	From, To string
+	// ClusterUID is the LinstorCluster that began it.
 	ClusterUID string
 }
+
+// Marker operations.
+const (
+	MarkerRestore  = "restore"
+	MarkerRollback = "rollback"
+	MarkerUpgrade  = "upgrade"
+	MarkerUpgraded = "upgraded"
+)
 
 // Input is everything Step decides from.
 type Input struct {
@@ -183,6 +201,10 @@ const (
 	RestoreDatabase ActionKind = "RestoreDatabase"
 	// RemoveAnnotation removes annotation Annotation from the LinstorCluster.
 	RemoveAnnotation ActionKind = "RemoveAnnotation"
+	// RecordMarker makes the marker say Marker (nothing is written when it does).
+	RecordMarker ActionKind = "RecordMarker"
+	// ClearMarker deletes the marker of a finished upgrade, if there is one.
+	ClearMarker ActionKind = "ClearMarker"
 )
 
 // Action is one thing to carry out.
@@ -192,6 +214,8 @@ type Action struct {
 	Annotation string
 	// Checked is what CheckRestore found (for the status), set by the controller.
 	Checked string
+	// Marker is what RecordMarker records.
+	Marker *Marker
 	// From and To label an upgrade backup.
 	From, To string
 }
@@ -248,7 +272,9 @@ type Need struct {
 func Needs(spec Spec, st State) Need {
 	var n Need
 	n.Marker = !spec.ExternalController && st.Deployed == nil && st.Upgrade == nil && st.Restore == nil
-	if target := restoreTarget(spec, st); target != "" {
+	if r := st.Restore; r != nil && r.Phase == RestoreRestoring {
+		n.RestoreBackup, n.ControllerStopped = restoringTarget(spec, r), true
+	} else if target := restoreTarget(spec, st); target != "" {
 		n.RestoreBackup = target
 		n.DatabaseEmpty = st.Restore == nil || st.Restore.Phase == RestoreAwaitingConfirmation || st.Restore.BackupName != target
 		n.ControllerStopped = true
@@ -293,6 +319,17 @@ func restoreTarget(spec Spec, st State) string {
 	return ""
 }
 
+// restoringTarget is the backup a restore in phase Restoring finishes with: the one it
+// began with, unless spec.database.restoreFrom names another and the user confirmed that
+// one for this object (a manifest still naming an old backup, or a marker adopted by a
+// recreated object, must never switch the restore to another backup on its own).
+func restoringTarget(spec Spec, r *linstorv1.RestoreStatus) string {
+	if spec.RestoreFrom != "" && spec.RestoreFrom != r.BackupName && spec.ConfirmRestore == spec.RestoreFrom+"/"+spec.ClusterUID {
+		return spec.RestoreFrom
+	}
+	return r.BackupName
+}
+
 // Step decides the next state and actions. It never touches anything.
 func Step(in Input) Output {
 	out := step(in)
@@ -310,12 +347,40 @@ func step(in Input) Output {
 	if restoreProblem.Message != "" {
 		out.Problem = restoreProblem // what the user asked last is answered first
 	}
+	if !RestoreInProgress(out.State.Restore) {
+		out.Actions = append(out.Actions, markerActions(in.Spec, out.State.Upgrade)...)
+	}
 	// A backup that waits (BackupWaits: a restore, rollback or migration runs) stops
 	// nothing: the migration it waits for needs the controller running.
 	if in.Observed.ActiveBackup != "" && out.StopController == "" && BackupWaits(&linstorv1.LinstorClusterStatus{Upgrade: out.State.Upgrade, Restore: out.State.Restore}) == "" {
 		out.StopController = "LinstorBackup " + in.Observed.ActiveBackup + " is being taken"
 	}
 	return out
+}
+
+// markerActions keep the marker outside the status in step with the upgrade: from the
+// moment the new controller may migrate the database until the satellites run the new
+// version, a LinstorCluster recreated with an empty status must roll back (not start
+// either version on a database it knows nothing of); in Verify it must run To. The
+// actions come with the state that enters the phase, so the marker is written before
+// the new controller is deployed. A rollback's restore job rewrites it, and clears it
+// once the database reads back as the backup.
+func markerActions(spec Spec, u *linstorv1.UpgradeStatus) []Action {
+	if u == nil || spec.ExternalController {
+		return nil
+	}
+	m := &Marker{Backup: u.BackupName, From: u.From, To: u.To, ClusterUID: spec.ClusterUID}
+	switch u.Phase {
+	case linstorv1.UpgradeController, linstorv1.UpgradeSatellites:
+		m.Operation = MarkerUpgrade
+	case linstorv1.UpgradeVerify:
+		m.Operation = MarkerUpgraded
+	case linstorv1.UpgradeSucceeded, linstorv1.UpgradeRolledBack:
+		return []Action{{Kind: ClearMarker}}
+	default:
+		return nil
+	}
+	return []Action{{Kind: RecordMarker, Marker: m}}
 }
 
 // holdsOperator: what is in progress was started by this release and must be finished
@@ -340,6 +405,12 @@ func afterAction(in Input, st State, a Action, err error) Output {
 			return out // the restore moved on meanwhile: the next pass decides again
 		}
 		out.Upgrading = true
+		if err != nil && !errors.Is(err, ErrBackupUnusable) {
+			out.StopController = "a restore of " + a.Backup + " is being prepared"
+			out.Problem = Problem{linstorv1.ReasonRestoreIncomplete, fmt.Sprintf("Checking LinstorBackup %s failed, will retry; nothing was touched: %v", a.Backup, err)}
+			out.Requeue = Poll
+			return out
+		}
 		if err != nil {
 			r.Phase = RestoreFailed
 			r.Message = fmt.Sprintf("spec.database.restoreFrom: LinstorBackup %s cannot be restored: %v. Nothing was touched: LINSTOR starts again on its database. "+
@@ -431,8 +502,16 @@ func InProgress(u *linstorv1.UpgradeStatus) bool { return u != nil && inProgress
 // the backup, the database migrated, a rollback). Preflight has changed nothing, so it
 // holds nothing: OLM may install another release meanwhile (the fix for what Preflight
 // waits on, say), which decides the upgrade afresh (see cancel).
+//
+// A Verify past its timeout (UpgradeStalled) holds nothing either: it can no longer
+// roll back, and another release may be the fix for what it waits on.
 func HoldsOperator(u *linstorv1.UpgradeStatus) bool {
-	return InProgress(u) && u.Phase != linstorv1.UpgradePreflight
+	return InProgress(u) && u.Phase != linstorv1.UpgradePreflight && !Stalled(u)
+}
+
+// Stalled reports an upgrade whose Verify phase passed its timeout.
+func Stalled(u *linstorv1.UpgradeStatus) bool {
+	return u != nil && u.Phase == linstorv1.UpgradeVerify && strings.HasPrefix(u.Message, stalledPrefix)
 }
 
 // RestoreInProgress reports a confirmed restore that has not ended (Stopping or Restoring).

@@ -248,6 +248,16 @@ type expect struct {
 	check func(t *testing.T, in Input, out Output)
 }
 
+func withoutMarkerActions(as []Action) []Action {
+	var out []Action
+	for _, a := range as {
+		if a.Kind != RecordMarker && a.Kind != ClearMarker {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // stepCase is one Step transition.
 type stepCase struct {
 	name string
@@ -345,9 +355,11 @@ func checkOutput(t *testing.T, in Input, out Output, e expect) {
 	if out.VersionStale != e.stale {
 		t.Errorf("VersionStale: got %v, want %v", out.VersionStale, e.stale)
 	}
-	if len(out.Actions) != 0 || len(e.actions) != 0 {
-		if !reflect.DeepEqual(out.Actions, e.actions) {
-			t.Errorf("actions:\n got %+v\nwant %+v", out.Actions, e.actions)
+	// The marker's actions follow the upgrade phase alone (TestMarkerActions).
+	acts := withoutMarkerActions(out.Actions)
+	if len(acts) != 0 || len(e.actions) != 0 {
+		if !reflect.DeepEqual(acts, e.actions) {
+			t.Errorf("actions:\n got %+v\nwant %+v", acts, e.actions)
 		}
 	}
 	if out.Problem.Reason != e.problem {
@@ -1353,9 +1365,17 @@ var afterActionCases = []afterCase{
 		name:   "check failed (a damaged chunk): Failed, LINSTOR starts again on its untouched database, the message says so",
 		in:     inRestore(withRestore(RestoreStopping, fxNightly, fxUID, fxFrom), obsStopped()),
 		action: Action{Kind: CheckRestore, Backup: fxNightly},
-		err:    errors.New("LinstorBackup nightly is damaged: checksum sha256:0, expected sha256:feedbeef"),
+		err:    fmt.Errorf("%w: LinstorBackup nightly is damaged: checksum sha256:0, expected sha256:feedbeef", ErrBackupUnusable),
 		want: expect{restore: RestoreFailed, restoreBackup: fxNightly, deployed: dv(fxTo, fxTo), requeue: soon,
 			problem: linstorv1.ReasonInvalidSpec, problemHas: []string{"damaged", "Nothing was touched", "starts again"}, events: ev("RestoreFailed")},
+	},
+	{
+		name:   "check failed for a reason a retry may change (the API server did not answer): still Stopping, LINSTOR stopped, retried",
+		in:     inRestore(withRestore(RestoreStopping, fxNightly, fxUID, fxFrom), obsStopped()),
+		action: Action{Kind: CheckRestore, Backup: fxNightly},
+		err:    errors.New("reading backup chunk nightly-0: the server is currently unable to handle the request"),
+		want: expect{restore: RestoreStopping, restoreBackup: fxNightly, deployed: dv(fxTo, fxTo), stop: "restore of " + fxNightly, upgrading: true, requeue: Poll,
+			problem: linstorv1.ReasonRestoreIncomplete, problemHas: []string{"will retry", "nothing was touched"}, check: sameRestore},
 	},
 	{
 		name:   "restore failed before this attempt wrote: still Restoring and stopped, the message does not claim an intact database",
@@ -1456,6 +1476,45 @@ var restoreCases = []stepCase{
 		}),
 		want: expect{restore: RestoreRestoring, restoreBackup: fxNightly, restoreUID: fxUID, stop: "restored from " + fxNightly,
 			upgrading: true, requeue: soon, events: ev("RestoreAdopted"), check: restoreMsgHas("old-uid", "finished before LINSTOR starts")},
+	},
+	{
+		name: "status empty, an upgrade marker (deleted in Controller or Satellites): the upgrade rolls back, LINSTOR stays stopped",
+		in: input(withReported(""), withDeployed(nil), func(in *Input) {
+			in.Observed.Marker = &Marker{Operation: MarkerUpgrade, Backup: fxPreBackup, From: fxFrom, To: fxTo, ClusterUID: "old-uid"}
+		}),
+		want: expect{upgrade: linstorv1.UpgradeRollingBack, deployed: dv(fxFrom, fxFrom), stop: fxPreBackup, fence: true, upgrading: true,
+			requeue: soon, events: ev("UpgradeAdopted", "UpgradeFailed", "UpgradeRollingBack"), check: all(upgradeBackupIs(fxPreBackup), upgradeFromTo(fxFrom, fxTo))},
+	},
+	{
+		name: "status empty, an upgrade marker with an external database: rolls back, waits for the admin's confirmation",
+		in: input(withReported(""), withDeployed(nil), withExternalDB(true), func(in *Input) {
+			in.Observed.Marker = &Marker{Operation: MarkerUpgrade, From: fxFrom, To: fxTo, ClusterUID: "old-uid"}
+		}),
+		want: expect{upgrade: linstorv1.UpgradeRollingBack, deployed: dv(fxFrom, fxFrom), stop: AnnotationConfirmDatabaseRestored, fence: true, upgrading: true,
+			requeue: soon, problem: linstorv1.ReasonRollbackNeedsConfirmation, events: ev("UpgradeAdopted", "UpgradeFailed", "UpgradeRollingBack")},
+	},
+	{
+		name: "status empty, an upgraded marker (deleted in Verify): the database is at To, To runs",
+		in: input(withReported(""), withDeployed(nil), func(in *Input) {
+			in.Observed.Marker = &Marker{Operation: MarkerUpgraded, Backup: fxPreBackup, From: fxFrom, To: fxTo, ClusterUID: "old-uid"}
+		}),
+		want: expect{deployed: dv(fxTo, fxTo), requeue: soon, events: ev("UpgradeAdopted")},
+	},
+	{
+		name: "a confirmed restore supersedes a rollback that cannot finish",
+		in: inRestore(withUpgrade(&linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeRollingBack, From: fxFrom, To: fxTo, BackupName: fxPreBackup,
+			StartedAt: mt(fxNow), PhaseStartedAt: mt(fxNow)}), withConfirm(fxNightly+"/"+fxUID), obsDBEmpty(false)),
+		want: expect{restore: RestoreStopping, restoreBackup: fxNightly, upgrade: linstorv1.UpgradeRollingBack, deployed: dv(fxTo, fxTo),
+			stop: "restore of " + fxNightly, upgrading: true, requeue: soon,
+			actions: []Action{{Kind: RemoveAnnotation, Annotation: AnnotationConfirmRestore}}},
+	},
+	{
+		name: "a restore named during a rollback without confirmation waits, and says how to confirm",
+		in: inRestore(withUpgrade(&linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeRollingBack, From: fxFrom, To: fxTo, BackupName: fxPreBackup,
+			StartedAt: mt(fxNow), PhaseStartedAt: mt(fxNow)}), obsDBEmpty(false), obsUpgradeBackup(linstorv1.BackupCompleted, ""), obsStopped()),
+		want: expect{upgrade: linstorv1.UpgradeRollingBack, deployed: dv(fxFrom, fxFrom), stop: fxPreBackup, fence: true, upgrading: true,
+			requeue: Poll, problem: linstorv1.ReasonUpgradeInProgress, problemHas: []string{AnnotationConfirmRestore + "=" + fxNightly + "/" + fxUID},
+			actions: []Action{restoreDB(fxPreBackup)}},
 	},
 	{
 		name: "a marker with a status that holds state: ignored (the status decides)",
@@ -1570,11 +1629,28 @@ var restoreCases = []stepCase{
 		want: expect{deployed: dv(fxTo, fxTo)},
 	},
 	{
-		name: "another Completed backup named during Restoring replaces the half-written one",
-		in: inRestore(withRestoreFrom(fxWeekly), withDeployed(dv(fxFrom, fxFrom)), withRestore(RestoreRestoring, fxNightly, fxUID, fxFrom),
+		name: "another Completed backup named and confirmed during Restoring replaces the half-written one, the confirmation used up",
+		in: inRestore(withRestoreFrom(fxWeekly), withConfirm(fxWeekly+"/"+fxUID), withDeployed(dv(fxFrom, fxFrom)), withRestore(RestoreRestoring, fxNightly, fxUID, fxFrom),
 			obsRestoreBackup(fxWeekly, linstorv1.BackupCompleted, fxTo), obsStopped()),
 		want: expect{restore: RestoreRestoring, restoreBackup: fxWeekly, deployed: dv(fxTo, fxTo), stop: "restored from " + fxWeekly,
-			upgrading: true, actions: []Action{restoreDB(fxWeekly)}, check: restoreVersionIs(fxTo)},
+			upgrading: true, actions: []Action{{Kind: RemoveAnnotation, Annotation: AnnotationConfirmRestore}, restoreDB(fxWeekly)}, check: restoreVersionIs(fxTo)},
+	},
+	{
+		// A manifest still naming an old backup (or a marker adopted by a recreated
+		// object whose spec names another) must not switch the restore on its own.
+		name: "another backup named during Restoring without confirmation: the begun restore finishes, the status says how to switch",
+		in: inRestore(withRestoreFrom(fxWeekly), withDeployed(dv(fxFrom, fxFrom)), withRestore(RestoreRestoring, fxNightly, fxUID, fxFrom),
+			obsRestoreBackup(fxNightly, linstorv1.BackupCompleted, fxFrom), obsStopped()),
+		want: expect{restore: RestoreRestoring, restoreBackup: fxNightly, deployed: dv(fxFrom, fxFrom), stop: "restored from " + fxNightly,
+			upgrading: true, actions: []Action{restoreDB(fxNightly)}, problem: linstorv1.ReasonRestoreNeedsConfirmation,
+			problemHas: []string{AnnotationConfirmRestore + "=" + fxWeekly + "/" + fxUID}},
+	},
+	{
+		name: "a recreated object adopted a rollback's marker while its manifest names a months-old backup: the marker's backup is restored",
+		in: input(withReported(""), withDeployed(nil), withRestoreFrom(fxWeekly), withRestore(RestoreRestoring, fxPreBackup, fxUID, ""),
+			obsRestoreBackup(fxPreBackup, linstorv1.BackupCompleted, fxFrom), obsStopped()),
+		want: expect{restore: RestoreRestoring, restoreBackup: fxPreBackup, deployed: dv(fxFrom, fxFrom), stop: "restored from " + fxPreBackup,
+			upgrading: true, actions: []Action{restoreDB(fxPreBackup)}, problem: linstorv1.ReasonRestoreNeedsConfirmation},
 	},
 	{
 		name: "a finished restore (Restored, same backup) does nothing more",
@@ -1977,9 +2053,9 @@ func TestOperatorRestart(t *testing.T) {
 			if got := summary(out2.State); got != tc.second {
 				t.Errorf("second pass: %s, want %s", got, tc.second)
 			}
-			if len(out2.Actions) != 0 || len(tc.secondActions) != 0 {
-				if !reflect.DeepEqual(out2.Actions, tc.secondActions) {
-					t.Errorf("second pass actions %+v, want %+v", out2.Actions, tc.secondActions)
+			if acts := withoutMarkerActions(out2.Actions); len(acts) != 0 || len(tc.secondActions) != 0 {
+				if !reflect.DeepEqual(acts, tc.secondActions) {
+					t.Errorf("second pass actions %+v, want %+v", acts, tc.secondActions)
 				}
 			}
 		})
@@ -2079,9 +2155,14 @@ var needsCases = []needsCase{
 		want: Need{RestoreBackup: fxNightly, ControllerStopped: true},
 	},
 	{
-		name: "Restoring, another backup named: that backup",
+		name: "Restoring, another backup named and confirmed: that backup",
+		in:   inRestore(withRestoreFrom(fxWeekly), withConfirm(fxWeekly+"/"+fxUID), withRestore(RestoreRestoring, fxNightly, fxUID, fxFrom)),
+		want: Need{RestoreBackup: fxWeekly, ControllerStopped: true},
+	},
+	{
+		name: "Restoring, another backup named without confirmation: the begun one",
 		in:   inRestore(withRestoreFrom(fxWeekly), withRestore(RestoreRestoring, fxNightly, fxUID, fxFrom)),
-		want: Need{RestoreBackup: fxWeekly, DatabaseEmpty: true, ControllerStopped: true},
+		want: Need{RestoreBackup: fxNightly, ControllerStopped: true},
 	},
 	{
 		name: "Restored, same backup: nothing",
@@ -2424,7 +2505,7 @@ func init() {
 				w.spec.Reported, w.state.Deployed, w.dbEmpty = "", nil, true
 				w.spec.RestoreFrom = fxNightly
 				w.backups[fxNightly] = &Backup{Name: fxNightly, Found: true, Cluster: fxCluster, Phase: linstorv1.BackupCompleted, LinstorVersion: fxFrom}
-				w.checkErrs = []error{errors.New("LinstorBackup nightly is damaged")}
+				w.checkErrs = []error{fmt.Errorf("%w: LinstorBackup nightly is damaged", ErrBackupUnusable)}
 			},
 			idle:  stopWhenIdle,
 			trace: []string{"idle", "restore:Stopping", "restore:Failed"},
@@ -2518,6 +2599,17 @@ type holdCase struct {
 
 var holdCases = []holdCase{
 	{name: "no upgrade", in: input(), hold: false},
+	{
+		name: "Verify within its timeout",
+		in:   inPhase(linstorv1.UpgradeVerify, obsLinstor(fxTo, "pvc-1 Inconsistent"), withTimeout(time.Hour)),
+		hold: true,
+	},
+	{
+		// It cannot roll back; another release may be the fix for what it waits on.
+		name: "Verify stalled past its timeout holds nothing",
+		in:   inPhase(linstorv1.UpgradeVerify, obsLinstor(fxTo, "pvc-1 Inconsistent"), withTimeout(time.Minute), withPhaseAge(time.Hour)),
+		hold: false,
+	},
 	{name: "AwaitingApproval", in: input(withReported(fxFrom), withDeployed(dv(fxFrom, fxFrom)), withManualPolicy()), hold: false},
 	{name: "Refused", in: input(withRequested(fxFrom)), hold: false},
 	{name: "an upgrade starts: Preflight changes nothing", in: input(withReported(fxFrom), withDeployed(dv(fxFrom, fxFrom))), hold: false},
@@ -2580,7 +2672,7 @@ func TestHoldOperator(t *testing.T) {
 				t.Errorf("HoldOperator without Upgrading")
 			}
 			// The saved state says the same to a pass that decides nothing.
-			if u := out.State.Upgrade; HoldsOperator(u) != (InProgress(u) && u.Phase != linstorv1.UpgradePreflight) {
+			if u := out.State.Upgrade; HoldsOperator(u) != (InProgress(u) && u.Phase != linstorv1.UpgradePreflight && !Stalled(u)) {
 				t.Errorf("HoldsOperator(%s) is wrong", summary(out.State))
 			}
 		})
@@ -2684,5 +2776,47 @@ func TestRestoreInProgress(t *testing.T) {
 	}
 	if RestoreInProgress(nil) {
 		t.Error("RestoreInProgress(nil) = true, want false")
+	}
+}
+
+// The marker outside the status follows the upgrade: recorded before the new controller
+// may migrate (the same pass that enters Controller), "upgraded" from Verify, cleared
+// when the upgrade has ended; nothing while a restore replaces the database.
+func TestMarkerActions(t *testing.T) {
+	cases := []struct {
+		name string
+		in   Input
+		want string // RecordMarker's operation, "clear", or "" for none
+	}{
+		{"idle", input(), ""},
+		{"Preflight changes nothing", inPhase(linstorv1.UpgradePreflight, obsLinstor(fxFrom, "node-b OFFLINE")), ""},
+		{"Backup, still copying", inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), obsUpgradeBackup(linstorv1.BackupRunning, "")), ""},
+		{"the pass that enters Controller records it", inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), obsUpgradeBackup(linstorv1.BackupCompleted, "")), MarkerUpgrade},
+		{"Controller", inPhase(linstorv1.UpgradeController, obsLinstor(fxFrom)), MarkerUpgrade},
+		{"Satellites", inPhase(linstorv1.UpgradeSatellites, obsWaiting(fxTo, "node-b OFFLINE")), MarkerUpgrade},
+		{"the pass that enters Verify", inPhase(linstorv1.UpgradeSatellites, obsWaiting(fxTo)), MarkerUpgraded},
+		{"Verify", inPhase(linstorv1.UpgradeVerify, obsLinstor(fxTo, "pvc-1 Inconsistent")), MarkerUpgraded},
+		{"Succeeded", inPhase(linstorv1.UpgradeVerify, obsLinstor(fxTo)), "clear"},
+		{"RollingBack: the restore job owns it", inPhase(linstorv1.UpgradeRollingBack, obsUpgradeBackup(linstorv1.BackupCompleted, ""), obsStopped()), ""},
+		{"a restore in progress owns it", inRestore(withRestore(RestoreRestoring, fxNightly, fxUID, fxFrom), obsRestoreBackup(fxNightly, linstorv1.BackupCompleted, fxFrom), obsStopped()), ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ""
+			for _, a := range Step(tc.in).Actions {
+				switch a.Kind {
+				case ClearMarker:
+					got = "clear"
+				case RecordMarker:
+					got = a.Marker.Operation
+					if a.Marker.From != fxFrom || a.Marker.To != fxTo || a.Marker.ClusterUID != fxUID {
+						t.Errorf("marker %+v", *a.Marker)
+					}
+				}
+			}
+			if got != tc.want {
+				t.Errorf("marker action %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

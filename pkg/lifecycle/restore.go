@@ -3,6 +3,8 @@ package lifecycle
 import (
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 )
 
@@ -55,8 +57,19 @@ func stepRestore(in *Input, out *Output) bool {
 	if spec.ExternalDatabase != "" {
 		return failed("spec.database.restoreFrom: " + spec.ExternalDatabase)
 	}
-	if InProgress(out.State.Upgrade) {
-		return waiting(linstorv1.ReasonUpgradeInProgress, "spec.database.restoreFrom waits: an upgrade is in progress")
+	if u := out.State.Upgrade; InProgress(u) {
+		// A rollback that cannot finish (its backup unreadable) or a stalled Verify would
+		// otherwise have no way out: a restore confirmed for this object replaces the
+		// database as a whole and settles the version.
+		supersedes := (u.Phase == linstorv1.UpgradeRollingBack || Stalled(u)) &&
+			(spec.ConfirmRestore == name+"/"+spec.ClusterUID || r != nil && r.Phase == RestoreStopping && r.BackupName == name && r.ClusterUID == spec.ClusterUID)
+		if !supersedes {
+			msg := "spec.database.restoreFrom waits: an upgrade is in progress"
+			if u.Phase == linstorv1.UpgradeRollingBack || Stalled(u) {
+				msg += fmt.Sprintf("; to restore %s instead, annotate %s=%s/%s", name, AnnotationConfirmRestore, name, spec.ClusterUID)
+			}
+			return waiting(linstorv1.ReasonUpgradeInProgress, msg)
+		}
 	}
 	b := in.Observed.RestoreBackup
 	switch {
@@ -142,6 +155,25 @@ func adoptMarker(in *Input, out *Output) bool {
 	if m == nil || in.Spec.ExternalController || st.Deployed != nil || st.Upgrade != nil || st.Restore != nil {
 		return false
 	}
+	now := metav1.NewTime(in.Now)
+	switch m.Operation {
+	case MarkerUpgrade:
+		// The new controller may have migrated the database, or be half way: neither
+		// version may start on it. The upgrade rolls back as it would have.
+		why := fmt.Sprintf("the LinstorCluster was deleted during the upgrade %s -> %s (begun by LinstorCluster UID %s), and the new controller may have migrated the database", m.From, m.To, m.ClusterUID)
+		out.State.Upgrade = &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeController, From: m.From, To: m.To, BackupName: m.Backup, StartedAt: &now, PhaseStartedAt: &now}
+		out.Events = append(out.Events, Event{Warning: true, Reason: "UpgradeAdopted", Message: "Rolling back: " + why})
+		startRollback(in, out, why)
+		out.Upgrading = true
+		return true
+	case MarkerUpgraded:
+		// Verify had begun: the database is at To and the satellites run it.
+		msg := fmt.Sprintf("The LinstorCluster was deleted after LINSTOR's database was upgraded to %s (begun by LinstorCluster UID %s): %s runs", m.To, m.ClusterUID, m.To)
+		out.State.Deployed = versions(m.To, m.To)
+		out.Events = append(out.Events, Event{Reason: "UpgradeAdopted", Message: msg})
+		out.Requeue = soon
+		return true
+	}
 	msg := fmt.Sprintf("The LINSTOR database was being replaced (%s of LinstorBackup %s, begun by LinstorCluster UID %s) when the LinstorCluster was deleted; "+
 		"the replacement is finished before LINSTOR starts. If the database was deliberately wiped since, name the backup to start from in spec.database.restoreFrom",
 		m.Operation, m.Backup, m.ClusterUID)
@@ -155,10 +187,7 @@ func adoptMarker(in *Input, out *Output) bool {
 // stays stopped until it completed, whatever happens to the request.
 func continueRestore(in *Input, out *Output) bool {
 	r := out.State.Restore
-	target := in.Spec.RestoreFrom
-	if target == "" {
-		target = r.BackupName
-	}
+	target := restoringTarget(in.Spec, r)
 	out.StopController = "the database is being restored from " + target
 	out.Upgrading = true
 	b := in.Observed.RestoreBackup
@@ -178,13 +207,20 @@ func continueRestore(in *Input, out *Output) bool {
 		}
 		out.Problem = Problem{linstorv1.ReasonRestoreIncomplete, fmt.Sprintf(
 			"The database is partly replaced by the restore of %s, and LinstorBackup %s %s. LINSTOR stays stopped: a half-replaced database must not run. "+
-				"Recreate or restore LinstorBackup %s, or name another Completed backup of this cluster in spec.database.restoreFrom.", r.BackupName, target, what, target)}
+				"Recreate or restore LinstorBackup %s, or name another Completed backup of this cluster in spec.database.restoreFrom and confirm it with %s=<backup>/%s.",
+			r.BackupName, target, what, target, AnnotationConfirmRestore, in.Spec.ClusterUID)}
 		out.Requeue = Poll
 		return true
 	}
 	if target != r.BackupName {
-		// Another complete backup replaces the half-written one as a whole.
+		// Another complete backup, confirmed for this object, replaces the half-written
+		// one as a whole; the confirmation is used up.
 		r.BackupName = target
+		out.Actions = append(out.Actions, Action{Kind: RemoveAnnotation, Annotation: AnnotationConfirmRestore})
+	} else if in.Spec.RestoreFrom != "" && in.Spec.RestoreFrom != r.BackupName {
+		out.Problem = Problem{linstorv1.ReasonRestoreNeedsConfirmation, fmt.Sprintf(
+			"The restore of %s is finished first: the database is partly replaced by it. spec.database.restoreFrom names %s; to switch to it, annotate %s=%s/%s.",
+			r.BackupName, in.Spec.RestoreFrom, AnnotationConfirmRestore, in.Spec.RestoreFrom, in.Spec.ClusterUID)}
 	}
 	r.LinstorVersion = b.LinstorVersion
 	out.State.Deployed = versions(b.LinstorVersion, b.LinstorVersion)

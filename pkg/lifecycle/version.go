@@ -533,9 +533,15 @@ func upTo(items []string, n int) string {
 // migrated database never runs the old version again (a restore clears the record):
 // taking the lagging reading would start the upgrade anew and deploy the old version
 // on it, or label a backup of the migrated database with the old version.
+//
+// The same holds from Satellites on: the controller answered at To before Satellites
+// was entered, and a backup taken in Verify holds the migrated database.
 func RunningVersion(reported string, u *linstorv1.UpgradeStatus) string {
-	if u != nil && u.Phase == linstorv1.UpgradeSucceeded && reported == u.From {
-		return u.To
+	if u != nil && reported == u.From {
+		switch u.Phase {
+		case linstorv1.UpgradeSatellites, linstorv1.UpgradeVerify, linstorv1.UpgradeSucceeded:
+			return u.To
+		}
 	}
 	return reported
 }

@@ -223,6 +223,7 @@ func TestRestoreOfADamagedBackupWritesNothing(t *testing.T) {
 	g.Expect(err).To(MatchError(dbbackup.ErrNothingWritten))
 	g.Expect(err).NotTo(MatchError(dbbackup.ErrPartlyRestored))
 	g.Expect(err).To(MatchError(ContainSubstring("LinstorBackup damaged cannot be restored: it is damaged")))
+	g.Expect(err).To(MatchError(dbbackup.ErrBackupUnusable), "no retry changes a damaged chunk: the restore ends Failed")
 	g.Expect(err).To(MatchError(ContainSubstring(b.Status.Checksum)))
 	g.Expect(encoded(g)).To(Equal(before))
 
@@ -235,6 +236,7 @@ func TestRestoreOfADamagedBackupWritesNothing(t *testing.T) {
 	_, err = dbbackup.RestoreBackup(ctx, env.Client, b)
 	g.Expect(err).To(MatchError(dbbackup.ErrNothingWritten))
 	g.Expect(err).To(MatchError(ContainSubstring("reading backup chunk " + chunk.Name)))
+	g.Expect(err).To(MatchError(dbbackup.ErrBackupUnusable))
 	g.Expect(encoded(g)).To(Equal(before))
 }
 
@@ -260,6 +262,7 @@ func TestRestoreRefusesUnknownTablesWritingNothing(t *testing.T) {
 	g.Expect(err).To(MatchError(dbbackup.ErrNothingWritten))
 	g.Expect(err).To(MatchError(ContainSubstring("frobnicators." + dbbackup.Group)))
 	g.Expect(err).To(MatchError(ContainSubstring("unknown to this operator release")))
+	g.Expect(err).To(MatchError(dbbackup.ErrBackupUnusable))
 	_, err = dbbackup.RestoreBackup(ctx, env.Client, other)
 	g.Expect(err).To(MatchError(dbbackup.ErrNothingWritten))
 	g.Expect(encoded(g)).To(Equal(before))

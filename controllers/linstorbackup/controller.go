@@ -13,6 +13,7 @@ import (
 	"hash"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +24,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/phases"
@@ -380,7 +383,30 @@ func (r *Reconciler) setStatus(ctx context.Context, b *linstorv1.LinstorBackup, 
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&linstorv1.LinstorBackup{}).
+		// A deleted backup held for a database-replacement marker is released once the
+		// marker goes: its deletion wakes the backups it may have held.
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.backupsHeldBy)).
 		Complete(r)
+}
+
+// backupsHeldBy maps a database-replacement marker to its cluster's LinstorBackups that
+// are being deleted and carry FinalizerBackupInUse.
+func (r *Reconciler) backupsHeldBy(ctx context.Context, o client.Object) []reconcile.Request {
+	cluster, ok := strings.CutSuffix(o.GetName(), dbbackup.MarkerName(""))
+	if !ok || cluster == "" {
+		return nil
+	}
+	var list linstorv1.LinstorBackupList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, b := range list.Items {
+		if b.Spec.ClusterRef.Name == cluster && b.DeletionTimestamp != nil && controllerutil.ContainsFinalizer(&b, lifecycle.FinalizerBackupInUse) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)})
+		}
+	}
+	return out
 }
 
 func ptrTime(t metav1.Time) *metav1.Time { return &t }

@@ -12,9 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/phases"
@@ -213,14 +211,13 @@ func (r *Reconciler) keepFinalizers(ctx context.Context, c *linstorv1.LinstorClu
 		if b.Spec.ClusterRef.Name != c.Name {
 			continue
 		}
+		// The backup and each chunk Secret are looked at every pass, in the cache (no
+		// request): the upgrade's backup is in use before its chunks exist, and a Secret
+		// written later must get the finalizer too.
 		want := slices.Contains(inUse, b.Name)
-		if want == controllerutil.ContainsFinalizer(b, lifecycle.FinalizerBackupInUse) {
-			continue
-		}
-		if err := dbbackup.SetInUse(ctx, r.Direct, b, lifecycle.FinalizerBackupInUse, want); err != nil {
+		if err := dbbackup.SetInUse(ctx, r.Client, b, lifecycle.FinalizerBackupInUse, want); err != nil {
 			return err
 		}
-		ctrl.LoggerFrom(ctx).V(1).Info("backup protection", "backup", b.Name, "inUse", want)
 	}
 	return nil
 }

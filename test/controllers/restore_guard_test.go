@@ -272,26 +272,7 @@ func TestUpgradeBackupDeletedMidUpgradeStaysUntilTheUpgradeEnds(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	start := time.Now()
-	g.Expect(env.Client.Create(ctx, linstorTable("nodes", "Nodes"))).To(Succeed())
-	t.Cleanup(func() { dropTables(ctx) })
-	g.Eventually(func() error {
-		return env.Client.Create(ctx, row("Nodes", "rgu-a", map[string]any{"node_name": "RGU-A"}))
-	}, timeout, tick).Should(Succeed())
-	ns, cluster := preflightCluster(t, "rgu", "rgu-a", "rgu-b")
-
-	// rgu-b's satellite keeps the old version: the upgrade stays in Satellites.
-	g.Expect(emu.SetSatelliteVersion("rgu-b", preflightFrom)).To(Succeed())
-	t.Cleanup(func() { _ = emu.SetSatelliteVersion("rgu-b", "") })
-	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) { c.Spec.Version = preflightTo })).To(Succeed())
-	var backupName string
-	g.Eventually(func(g Gomega) {
-		c := getCluster(g, cluster)
-		if upgradePhase(c) == linstorv1.UpgradeController && emu.Version() != preflightTo {
-			emu.SetVersion(preflightTo) // the new controller answers (its pod is played by the emulator)
-		}
-		g.Expect(upgradePhase(c)).To(Equal(linstorv1.UpgradeSatellites), "%+v", c.Status.Upgrade)
-		backupName = c.Status.Upgrade.BackupName
-	}, 2*timeout, tick).Should(Succeed())
+	ns, cluster, backupName := upgradeHeldInSatellites(t, "rgu")
 	t.Cleanup(func() { releaseAndDeleteBackup(ns, backupName) })
 	b := get(g, ns, backupName, &linstorv1.LinstorBackup{})
 	g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupCompleted))
@@ -481,4 +462,33 @@ func TestDeletionMidRestoreWaitsAndARecreatedClusterFinishesTheRestore(t *testin
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(marker), &corev1.ConfigMap{}))
 	}, timeout, tick).Should(BeTrue(), "the marker outlived the restore")
 	g.Eventually(func(g Gomega) { g.Expect(controllerReplicas(g, ns)).To(Equal(int32(1))) }, timeout, tick).Should(Succeed())
+}
+
+// upgradeHeldInSatellites runs a cluster named after prefix (nodes <prefix>-a and
+// <prefix>-b, a database with one row) into an upgrade 1.33.2 -> 1.33.3 that stays in the
+// Satellites phase: <prefix>-b's satellite keeps the old version. It returns the
+// namespace, the cluster and the pre-upgrade backup's name.
+func upgradeHeldInSatellites(t *testing.T, prefix string) (string, *linstorv1.LinstorCluster, string) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(env.Client.Create(ctx, linstorTable("nodes", "Nodes"))).To(Succeed())
+	t.Cleanup(func() { dropTables(ctx) })
+	g.Eventually(func() error {
+		return env.Client.Create(ctx, row("Nodes", prefix+"-a", map[string]any{"node_name": strings.ToUpper(prefix) + "-A"}))
+	}, timeout, tick).Should(Succeed())
+	ns, cluster := preflightCluster(t, prefix, prefix+"-a", prefix+"-b")
+	g.Expect(emu.SetSatelliteVersion(prefix+"-b", preflightFrom)).To(Succeed())
+	t.Cleanup(func() { _ = emu.SetSatelliteVersion(prefix+"-b", "") })
+	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) { c.Spec.Version = preflightTo })).To(Succeed())
+	var backupName string
+	g.Eventually(func(g Gomega) {
+		c := getCluster(g, cluster)
+		if upgradePhase(c) == linstorv1.UpgradeController && emu.Version() != preflightTo {
+			emu.SetVersion(preflightTo) // the new controller answers (its pod is played by the emulator)
+		}
+		g.Expect(upgradePhase(c)).To(Equal(linstorv1.UpgradeSatellites), "%+v", c.Status.Upgrade)
+		backupName = c.Status.Upgrade.BackupName
+	}, 2*timeout, tick).Should(Succeed())
+	return ns, cluster, backupName
 }

@@ -125,6 +125,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}); err != nil {
 			return ctrl.Result{}, err
 		}
+		// Read again now that Running is stored: a restore or rollback reads the
+		// backups before its first write and waits for a Running one, so either it saw
+		// this one Running, or it was saved before this read and is seen here. Seen: the
+		// copy waits again, before reading anything.
+		now := &linstorv1.LinstorCluster{}
+		if err := r.Database.Get(ctx, client.ObjectKeyFromObject(cluster), now); err != nil {
+			return ctrl.Result{}, err
+		}
+		if why := lifecycle.BackupWaits(&now.Status); why != "" {
+			return ctrl.Result{RequeueAfter: 2 * time.Second}, r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
+				st.Phase, st.StartedAt, st.Message = linstorv1.BackupPending, nil, "Waiting: "+why
+			})
+		}
 	}
 	return ctrl.Result{}, r.take(ctx, b, cluster)
 }
@@ -219,7 +232,12 @@ func (r *Reconciler) controllerStayedStopped(ctx context.Context, cluster *linst
 	if err := r.Database.Get(ctx, client.ObjectKeyFromObject(cluster), now); err != nil {
 		return err
 	}
-	if why := lifecycle.BackupMayBeTorn(&now.Status); why != "" {
+	why := lifecycle.BackupMayBeTorn(&now.Status)
+	if r := now.Status.Restore; why == "" && r != nil && r.Phase == lifecycle.RestoreRestored && r.CompletedAt != nil &&
+		r.CompletedAt.Time.After(copyStarted) { // seconds: one completed in the copy's first second is not seen
+		why = fmt.Sprintf("a restore of %s replaced the database while it was copied (completed at %s)", r.BackupName, r.CompletedAt.UTC().Format(time.RFC3339))
+	}
+	if why != "" {
 		return fmt.Errorf("%w: %s. The copy may mix the database from before and after it, so it is not a backup; create another LinstorBackup once it has ended", errControllerRan, why)
 	}
 	pods, err := dbbackup.ControllerPods(ctx, r.Database, cluster)
@@ -349,7 +367,7 @@ func (r *Reconciler) releaseOrphan(ctx context.Context, b *linstorv1.LinstorBack
 		return err
 	}
 	marker := &corev1.ConfigMap{}
-	err = r.Database.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: dbbackup.MarkerName(b.Spec.ClusterRef.Name)}, marker)
+	err = r.Database.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: lifecycle.MarkerName(b.Spec.ClusterRef.Name)}, marker)
 	switch {
 	case err == nil && marker.Data[dbbackup.MarkerKeyBackup] == b.Name:
 		r.Recorder.Eventf(b, corev1.EventTypeWarning, "BackupInUse", "Deletion waits: ConfigMap %s records that LinstorCluster %s's database is being replaced from this backup; "+
@@ -392,7 +410,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // backupsHeldBy maps a database-replacement marker to its cluster's LinstorBackups that
 // are being deleted and carry FinalizerBackupInUse.
 func (r *Reconciler) backupsHeldBy(ctx context.Context, o client.Object) []reconcile.Request {
-	cluster, ok := strings.CutSuffix(o.GetName(), dbbackup.MarkerName(""))
+	cluster, ok := strings.CutSuffix(o.GetName(), lifecycle.MarkerName(""))
 	if !ok || cluster == "" {
 		return nil
 	}

@@ -26,8 +26,8 @@ import (
 // finalizers that keep the backups the lifecycle may still restore.
 
 // MarkerName is the ConfigMap that records, outside the LinstorCluster, that its
-// LINSTOR database is being replaced or migrated (dbbackup.MarkerName).
-var MarkerName = dbbackup.MarkerName
+// LINSTOR database is being replaced or migrated (lifecycle.MarkerName).
+var MarkerName = lifecycle.MarkerName
 
 // Marker data keys.
 const (
@@ -51,11 +51,7 @@ func (r *Reconciler) databaseJob(ctx context.Context, c *linstorv1.LinstorCluste
 		if err := r.proveFresh(ctx, c); err != nil {
 			return false, "", err
 		}
-		op := lifecycle.MarkerRestore
-		if u := c.Status.Upgrade; u != nil && u.Phase == linstorv1.UpgradeRollingBack && u.BackupName == a.Backup {
-			op = lifecycle.MarkerRollback
-		}
-		if err := r.writeMarker(ctx, r.Direct, c, lifecycle.Marker{Operation: op, Backup: a.Backup, ClusterUID: string(c.UID)}); err != nil {
+		if err := r.writeMarker(ctx, r.Direct, c, jobMarker(c, a.Backup)); err != nil {
 			return false, "", err
 		}
 	}
@@ -100,6 +96,15 @@ func stamped(msg string, now time.Time) string {
 		msg = msg[:i]
 	}
 	return phases.Bound(msg + jobStamp + now.UTC().Format(time.RFC3339) + ")")
+}
+
+// jobMarker is what the marker says while a restore job replaces the database.
+func jobMarker(c *linstorv1.LinstorCluster, backup string) lifecycle.Marker {
+	op := lifecycle.MarkerRestore
+	if u := c.Status.Upgrade; u != nil && u.Phase == linstorv1.UpgradeRollingBack && u.BackupName == backup {
+		op = lifecycle.MarkerRollback
+	}
+	return lifecycle.Marker{Operation: op, Backup: backup, ClusterUID: string(c.UID)}
 }
 
 // proveFresh writes the status with the resourceVersion read as a precondition: it
@@ -219,7 +224,7 @@ func (r *Reconciler) keepFinalizers(ctx context.Context, c *linstorv1.LinstorClu
 			return err
 		}
 	}
-	return nil
+	return dbbackup.ReleaseOrphanChunks(ctx, r.Client, c.Namespace, list.Items, lifecycle.FinalizerBackupInUse)
 }
 
 // activeAndRunning names a LinstorBackup of the cluster that is Pending or Running, and

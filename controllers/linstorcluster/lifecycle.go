@@ -73,6 +73,11 @@ func (r *Reconciler) reconcileLifecycle(ctx context.Context, s *scope) (_ ctrl.R
 	if err := r.saveLifecycle(ctx, c, state, out); err != nil {
 		return ctrl.Result{}, err
 	}
+	// Before any job is polled: a backup the saved state may restore is protected while
+	// the passes only wait for a job (a confirmed switch to another backup, say).
+	if err := r.protectBackups(ctx, c, out.State); err != nil {
+		return ctrl.Result{}, err
+	}
 	for _, a := range out.Actions {
 		log.V(1).Info("lifecycle action", "action", a.Kind, "backup", a.Backup, "annotation", a.Annotation)
 		if a.Kind != lifecycle.RestoreDatabase && a.Kind != lifecycle.CheckRestore {
@@ -89,7 +94,8 @@ func (r *Reconciler) reconcileLifecycle(ctx context.Context, s *scope) (_ ctrl.R
 			r.useLifecycle(s, out)
 			return ctrl.Result{RequeueAfter: lifecycle.Poll}, err
 		}
-		if a.Kind == lifecycle.RestoreDatabase && err == nil {
+		restored := a.Kind == lifecycle.RestoreDatabase && err == nil
+		if restored {
 			// The marker goes before the outcome is saved: a marker present means the
 			// replacement is not known complete (a crash in between restores again, with
 			// LINSTOR still stopped).
@@ -102,6 +108,13 @@ func (r *Reconciler) reconcileLifecycle(ctx context.Context, s *scope) (_ ctrl.R
 		before := out.State
 		out = lifecycle.AfterAction(in, out.State, a, err)
 		if err := r.saveLifecycle(ctx, c, before, out); err != nil {
+			if restored {
+				// Not saved (a conflict, the object being deleted): the marker is put back,
+				// so nothing starts on this database without the restore being redone.
+				if mErr := r.writeMarker(ctx, r.Direct, c, jobMarker(c, a.Backup)); mErr != nil {
+					return ctrl.Result{}, errors.Join(err, mErr)
+				}
+			}
 			return ctrl.Result{}, err
 		}
 	}

@@ -35,16 +35,24 @@ type chunkReader struct {
 	namespace string
 	names     []string
 	cur       []byte
+	// err is sticky: a reader that failed once never resumes, so a chunk that could not
+	// be read is never skipped by whoever reads on (a decoder's error and a checksum
+	// over the rest would then disagree about what was read).
+	err error
 }
 
 func (r *chunkReader) Read(p []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
 	for len(r.cur) == 0 {
 		if len(r.names) == 0 {
 			return 0, io.EOF
 		}
 		s := &corev1.Secret{}
 		if err := r.c.Get(r.ctx, client.ObjectKey{Namespace: r.namespace, Name: r.names[0]}, s); err != nil {
-			return 0, fmt.Errorf("reading backup chunk %s: %w", r.names[0], err)
+			r.err = fmt.Errorf("reading backup chunk %s: %w", r.names[0], err)
+			return 0, r.err
 		}
 		r.cur, r.names = s.Data[ChunkKey], r.names[1:]
 	}

@@ -12,10 +12,6 @@ import (
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 )
 
-// MarkerName is the ConfigMap that records, outside the LinstorCluster, that its LINSTOR
-// database is being replaced or migrated. It has no owner: it must outlive the object.
-func MarkerName(cluster string) string { return cluster + "-database-replacement" }
-
 // MarkerKeyBackup is the marker's data key naming the LinstorBackup involved.
 const MarkerKeyBackup = "backup"
 
@@ -55,4 +51,29 @@ func setFinalizer(ctx context.Context, c client.Client, o client.Object, finaliz
 		controllerutil.RemoveFinalizer(o, finalizer)
 	}
 	return client.IgnoreNotFound(c.Patch(ctx, o, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
+}
+
+// ReleaseOrphanChunks takes finalizer off chunk Secrets whose LinstorBackup is not among
+// backups (it is gone): a backup deleted while its Secrets were being protected must not
+// leave them Terminating for ever. Secrets are found by LabelBackup; nothing is written
+// when none carries it.
+func ReleaseOrphanChunks(ctx context.Context, c client.Client, namespace string, backups []linstorv1.LinstorBackup, finalizer string) error {
+	var secrets corev1.SecretList
+	if err := c.List(ctx, &secrets, client.InNamespace(namespace), client.HasLabels{LabelBackup}); err != nil {
+		return fmt.Errorf("listing chunk Secrets: %w", err)
+	}
+	exists := map[string]bool{}
+	for _, b := range backups {
+		exists[b.Name] = true
+	}
+	for i := range secrets.Items {
+		s := &secrets.Items[i]
+		if exists[s.Labels[LabelBackup]] || !controllerutil.ContainsFinalizer(s, finalizer) {
+			continue
+		}
+		if err := setFinalizer(ctx, c, s, finalizer, false); err != nil {
+			return fmt.Errorf("releasing chunk Secret %s of a deleted backup: %w", s.Name, err)
+		}
+	}
+	return nil
 }

@@ -110,3 +110,8 @@ func BackupsNamed(status *linstorv1.LinstorClusterStatus, restoreFrom string) []
 	}
 	return names
 }
+
+// MarkerName is the ConfigMap that records, outside the LinstorCluster, that its LINSTOR
+// database is being replaced or migrated (Marker). It has no owner: it must outlive the
+// object.
+func MarkerName(cluster string) string { return cluster + "-database-replacement" }

@@ -418,6 +418,16 @@ func afterAction(in Input, st State, a Action, err error) Output {
 			out.Problem = Problem{linstorv1.ReasonInvalidSpec, r.Message}
 			out.Events = append(out.Events, Event{Warning: true, Reason: "RestoreFailed", Message: r.Message})
 			out.Upgrading, out.Requeue = false, soon
+			if u := out.State.Upgrade; u != nil && u.Phase == linstorv1.UpgradeRollingBack {
+				// The restore was to supersede a rollback: the database may be half
+				// migrated, and the rollback still owns it. Nothing starts.
+				r.Message = fmt.Sprintf("spec.database.restoreFrom: LinstorBackup %s cannot be restored: %v. Nothing was touched; the rollback to %s goes on and LINSTOR stays stopped.",
+					a.Backup, err, u.From)
+				out.Problem.Message = r.Message
+				out.StopController, out.FenceCSI, out.Upgrading = "the database is being restored from "+u.BackupName, true, true
+			} else if InProgress(u) {
+				out.Upgrading = true
+			}
 			return out
 		}
 		b := in.Observed.RestoreBackup

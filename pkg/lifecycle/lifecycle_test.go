@@ -355,6 +355,10 @@ func checkOutput(t *testing.T, in Input, out Output, e expect) {
 	if out.VersionStale != e.stale {
 		t.Errorf("VersionStale: got %v, want %v", out.VersionStale, e.stale)
 	}
+	// A rollback owns a database that may be half migrated: nothing starts on it.
+	if u := out.State.Upgrade; u != nil && u.Phase == linstorv1.UpgradeRollingBack && out.StopController == "" {
+		t.Errorf("invariant: RollingBack with the LINSTOR controller allowed to run")
+	}
 	// The marker's actions follow the upgrade phase alone (TestMarkerActions).
 	acts := withoutMarkerActions(out.Actions)
 	if len(acts) != 0 || len(e.actions) != 0 {
@@ -1370,6 +1374,17 @@ var afterActionCases = []afterCase{
 			problem: linstorv1.ReasonInvalidSpec, problemHas: []string{"damaged", "Nothing was touched", "starts again"}, events: ev("RestoreFailed")},
 	},
 	{
+		// The restore was to supersede a rollback whose backup is unreadable: the
+		// database may be half migrated, so nothing may start on it.
+		name: "check failed while superseding a rollback: Failed, the rollback keeps LINSTOR stopped and CSI fenced",
+		in: inRestore(withDeployed(dv(fxFrom, fxFrom)), withUpgrade(&linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeRollingBack, From: fxFrom, To: fxTo,
+			BackupName: fxPreBackup, StartedAt: mt(fxNow), PhaseStartedAt: mt(fxNow)}), withRestore(RestoreStopping, fxNightly, fxUID, fxFrom), obsStopped()),
+		action: Action{Kind: CheckRestore, Backup: fxNightly},
+		err:    fmt.Errorf("%w: LinstorBackup nightly is damaged", ErrBackupUnusable),
+		want: expect{restore: RestoreFailed, upgrade: linstorv1.UpgradeRollingBack, deployed: dv(fxFrom, fxFrom), stop: fxPreBackup, fence: true, upgrading: true,
+			requeue: soon, problem: linstorv1.ReasonInvalidSpec, problemHas: []string{"rollback to 1.33.2 goes on"}, events: ev("RestoreFailed")},
+	},
+	{
 		name:   "check failed for a reason a retry may change (the API server did not answer): still Stopping, LINSTOR stopped, retried",
 		in:     inRestore(withRestore(RestoreStopping, fxNightly, fxUID, fxFrom), obsStopped()),
 		action: Action{Kind: CheckRestore, Backup: fxNightly},
@@ -1498,7 +1513,24 @@ var restoreCases = []stepCase{
 		in: input(withReported(""), withDeployed(nil), func(in *Input) {
 			in.Observed.Marker = &Marker{Operation: MarkerUpgraded, Backup: fxPreBackup, From: fxFrom, To: fxTo, ClusterUID: "old-uid"}
 		}),
-		want: expect{deployed: dv(fxTo, fxTo), requeue: soon, events: ev("UpgradeAdopted")},
+		want: expect{deployed: dv(fxTo, fxTo), requeue: soon, events: ev("UpgradeAdopted"), check: func(t *testing.T, in Input, out Output) {
+			if !hasAction(out.Actions, Action{Kind: ClearMarker}) {
+				t.Errorf("the settled marker is not cleared: %+v", out.Actions)
+			}
+		}},
+	},
+	{
+		// Left in place (its removal lost in a crash), the confirmation would let the same
+		// backup, named again months later, replace the live database without asking.
+		name: "Stopping with the used confirmation still there: removed again, the check goes on",
+		in:   inRestore(withRestore(RestoreStopping, fxNightly, fxUID, fxFrom), withConfirm(fxNightly+"/"+fxUID), obsStopped()),
+		want: expect{restore: RestoreStopping, deployed: dv(fxTo, fxTo), stop: "restore of " + fxNightly, upgrading: true,
+			actions: []Action{{Kind: RemoveAnnotation, Annotation: AnnotationConfirmRestore}, {Kind: CheckRestore, Backup: fxNightly}}},
+	},
+	{
+		name: "Restored with the used confirmation still there: removed",
+		in:   inRestore(withRestore(RestoreRestored, fxNightly, fxUID, fxFrom), withConfirm(fxNightly+"/"+fxUID)),
+		want: expect{restore: RestoreRestored, deployed: dv(fxTo, fxTo), actions: []Action{{Kind: RemoveAnnotation, Annotation: AnnotationConfirmRestore}}},
 	},
 	{
 		name: "a confirmed restore supersedes a rollback that cannot finish",
@@ -2018,9 +2050,11 @@ var restartCases = []restartCase{
 		first: "upgrade:Preflight", second: "upgrade:Preflight",
 	},
 	{
-		name:  "confirmed restore: Stopping is not started twice",
-		in:    inRestore(withRestore(RestoreAwaitingConfirmation, fxNightly, fxUID, fxFrom), withConfirm(fxNightly+"/"+fxUID), obsDBEmpty(false)),
+		name: "confirmed restore: Stopping is not started twice",
+		in:   inRestore(withRestore(RestoreAwaitingConfirmation, fxNightly, fxUID, fxFrom), withConfirm(fxNightly+"/"+fxUID), obsDBEmpty(false)),
+		// The annotation's removal may have been lost with the crash: used up again.
 		first: "restore:Stopping", second: "restore:Stopping",
+		secondActions: []Action{{Kind: RemoveAnnotation, Annotation: AnnotationConfirmRestore}},
 	},
 	{
 		name:  "restore lost in a crash: carried out again",

@@ -15,6 +15,7 @@ func stepRestore(in *Input, out *Output) bool {
 	if adoptMarker(in, out) {
 		return true
 	}
+	useUpConfirmation(in, out)
 	if r != nil && r.Phase == RestoreRestoring {
 		return continueRestore(in, out)
 	}
@@ -147,6 +148,20 @@ func stepRestore(in *Input, out *Output) bool {
 	return true
 }
 
+// useUpConfirmation removes a confirmation the restore it names has already used (its
+// removal when Stopping was entered may have been lost): left in place, it would let the
+// same backup, named again months later, replace the live database without asking.
+func useUpConfirmation(in *Input, out *Output) {
+	r := out.State.Restore
+	if in.Spec.ConfirmRestore == "" || r == nil || r.ClusterUID != in.Spec.ClusterUID || in.Spec.ConfirmRestore != r.BackupName+"/"+in.Spec.ClusterUID {
+		return
+	}
+	switch r.Phase {
+	case RestoreStopping, RestoreRestoring, RestoreRestored, RestoreFailed:
+		out.Actions = append(out.Actions, Action{Kind: RemoveAnnotation, Annotation: AnnotationConfirmRestore})
+	}
+}
+
 // adoptMarker: the status holds nothing (a recreated LinstorCluster), but the marker
 // kept outside it says the database was being replaced. The replacement is finished
 // before LINSTOR starts: it is adopted as a restore in phase Restoring.
@@ -160,7 +175,8 @@ func adoptMarker(in *Input, out *Output) bool {
 	case MarkerUpgrade:
 		// The new controller may have migrated the database, or be half way: neither
 		// version may start on it. The upgrade rolls back as it would have.
-		why := fmt.Sprintf("the LinstorCluster was deleted during the upgrade %s -> %s (begun by LinstorCluster UID %s), and the new controller may have migrated the database", m.From, m.To, m.ClusterUID)
+		why := fmt.Sprintf("the LinstorCluster was deleted during the upgrade %s -> %s (begun by LinstorCluster UID %s; recorded in ConfigMap %s, delete it only if this database was abandoned on purpose), "+
+			"and the new controller may have migrated the database", m.From, m.To, m.ClusterUID, MarkerName(in.Spec.ClusterName))
 		out.State.Upgrade = &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeController, From: m.From, To: m.To, BackupName: m.Backup, StartedAt: &now, PhaseStartedAt: &now}
 		out.Events = append(out.Events, Event{Warning: true, Reason: "UpgradeAdopted", Message: "Rolling back: " + why})
 		startRollback(in, out, why)
@@ -171,12 +187,14 @@ func adoptMarker(in *Input, out *Output) bool {
 		msg := fmt.Sprintf("The LinstorCluster was deleted after LINSTOR's database was upgraded to %s (begun by LinstorCluster UID %s): %s runs", m.To, m.ClusterUID, m.To)
 		out.State.Deployed = versions(m.To, m.To)
 		out.Events = append(out.Events, Event{Reason: "UpgradeAdopted", Message: msg})
+		// Settled: the deployed version records it from now on.
+		out.Actions = append(out.Actions, Action{Kind: ClearMarker})
 		out.Requeue = soon
 		return true
 	}
 	msg := fmt.Sprintf("The LINSTOR database was being replaced (%s of LinstorBackup %s, begun by LinstorCluster UID %s) when the LinstorCluster was deleted; "+
-		"the replacement is finished before LINSTOR starts. If the database was deliberately wiped since, name the backup to start from in spec.database.restoreFrom",
-		m.Operation, m.Backup, m.ClusterUID)
+		"the replacement is finished before LINSTOR starts (recorded in ConfigMap %s). To finish it from another backup, name it in spec.database.restoreFrom and confirm it",
+		m.Operation, m.Backup, m.ClusterUID, MarkerName(in.Spec.ClusterName))
 	out.State.Restore = &linstorv1.RestoreStatus{BackupName: m.Backup, ClusterUID: in.Spec.ClusterUID, Phase: RestoreRestoring, Message: msg}
 	out.StopController, out.Upgrading, out.Requeue = "the database is being restored from "+m.Backup, true, soon
 	out.Events = append(out.Events, Event{Warning: true, Reason: "RestoreAdopted", Message: msg})

@@ -91,8 +91,11 @@ func (r *Reconciler) reconcileLifecycle(ctx context.Context, s *scope) (_ ctrl.R
 		// them again from the saved state (they are idempotent).
 		done, checked, err := r.databaseJob(ctx, c, a)
 		if !done {
+			if err != nil {
+				return ctrl.Result{}, err // nothing started: decided again on fresh data
+			}
 			r.useLifecycle(s, out)
-			return ctrl.Result{RequeueAfter: lifecycle.Poll}, err
+			return ctrl.Result{RequeueAfter: lifecycle.Poll}, nil
 		}
 		restored := a.Kind == lifecycle.RestoreDatabase && err == nil
 		if restored {

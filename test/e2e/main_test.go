@@ -49,7 +49,9 @@ func run(m *testing.M) int {
 	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.Level(zapcore.InfoLevel)))
 	start := time.Now()
 	env, err = sim.Start(context.Background(), sim.Options{Root: root, Name: clusterName, Namespace: namespace,
-		LinstorPoll: 2 * time.Second, UpgradePhaseTimeout: 20 * time.Second})
+		// Four satellite pods roll in about 20 s on a loaded 2-core machine: a 20 s phase
+		// timeout rolled back 2 of 40 runs of the rollback test at the Satellites phase.
+		LinstorPoll: 2 * time.Second, UpgradePhaseTimeout: 40 * time.Second})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: starting the simulated cluster:", err)
 		return 1

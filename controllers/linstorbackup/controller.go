@@ -96,9 +96,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return ctrl.Result{}, err
 		}
 		if why := lifecycle.BackupWaits(&cluster.Status); why != "" {
-			return ctrl.Result{RequeueAfter: 2 * time.Second}, r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
-				st.Message = "Waiting: " + why
-			})
+			if err := r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) { st.Message = "Waiting: " + why }); err != nil {
+				return ctrl.Result{}, err
+			}
+			return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 		}
 	}
 	stopped, err := dbbackup.ControllerStopped(ctx, r.Database, cluster)
@@ -134,9 +135,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return ctrl.Result{}, err
 		}
 		if why := lifecycle.BackupWaits(&now.Status); why != "" {
-			return ctrl.Result{RequeueAfter: 2 * time.Second}, r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
+			if err := r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
 				st.Phase, st.StartedAt, st.Message = linstorv1.BackupPending, nil, "Waiting: "+why
-			})
+			}); err != nil {
+				return ctrl.Result{}, err
+			}
+			return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 		}
 	}
 	return ctrl.Result{}, r.take(ctx, b, cluster)

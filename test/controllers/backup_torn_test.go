@@ -2,22 +2,17 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
@@ -66,86 +61,22 @@ func TestBackupFailsWhenTheControllerStartedDuringTheCopy(t *testing.T) {
 	}, timeout, tick).Should(Succeed())
 }
 
-// holdChunkCreates registers a validating webhook, served by the test, on the creation
-// of backup chunk Secrets (labelled with dbbackup.LabelBackup) in ns. The first
-// creation of a Secret whose name held accepts blocks until release is called; storing
-// is closed when it arrives. The webhook is active when this returns.
+// holdChunkCreates holds the first creation of a backup chunk Secret (labelled with
+// dbbackup.LabelBackup) in ns whose name held accepts (holdCreates); storing is closed
+// when it arrives.
 func holdChunkCreates(t *testing.T, ns string, held func(secret string) bool) (storing <-chan struct{}, release func()) {
-	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	arrived, released, probed := make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
-	var arrive, free sync.Once
-	release = func() { free.Do(func() { close(released) }) }
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var review admissionv1.AdmissionReview
-		if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
-			http.Error(w, "not an AdmissionReview", http.StatusBadRequest)
-			return
-		}
-		if held(review.Request.Name) {
-			first := false
-			arrive.Do(func() { first = true; close(arrived) })
-			if first {
-				select {
-				case <-released:
-				case <-time.After(25 * time.Second): // within the webhook's timeout
-				}
-			}
-		} else {
-			select {
-			case probed <- struct{}{}:
-			default:
-			}
-		}
-		review.Response = &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
-		review.Request = nil
-		_ = json.NewEncoder(w).Encode(review)
-	}))
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	t.Cleanup(release) // before the server closes: it waits for the held request
-
-	fail := admissionregistrationv1.Fail
-	none := admissionregistrationv1.SideEffectClassNone
-	url := srv.URL + "/validate"
-	hook := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "hold-" + ns},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name: "hold.backup.test.linstor.io",
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url,
-				CABundle: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})},
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
-			}},
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
-			ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-				{Key: dbbackup.LabelBackup, Operator: metav1.LabelSelectorOpExists}}},
-			FailurePolicy:           &fail,
-			SideEffects:             &none,
-			AdmissionReviewVersions: []string{"v1"},
-			TimeoutSeconds:          ptr.To[int32](30),
+	return holdCreates(t, admissionregistrationv1.ValidatingWebhook{
+		Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
 		}},
-	}
-	g.Expect(env.Client.Create(ctx, hook)).To(Succeed())
-	t.Cleanup(func() { _ = env.Client.Delete(ctx, hook) })
-
-	// The API server picks the configuration up a moment later: probe until it calls.
-	for i := 0; ; i++ {
-		if i == 200 {
-			t.Fatal("the test's admission webhook is never called")
-		}
-		probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("probe-%d", i), Namespace: ns,
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+		ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: dbbackup.LabelBackup, Operator: metav1.LabelSelectorOpExists}}},
+	}, held, func(i int) client.Object {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("hold-probe-%d", i), Namespace: ns,
 			Labels: map[string]string{dbbackup.LabelBackup: "probe"}}}
-		g.Expect(env.Client.Create(ctx, probe)).To(Succeed())
-		_ = env.Client.Delete(ctx, probe)
-		select {
-		case <-probed:
-			return arrived, release
-		case <-time.After(tick):
-		}
-	}
+	})
 }
 
 // The controller counts as stopped only when no pod of it exists and its Deployment

@@ -2,18 +2,12 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -303,85 +297,19 @@ func TestUpgradeBackupDeletedMidUpgradeStaysUntilTheUpgradeEnds(t *testing.T) {
 	t.Logf("upgrade Succeeded and its deleted backup gone %.1fs into the test", time.Since(start).Seconds())
 }
 
-// holdLinstorCreates registers a validating webhook, served by the test, on creates of
-// LINSTOR's database objects (group internal.linstor.linbit.com). The first create of
-// an object whose name held accepts blocks until release is called (at most 25s);
-// arrived is closed when it comes. The webhook is active when this returns.
+// holdLinstorCreates holds the first create of a LINSTOR database object (group
+// internal.linstor.linbit.com) whose name held accepts (holdCreates); arrived is closed
+// when it comes.
 func holdLinstorCreates(t *testing.T, held func(name string) bool) (arrived <-chan struct{}, release func()) {
-	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	came, released, probed := make(chan struct{}), make(chan struct{}), make(chan string, 10)
-	var arrive, free sync.Once
-	release = func() { free.Do(func() { close(released) }) }
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var review admissionv1.AdmissionReview
-		if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
-			http.Error(w, "not an AdmissionReview", http.StatusBadRequest)
-			return
-		}
-		name := review.Request.Name
-		if held(name) {
-			first := false
-			arrive.Do(func() { first = true; close(came) })
-			if first {
-				select {
-				case <-released:
-				case <-time.After(25 * time.Second): // within the webhook's timeout
-				}
-			}
-		} else if strings.HasPrefix(name, "hold-probe-") {
-			select {
-			case probed <- name:
-			default:
-			}
-		}
-		review.Response = &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
-		review.Request = nil
-		_ = json.NewEncoder(w).Encode(review)
-	}))
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	t.Cleanup(release) // before the server closes: it waits for the held request
-
-	fail := admissionregistrationv1.Fail
-	none := admissionregistrationv1.SideEffectClassNone
 	scope := admissionregistrationv1.ClusterScope
-	url := srv.URL + "/validate"
-	hook := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "hold-linstor-" + strings.ToLower(t.Name())},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name: "hold.linstor.test.linstor.io",
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url,
-				CABundle: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})},
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule:       admissionregistrationv1.Rule{APIGroups: []string{dbbackup.Group}, APIVersions: []string{"*"}, Resources: []string{"*"}, Scope: &scope},
-			}},
-			FailurePolicy:           &fail,
-			SideEffects:             &none,
-			AdmissionReviewVersions: []string{"v1"},
-			TimeoutSeconds:          ptr.To[int32](30),
+	return holdCreates(t, admissionregistrationv1.ValidatingWebhook{
+		Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{dbbackup.Group}, APIVersions: []string{"*"}, Resources: []string{"*"}, Scope: &scope},
 		}},
-	}
-	g.Expect(env.Client.Create(ctx, hook)).To(Succeed())
-	t.Cleanup(func() { _ = env.Client.Delete(ctx, hook) })
-
-	// The API server picks the configuration up a moment later: probe (a row created
-	// and deleted again) until it calls.
-	for i := 0; ; i++ {
-		if i == 200 {
-			t.Fatal("the test's admission webhook is never called")
-		}
-		probe := row("Nodes", fmt.Sprintf("hold-probe-%d", i), map[string]any{"node_name": "probe"})
-		g.Expect(env.Client.Create(ctx, probe)).To(Succeed())
-		g.Expect(env.Client.Delete(ctx, probe)).To(Succeed())
-		select {
-		case <-probed:
-			return came, release
-		case <-time.After(tick):
-		}
-	}
+	}, held, func(i int) client.Object {
+		return row("Nodes", fmt.Sprintf("hold-probe-%d", i), map[string]any{"node_name": "probe"})
+	})
 }
 
 // Deleting the LinstorCluster while its restore job writes the database waits for the

@@ -20,65 +20,41 @@ const (
 	ConditionEncrypted = "Encrypted"
 )
 
-// Condition reasons. Reasons are CamelCase and stable: alerts match on them.
+// Condition reasons. Reasons are CamelCase and stable: alerts match on them. They are
+// grouped by the kind that reports them; the string values never change.
+
+// Reasons several kinds report.
 const (
-	ReasonAsExpected       = "AsExpected"
-	ReasonReconciling      = "Reconciling"
-	ReasonNotObserved      = "NotObserved"
+	ReasonAsExpected  = "AsExpected"
+	ReasonReconciling = "Reconciling"
+	// ReasonNotObserved: the condition was not observed yet (reconciler.SetUnknownIfAbsent).
+	ReasonNotObserved = "NotObserved"
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonLinstorError: LINSTOR answered a request with an error.
+	ReasonLinstorError = "LinstorError"
+	// ReasonWrongNamespace: the LinstorCluster (or a LinstorSatelliteConfiguration or
+	// LinstorNodeConnection) is outside the operator's namespace, so it is ignored.
+	ReasonWrongNamespace = "WrongNamespace"
+	// ReasonLinstorWritesFenced: the operator's own LINSTOR writes wait for an upgrade or
+	// a restore (a rollback would silently undo them). LinstorSatellite, LinstorNodeConnection.
+	ReasonLinstorWritesFenced = "LinstorWritesFenced"
+	// ReasonControllerNotReady, ReasonLinstorUnreachable: LinstorCluster, LinstorSatellite.
+	ReasonControllerNotReady = "ControllerNotReady"
+	ReasonLinstorUnreachable = "LinstorUnreachable"
+	// ReasonRemovalHeld: too many satellites would be removed at once. LinstorCluster,
+	// LinstorSatellite.
+	ReasonRemovalHeld = "RemovalHeld"
+)
+
+// Reasons of the LinstorCluster (controllers/linstorcluster).
+const (
 	ReasonDuplicateCluster = "DuplicateCluster"
 	// ReasonServiceAccountMissing: an operand's ServiceAccount (shipped with the
 	// operator) does not exist, so its pods are refused.
 	ReasonServiceAccountMissing = "ServiceAccountMissing"
-	// ReasonWrongNamespace: the LinstorCluster (or a LinstorSatelliteConfiguration or
-	// LinstorNodeConnection) is outside the operator's namespace, so it is ignored.
-	ReasonWrongNamespace     = "WrongNamespace"
-	ReasonControllerNotReady = "ControllerNotReady"
-	ReasonLinstorUnreachable = "LinstorUnreachable"
-	ReasonLinstorError       = "LinstorError"
-	ReasonSatellitesNotReady = "SatellitesNotReady"
-	ReasonInvalidSpec        = "InvalidSpec"
-	ReasonSecretMissing      = "SecretMissing"
-	ReasonNodeOffline        = "NodeOffline"
-	ReasonVersionMismatch    = "VersionMismatch"
-	ReasonPoolInUse          = "PoolInUse"
-	// ReasonWaitingForDisks: a discovery pool has no unused disk to claim on the node.
-	ReasonWaitingForDisks = "WaitingForDisks"
-	// ReasonDiskClaimFailed: LINSTOR did not create a pool from the disks claimed for it.
-	ReasonDiskClaimFailed    = "DiskClaimFailed"
-	ReasonWaitingForEvacuate = "WaitingForEvacuation"
-	// ReasonEvacuationStuck: a replica on an evacuating node has nowhere to go.
-	ReasonEvacuationStuck = "EvacuationStuck"
-	// ReasonHoldsLastReplica: deleting the node would destroy the only copy of data.
-	ReasonHoldsLastReplica = "HoldsLastReplica"
-	// ReasonOverridden: part of a configuration is overridden by a later one.
-	ReasonOverridden = "Overridden"
-	// ReasonPropertiesSkipped: an expandFrom generated property names LINSTOR refuses;
-	// those are left out, the rest applies.
-	ReasonPropertiesSkipped = "PropertiesSkipped"
-	// ReasonNoAddressInIPFamilies: the node has no InternalIP of the satellite's
-	// ipFamilies, so it is not registered in LINSTOR.
-	ReasonNoAddressInIPFamilies = "NoAddressInIPFamilies"
-	// ReasonRemovalHeld: too many satellites would be removed at once.
-	ReasonRemovalHeld = "RemovalHeld"
-	// ReasonRestoreNeedsConfirmation: a restore would replace the live database.
-	ReasonRestoreNeedsConfirmation = "RestoreNeedsConfirmation"
-	// ReasonRestoreIncomplete: the database is partly replaced; LINSTOR stays stopped.
-	ReasonRestoreIncomplete = "RestoreIncomplete"
-	ReasonUpgradeInProgress = "UpgradeInProgress"
-	ReasonBackupInProgress  = "BackupInProgress"
-	ReasonUpgradeFailed     = "UpgradeFailed"
-	ReasonUpgradeRefused    = "UpgradeRefused"
-	// ReasonUpgradeStalled: the upgrade's Verify phase passed its timeout; it cannot roll
-	// back (the satellites run the new version) and waits for the named problems.
-	ReasonUpgradeStalled = "UpgradeStalled"
-	// ReasonRollbackNeedsConfirmation: an upgrade of a cluster with an external database
-	// failed; LINSTOR stays stopped until the admin confirms the database was restored.
-	ReasonRollbackNeedsConfirmation = "RollbackNeedsConfirmation"
-	// ReasonLinstorWritesFenced: the operator's own LINSTOR writes wait for an upgrade or
-	// a restore (a rollback would silently undo them).
-	ReasonLinstorWritesFenced = "LinstorWritesFenced"
-	// ReasonBackupWaiting: a LinstorBackup waits for a restore, rollback or migration.
-	ReasonBackupWaiting = "BackupWaiting"
+	ReasonSatellitesNotReady    = "SatellitesNotReady"
+	ReasonSecretMissing         = "SecretMissing"
+	ReasonBackupInProgress      = "BackupInProgress"
 	// ReasonTLSDisabled: spec.tls sets a channel's mode to Disabled (Encrypted=False).
 	ReasonTLSDisabled = "TLSDisabled"
 	// ReasonTLSKeptDisabled: a channel is unset in spec.tls and runs without TLS because
@@ -91,7 +67,66 @@ const (
 	// NoSchedule or NoExecute taint the satellite pod does not tolerate; it gets none
 	// until the taint is gone or tolerated (LinstorCluster status.skippedNodes).
 	ReasonUntoleratedTaint = "UntoleratedTaint"
+)
+
+// Reasons of the LinstorCluster's database lifecycle (pkg/lifecycle): upgrades,
+// rollbacks, restores.
+const (
+	ReasonUpgradeInProgress = "UpgradeInProgress"
+	ReasonUpgradeFailed     = "UpgradeFailed"
+	ReasonUpgradeRefused    = "UpgradeRefused"
+	// ReasonUpgradeStalled: the upgrade's Verify phase passed its timeout; it cannot roll
+	// back (the satellites run the new version) and waits for the named problems.
+	ReasonUpgradeStalled = "UpgradeStalled"
+	// ReasonRollbackNeedsConfirmation: an upgrade of a cluster with an external database
+	// failed; LINSTOR stays stopped until the admin confirms the database was restored.
+	ReasonRollbackNeedsConfirmation = "RollbackNeedsConfirmation"
+	// ReasonRestoreNeedsConfirmation: a restore would replace the live database.
+	ReasonRestoreNeedsConfirmation = "RestoreNeedsConfirmation"
+	// ReasonRestoreIncomplete: the database is partly replaced; LINSTOR stays stopped.
+	ReasonRestoreIncomplete = "RestoreIncomplete"
+)
+
+// Reasons of the LinstorSatellite (controllers/linstorsatellite, pkg/satellite).
+const (
+	ReasonNodeOffline     = "NodeOffline"
+	ReasonVersionMismatch = "VersionMismatch"
+	ReasonPoolInUse       = "PoolInUse"
+	// ReasonWaitingForDisks: a discovery pool has no unused disk to claim on the node.
+	ReasonWaitingForDisks = "WaitingForDisks"
+	// ReasonDiskClaimFailed: LINSTOR did not create a pool from the disks claimed for it.
+	ReasonDiskClaimFailed    = "DiskClaimFailed"
+	ReasonWaitingForEvacuate = "WaitingForEvacuation"
+	// ReasonEvacuationStuck: a replica on an evacuating node has nowhere to go.
+	ReasonEvacuationStuck = "EvacuationStuck"
+	// ReasonHoldsLastReplica: deleting the node would destroy the only copy of data.
+	ReasonHoldsLastReplica = "HoldsLastReplica"
+	// ReasonNoAddressInIPFamilies: the node has no InternalIP of the satellite's
+	// ipFamilies, so it is not registered in LINSTOR.
+	ReasonNoAddressInIPFamilies = "NoAddressInIPFamilies"
 	// ReasonNodeEvicted: LINSTOR evicted the node and the operator does not restore it
 	// yet; the message says what it waits for.
 	ReasonNodeEvicted = "NodeEvicted"
+)
+
+// Reasons of the LinstorSatelliteConfiguration's Applied condition (besides
+// ReasonAsExpected and ReasonWrongNamespace).
+const (
+	// ReasonOverridden: part of a configuration is overridden by a later one.
+	ReasonOverridden = "Overridden"
+	// ReasonPropertiesSkipped: an expandFrom generated property names LINSTOR refuses;
+	// those are left out, the rest applies.
+	ReasonPropertiesSkipped = "PropertiesSkipped"
+)
+
+// The LinstorNodeConnection reports only shared reasons: AsExpected, WrongNamespace,
+// InvalidSpec, LinstorError, LinstorWritesFenced, Reconciling.
+//
+// The LinstorBackup's conditions give its phase as their reason (BackupPending,
+// BackupRunning, BackupCompleted, BackupFailed).
+const (
+	// ReasonBackupWaiting: a LinstorBackup waits for a restore, rollback or migration.
+	// No controller reports it today (a waiting backup is Pending, its message says
+	// why); kept because the value is part of the API.
+	ReasonBackupWaiting = "BackupWaiting"
 )

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
 
 func entry(manager, sub, t string) mfEntry {
@@ -57,7 +59,9 @@ func TestAuditTailCountsTheOperatorAcrossRotation(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go a.run(ctx)
-	waitFor(t, func() bool { return a.stats().Lines == 2 })
+	if err := envtest.WaitFor(20*time.Millisecond, 5*time.Second, func() (bool, error) { return a.stats().Lines == 2, nil }); err != nil {
+		t.Fatal(err)
+	}
 	// Rotate as lumberjack does: rename, then a new file; plus a line split in two writes.
 	if err := os.Rename(path, filepath.Join(dir, "audit-old.log")); err != nil {
 		t.Fatal(err)
@@ -73,7 +77,9 @@ func TestAuditTailCountsTheOperatorAcrossRotation(t *testing.T) {
 	}
 	_, _ = f.WriteString(l[40:] + line("manager/v0.0.0", "get", "linstorclusters", "", 200, 2500*time.Millisecond))
 	f.Close()
-	waitFor(t, func() bool { return a.stats().Lines == 4 })
+	if err := envtest.WaitFor(20*time.Millisecond, 5*time.Second, func() (bool, error) { return a.stats().Lines == 4, nil }); err != nil {
+		t.Fatal(err)
+	}
 	st := a.stats()
 	if st.OperatorEvents != 3 || st.Unparsable != 0 || st.Rotations != 1 {
 		t.Fatalf("stats %+v", st)
@@ -85,17 +91,6 @@ func TestAuditTailCountsTheOperatorAcrossRotation(t *testing.T) {
 	}
 	if got := total(a.requests.sum(2, 3, nil)); got != 1 {
 		t.Fatalf("second 2: %d requests", got)
-	}
-}
-
-func waitFor(t *testing.T, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

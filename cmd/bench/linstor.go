@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/linstor-operator/linstor-operator/pkg/linstor/emulator"
+	"github.com/linstor-operator/linstor-operator/internal/emulator"
 )
 
 // countingHandler counts every LINSTOR request by route ("GET /v1/nodes/{node}": the

@@ -45,9 +45,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/internal/bundle"
+	"github.com/linstor-operator/linstor-operator/internal/emulator"
 	"github.com/linstor-operator/linstor-operator/internal/kwokcluster"
-	"github.com/linstor-operator/linstor-operator/pkg/bundle"
-	"github.com/linstor-operator/linstor-operator/pkg/linstor/emulator"
 )
 
 // options of one benchmark run.

@@ -15,7 +15,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/linstor-operator/linstor-operator/pkg/linstor/emulator"
+	"github.com/linstor-operator/linstor-operator/internal/emulator"
 )
 
 func main() {

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/linstor-operator/linstor-operator/pkg/clustertls"
+
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
 // checkCAReferences reads the CA of every channel that names one (spec.tls.<channel>.
@@ -18,7 +19,7 @@ func (r *Reconciler) checkCAReferences(ctx context.Context, s *scope) error {
 	for _, ch := range []struct {
 		name string
 		ref  *linstorv1.CAReference
-	}{{"internal", render.InternalCAReference(s.cluster)}, {"api", render.APICAReference(s.cluster)}} {
+	}{{"internal", clustertls.InternalCAReference(s.cluster)}, {"api", clustertls.APICAReference(s.cluster)}} {
 		if ch.ref == nil {
 			continue
 		}
@@ -33,8 +34,8 @@ func (r *Reconciler) checkCAReferences(ctx context.Context, s *scope) error {
 // hasCAReference: the CA of Secret name's channel comes from a caReference, so the
 // Secret need not carry a ca.crt.
 func hasCAReference(c *linstorv1.LinstorCluster, name string) bool {
-	if render.InternalCAReference(c) != nil && name == render.InternalTLSSecretName(c) {
+	if clustertls.InternalCAReference(c) != nil && name == clustertls.InternalTLSSecretName(c) {
 		return true
 	}
-	return render.APICAReference(c) != nil && (name == render.APITLSSecretName(c) || name == render.APIClientSecretName(c))
+	return clustertls.APICAReference(c) != nil && (name == clustertls.APITLSSecretName(c) || name == clustertls.APIClientSecretName(c))
 }

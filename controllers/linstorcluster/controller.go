@@ -5,12 +5,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,16 +25,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/controllers/phases"
+	"github.com/linstor-operator/linstor-operator/controllers/reconciler"
 	"github.com/linstor-operator/linstor-operator/pkg/apply"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
 	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 )
-
-// Finalizer removes the cluster-scoped objects (RBAC) that owner references cannot.
-const Finalizer = "linstor.io/cluster-cleanup"
 
 // Reconciler reconciles LinstorClusters.
 type Reconciler struct {
@@ -61,7 +58,7 @@ type Reconciler struct {
 	// Events carries the observer's changes of the controller's state.
 	Events <-chan event.GenericEvent
 	// Backoff spaces the retries of failed LINSTOR writes.
-	Backoff phases.Backoff
+	Backoff reconciler.Backoff
 	applier *apply.Applier
 
 	restores restoreJobs // database restores running in the background
@@ -98,7 +95,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=cert-manager.io,namespace=system,resources=certificates,verbs=get;create;update;patch
 
 // Reconcile reads top-down: get, finalizer, scope, phases, status.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cluster := &linstorv1.LinstorCluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -106,20 +103,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if !cluster.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, cluster)
 	}
-	if controllerutil.AddFinalizer(cluster, Finalizer) {
+	if controllerutil.AddFinalizer(cluster, names.FinalizerClusterCleanup) {
 		if err := r.Client.Update(ctx, cluster); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 
 	s := newScope(cluster)
-	defer func() {
-		if err := r.updateStatus(ctx, s, reterr == nil); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-			reterr = kerrors.NewAggregate([]error{reterr, err})
-		}
-	}()
-
-	return phases.Run(ctx, s, phases.Resync, func() bool { return s.stop },
+	return reconciler.Pass(ctx, s, r.saveStatus, reconciler.Resync, func() bool { return s.stop },
 		r.reconcileDuplicate,
 		r.reconcileLifecycle,
 		r.reconcileTLS,
@@ -152,7 +143,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	b := ctrl.NewControllerManagedBy(mgr).
 		// Its own status writes do not wake it; a saved lifecycle step requeues itself.
-		For(&linstorv1.LinstorCluster{}, builder.WithPredicates(phases.NotStatusOnly())).
+		For(&linstorv1.LinstorCluster{}, builder.WithPredicates(reconciler.NotStatusOnly())).
 		Owns(&appsv1.Deployment{}).
 		Owns(&appsv1.DaemonSet{}).
 		Owns(&corev1.Service{}).
@@ -171,7 +162,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&linstorv1.LinstorBackup{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 			return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.(*linstorv1.LinstorBackup).Spec.ClusterRef.Name}}}
 		})).
-		WithOptions(controller.Options{RateLimiter: phases.RateLimiter()})
+		WithOptions(controller.Options{RateLimiter: reconciler.RateLimiter()})
 	if r.Events != nil {
 		b = b.WatchesRawSource(source.Channel(r.Events, &handler.EnqueueRequestForObject{}))
 	}

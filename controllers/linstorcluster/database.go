@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,10 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/controllers/phases"
+	"github.com/linstor-operator/linstor-operator/controllers/reconciler"
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
 	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
 // The database jobs (a restore's check, a restore or a rollback's restore), the marker
@@ -26,8 +27,8 @@ import (
 // finalizers that keep the backups the lifecycle may still restore.
 
 // MarkerName is the ConfigMap that records, outside the LinstorCluster, that its
-// LINSTOR database is being replaced or migrated (lifecycle.MarkerName).
-var MarkerName = lifecycle.MarkerName
+// LINSTOR database is being replaced or migrated (names.DatabaseReplacementMarker).
+var MarkerName = names.DatabaseReplacementMarker
 
 // Marker data keys.
 const (
@@ -95,7 +96,7 @@ func stamped(msg string, now time.Time) string {
 	if i := strings.Index(msg, jobStamp); i >= 0 {
 		msg = msg[:i]
 	}
-	return phases.Bound(msg + jobStamp + now.UTC().Format(time.RFC3339) + ")")
+	return reconciler.Bound(msg + jobStamp + now.UTC().Format(time.RFC3339) + ")")
 }
 
 // jobMarker is what the marker says while a restore job replaces the database.
@@ -139,7 +140,7 @@ func (r *Reconciler) writeMarker(ctx context.Context, rd client.Reader, c *linst
 	switch {
 	case apierrors.IsNotFound(err):
 		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: MarkerName(c.Name), Namespace: c.Namespace,
-			Labels: map[string]string{render.LabelManagedBy: render.ManagedBy, render.LabelInstance: c.Name}}, Data: data}
+			Labels: map[string]string{names.LabelManagedBy: names.ManagedBy, names.LabelInstance: c.Name}}, Data: data}
 		if err := r.Direct.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("recording the database's state in ConfigMap %s: %w", cm.Name, err)
 		} else if err == nil {
@@ -220,11 +221,11 @@ func (r *Reconciler) keepFinalizers(ctx context.Context, c *linstorv1.LinstorClu
 		// request): the upgrade's backup is in use before its chunks exist, and a Secret
 		// written later must get the finalizer too.
 		want := slices.Contains(inUse, b.Name)
-		if err := dbbackup.SetInUse(ctx, r.Client, b, lifecycle.FinalizerBackupInUse, want); err != nil {
+		if err := dbbackup.SetInUse(ctx, r.Client, b, names.FinalizerBackupInUse, want); err != nil {
 			return err
 		}
 	}
-	return dbbackup.ReleaseOrphanChunks(ctx, r.Client, c.Namespace, list.Items, lifecycle.FinalizerBackupInUse)
+	return dbbackup.ReleaseOrphanChunks(ctx, r.Client, c.Namespace, list.Items, names.FinalizerBackupInUse)
 }
 
 // activeAndRunning names a LinstorBackup of the cluster that is Pending or Running, and

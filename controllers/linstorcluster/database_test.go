@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/linstor-operator/linstor-operator/controllers/phases"
+	"github.com/linstor-operator/linstor-operator/controllers/reconciler"
 )
 
 // An ended job's outcome belongs to the object that started it: a LinstorCluster
@@ -73,7 +73,7 @@ func TestStampedReplacesThePreviousStamp(t *testing.T) {
 		t.Fatalf("stamped twice %q, once %q", again, once)
 	}
 	long := strings.Repeat("x", 40000)
-	if got := stamped(long, t0); len(got) > len(phases.Bound(long+jobStamp+"2026-11-27T10:00:00Z)")) {
+	if got := stamped(long, t0); len(got) > len(reconciler.Bound(long+jobStamp+"2026-11-27T10:00:00Z)")) {
 		t.Fatalf("unbounded: %d", len(got))
 	}
 }

@@ -3,6 +3,8 @@ package linstorcluster
 import (
 	"context"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	corev1 "k8s.io/api/core/v1"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -18,7 +20,7 @@ import (
 // with the garbage collector. Deleting the LinstorCluster never deletes LINSTOR nodes,
 // pools or the database: satellites see their cluster going and retain LINSTOR state.
 func (r *Reconciler) reconcileDelete(ctx context.Context, cluster *linstorv1.LinstorCluster) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(cluster, Finalizer) {
+	if !controllerutil.ContainsFinalizer(cluster, names.FinalizerClusterCleanup) {
 		return ctrl.Result{}, nil
 	}
 	if backup, busy := r.restores.restoring(client.ObjectKeyFromObject(cluster)); busy {
@@ -44,6 +46,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, cluster *linstorv1.Lin
 		return ctrl.Result{}, err
 	}
 	r.Observer.Forget(client.ObjectKeyFromObject(cluster))
-	controllerutil.RemoveFinalizer(cluster, Finalizer)
+	controllerutil.RemoveFinalizer(cluster, names.FinalizerClusterCleanup)
 	return ctrl.Result{}, r.Client.Update(ctx, cluster)
 }

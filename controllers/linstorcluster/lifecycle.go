@@ -8,6 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/linstor-operator/linstor-operator/pkg/linstorstate"
+
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	lapi "github.com/LINBIT/golinstor/client"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -19,16 +23,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/controllers/phases"
+	"github.com/linstor-operator/linstor-operator/controllers/reconciler"
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
 	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
-	"github.com/linstor-operator/linstor-operator/pkg/linstor"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
 	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 )
 
 // AnnotationRetryUpgrade set to a version retries an upgrade to it that was rolled back.
-const AnnotationRetryUpgrade = lifecycle.AnnotationRetryUpgrade
+const AnnotationRetryUpgrade = names.AnnotationRetryUpgrade
 
 // errLifecycleConflict: the LinstorCluster changed since it was read; the decision is
 // taken again on fresh data rather than acting on a stale one.
@@ -137,11 +139,11 @@ func (r *Reconciler) reconcileLifecycle(ctx context.Context, s *scope) (_ ctrl.R
 func (r *Reconciler) lifecycleSpec(c *linstorv1.LinstorCluster) lifecycle.Spec {
 	spec := lifecycle.Spec{
 		ClusterName: c.Name, ClusterUID: string(c.UID), Requested: c.Spec.Version, Reported: c.Status.Version,
-		ConfirmRestore: c.Annotations[lifecycle.AnnotationConfirmRestore], RetryUpgrade: c.Annotations[lifecycle.AnnotationRetryUpgrade],
+		ConfirmRestore: c.Annotations[names.AnnotationConfirmRestore], RetryUpgrade: c.Annotations[names.AnnotationRetryUpgrade],
 		ExternalController: c.Spec.ExternalController != nil, ExternalDatabase: dbbackup.Unsupported(c),
 		PhaseTimeout: r.UpgradePhaseTimeout,
 	}
-	spec.ConfirmDatabaseRestored = c.Annotations[lifecycle.AnnotationConfirmDatabaseRestored]
+	spec.ConfirmDatabaseRestored = c.Annotations[names.AnnotationConfirmDatabaseRestored]
 	if u := c.Spec.Upgrade; u != nil {
 		spec.Policy = u.Policy
 		if u.PhaseTimeout != nil {
@@ -158,14 +160,14 @@ func (r *Reconciler) lifecycleSpec(c *linstorv1.LinstorCluster) lifecycle.Spec {
 // those status.lostNodes records, and decides which are honoured (lifecycle.LostNodes).
 // LINSTOR that does not answer leaves the recorded ones as they are.
 func (r *Reconciler) decideLostNodes(ctx context.Context, c *linstorv1.LinstorCluster) (lifecycle.LostNodesOutput, error) {
-	annotation := c.Annotations[lifecycle.AnnotationAcknowledgeLostNodes]
+	annotation := c.Annotations[names.AnnotationAcknowledgeLostNodes]
 	in := lifecycle.LostNodesInput{Annotation: annotation, Recorded: c.Status.LostNodes, Now: time.Now()}
 	if !lifecycle.NeedsLostNodes(annotation, c.Status.LostNodes) {
 		return lifecycle.LostNodes(in), nil
 	}
-	names := lifecycle.AcknowledgedNames(annotation)
+	acknowledged := lifecycle.AcknowledgedNames(annotation)
 	for _, l := range c.Status.LostNodes {
-		names = append(names, l.Name)
+		acknowledged = append(acknowledged, l.Name)
 	}
 	var kubeNodes corev1.NodeList
 	if err := r.Client.List(ctx, &kubeNodes); err != nil {
@@ -173,7 +175,7 @@ func (r *Reconciler) decideLostNodes(ctx context.Context, c *linstorv1.LinstorCl
 	}
 	var pods corev1.PodList
 	if err := r.Direct.List(ctx, &pods, client.InNamespace(c.Namespace),
-		client.MatchingLabels{render.LabelName: render.SatelliteComponent, render.LabelInstance: c.Name}); err != nil {
+		client.MatchingLabels{names.LabelName: names.SatelliteComponent, names.LabelInstance: c.Name}); err != nil {
 		return lifecycle.LostNodesOutput{}, fmt.Errorf("listing satellite pods: %w", err)
 	}
 	conn, err := r.Linstor.Connect(ctx, c)
@@ -191,7 +193,7 @@ func (r *Reconciler) decideLostNodes(ctx context.Context, c *linstorv1.LinstorCl
 		return lifecycle.LostNodes(in), nil
 	}
 	in.Seen = map[string]lifecycle.SeenNode{}
-	for _, name := range names {
+	for _, name := range acknowledged {
 		key := strings.ToLower(name)
 		seen := lifecycle.SeenNode{Name: name}
 		for _, n := range linstorNodes {
@@ -221,7 +223,7 @@ func (r *Reconciler) refusedLostNodes(c *linstorv1.LinstorCluster, lost lifecycl
 		r.lostNodesSaid.Delete(c.UID)
 		return ""
 	}
-	msg := fmt.Sprintf("%s is not honoured for %s", lifecycle.AnnotationAcknowledgeLostNodes, strings.Join(lost.NotHonoured, "; "))
+	msg := fmt.Sprintf("%s is not honoured for %s", names.AnnotationAcknowledgeLostNodes, strings.Join(lost.NotHonoured, "; "))
 	if said, ok := r.lostNodesSaid.Load(c.UID); !ok || said != msg {
 		r.lostNodesSaid.Store(c.UID, msg)
 		r.Recorder.Event(c, corev1.EventTypeWarning, "LostNodeNotAcknowledged", msg)
@@ -306,7 +308,7 @@ func (r *Reconciler) observeLinstor(ctx context.Context, c *linstorv1.LinstorClu
 	// does not wait for it either, or every upgrade would roll back on it.
 	nodes, _, _ = lifecycle.WithoutLostNodes(lost, nodes, nil, nil)
 	for _, n := range nodes {
-		if linstor.RunsSatellite(n) && n.ConnectionStatus != "ONLINE" {
+		if linstorstate.RunsSatellite(n) && n.ConnectionStatus != "ONLINE" {
 			l.Waiting = append(l.Waiting, n.Name+" "+n.ConnectionStatus)
 		}
 	}
@@ -330,7 +332,7 @@ func (r *Reconciler) observeLinstor(ctx context.Context, c *linstorv1.LinstorClu
 		}
 	}
 	_, resources, syncing = lifecycle.WithoutLostNodes(lost, nil, resources, syncing)
-	l.Problems = upgrade.Problems(nodes, resources, syncing)
+	l.Problems = linstorstate.UpgradeProblems(nodes, resources, syncing)
 	return l
 }
 
@@ -347,7 +349,7 @@ func (r *Reconciler) observeBackup(ctx context.Context, namespace, name string) 
 	}
 	// One being deleted while the lifecycle still holds it (FinalizerBackupInUse) is
 	// still there to restore: its chunk Secrets go only once it is gone.
-	found := b.DeletionTimestamp == nil || controllerutil.ContainsFinalizer(b, lifecycle.FinalizerBackupInUse)
+	found := b.DeletionTimestamp == nil || controllerutil.ContainsFinalizer(b, names.FinalizerBackupInUse)
 	return &lifecycle.Backup{Name: name, Found: found, Cluster: b.Spec.ClusterRef.Name, Phase: b.Status.Phase,
 		Message: b.Status.Message, LinstorVersion: b.Status.LinstorVersion, Checksum: b.Status.Checksum, Objects: int64(b.Status.Objects)}, nil
 }
@@ -364,10 +366,10 @@ func (r *Reconciler) saveLifecycle(ctx context.Context, c *linstorv1.LinstorClus
 	}
 	next := out.State
 	if next.Upgrade != nil {
-		next.Upgrade.Message = phases.Bound(next.Upgrade.Message)
+		next.Upgrade.Message = reconciler.Bound(next.Upgrade.Message)
 	}
 	if next.Restore != nil {
-		next.Restore.Message = phases.Bound(next.Restore.Message)
+		next.Restore.Message = reconciler.Bound(next.Restore.Message)
 	}
 	if equalState(from, next) && !out.VersionStale {
 		return nil

@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"fmt"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	lapi "github.com/LINBIT/golinstor/client"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,7 +18,6 @@ import (
 
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
 const (
@@ -24,9 +25,6 @@ const (
 	DefaultPassphraseSecret = "linstor-passphrase"
 	// PassphraseKey holds the passphrase in the Secret.
 	PassphraseKey = "MASTER_PASSPHRASE"
-	// PassphraseFinalizer keeps the Secret from being deleted: without it, every
-	// encrypted volume becomes unreadable. Removing it is a deliberate, manual act.
-	PassphraseFinalizer = "linstor.io/protect-passphrase"
 )
 
 // reconcilePassphrase makes sure the master passphrase exists, is protected, and is
@@ -68,8 +66,8 @@ func (r *Reconciler) reconcilePassphrase(ctx context.Context, s *scope) (ctrl.Re
 		}
 		// No owner reference: deleting the LinstorCluster must not delete the passphrase.
 		secret = &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.cluster.Namespace, Finalizers: []string{PassphraseFinalizer},
-				Labels: map[string]string{render.LabelManagedBy: render.ManagedBy, render.LabelCluster: s.cluster.Name}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.cluster.Namespace, Finalizers: []string{names.FinalizerProtectPassphrase},
+				Labels: map[string]string{names.LabelManagedBy: names.ManagedBy, names.LabelCluster: s.cluster.Name}},
 			Type: corev1.SecretTypeOpaque,
 			Data: map[string][]byte{PassphraseKey: []byte(pass)},
 		}
@@ -80,7 +78,7 @@ func (r *Reconciler) reconcilePassphrase(ctx context.Context, s *scope) (ctrl.Re
 	case err != nil:
 		return ctrl.Result{}, err
 	}
-	if controllerutil.AddFinalizer(secret, PassphraseFinalizer) {
+	if controllerutil.AddFinalizer(secret, names.FinalizerProtectPassphrase) {
 		if err := r.Client.Update(ctx, secret); err != nil {
 			return ctrl.Result{}, err
 		}

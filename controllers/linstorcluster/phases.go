@@ -9,10 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/linstor-operator/linstor-operator/pkg/clustertls"
+
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	lapi "github.com/LINBIT/golinstor/client"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/controllers/phases"
+	"github.com/linstor-operator/linstor-operator/controllers/reconciler"
 	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
@@ -128,14 +131,14 @@ func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) 
 		s.applyErr = err
 		return ctrl.Result{}, err
 	}
-	if applied.Sent(appsv1.SchemeGroupVersion.WithKind("Deployment"), s.cluster.Namespace, render.ControllerName) {
+	if applied.Sent(appsv1.SchemeGroupVersion.WithKind("Deployment"), s.cluster.Namespace, names.ControllerName) {
 		// The LINSTOR controller is (re)started or stopped: what was observed of it is
 		// history until LINSTOR is asked again, and it is asked often for a while.
 		key := client.ObjectKeyFromObject(s.cluster)
 		r.Observer.Invalidate(key)
 		r.Observer.ExpectChange(key, time.Minute)
 	}
-	selector := client.MatchingLabels{render.LabelCluster: s.cluster.Name, render.LabelManagedBy: render.ManagedBy}
+	selector := client.MatchingLabels{names.LabelCluster: s.cluster.Name, names.LabelManagedBy: names.ManagedBy}
 	if n, err := r.applier.Prune(ctx, s.cluster, applied, s.cluster.Namespace, selector, namespacedKinds...); err != nil {
 		s.applyErr = err
 		return ctrl.Result{}, err
@@ -152,7 +155,7 @@ func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) 
 // clusterScopedSelector also matches the namespace: cluster-scoped objects of a
 // same-named LinstorCluster elsewhere are not ours to prune.
 func (r *Reconciler) clusterScopedSelector(c *linstorv1.LinstorCluster) client.MatchingLabels {
-	return client.MatchingLabels{render.LabelCluster: c.Name, render.LabelClusterNamespace: c.Namespace, render.LabelManagedBy: render.ManagedBy}
+	return client.MatchingLabels{names.LabelCluster: c.Name, names.LabelClusterNamespace: c.Namespace, names.LabelManagedBy: names.ManagedBy}
 }
 
 // reconcileSatellites keeps one LinstorSatellite per selected node. A satellite whose
@@ -181,7 +184,7 @@ func (r *Reconciler) reconcileSatellites(ctx context.Context, s *scope) (ctrl.Re
 	for _, sat := range existing.Items {
 		exists[sat.Name] = true
 	}
-	certPending := render.InternalTLSEnabled(s.cluster) && !certificateRecorded(s.cluster, render.InternalTLSSecretName(s.cluster))
+	certPending := clustertls.InternalTLSEnabled(s.cluster) && !certificateRecorded(s.cluster, clustertls.InternalTLSSecretName(s.cluster))
 	deferred := false
 	var skippedNodes []linstorv1.SkippedNode // selected nodes that get no satellite
 	for i := range nodes.Items {
@@ -204,7 +207,7 @@ func (r *Reconciler) reconcileSatellites(ctx context.Context, s *scope) (ctrl.Re
 		}
 		sat := &linstorv1.LinstorSatellite{
 			TypeMeta:   metav1.TypeMeta{APIVersion: linstorv1.GroupVersion.String(), Kind: "LinstorSatellite"},
-			ObjectMeta: metav1.ObjectMeta{Name: node.Name, Namespace: s.cluster.Namespace, Labels: map[string]string{render.LabelCluster: s.cluster.Name, render.LabelManagedBy: render.ManagedBy}},
+			ObjectMeta: metav1.ObjectMeta{Name: node.Name, Namespace: s.cluster.Namespace, Labels: map[string]string{names.LabelCluster: s.cluster.Name, names.LabelManagedBy: names.ManagedBy}},
 			Spec:       spec,
 		}
 		if skip := r.skippedForTaints(s.cluster, sat, node, exists[node.Name]); skip != nil {
@@ -225,7 +228,7 @@ func (r *Reconciler) reconcileSatellites(ctx context.Context, s *scope) (ctrl.Re
 	// Removing many satellites at once is held until confirmed (a nodeSelector typo,
 	// nodes vanishing): decided here, before any is deleted, so the first deletions
 	// cannot slip through before the others are seen.
-	removal := satellite.Removal{Total: len(existing.Items), Confirmed: s.cluster.Annotations[satellite.AnnotationConfirmRemoval]}
+	removal := satellite.Removal{Total: len(existing.Items), Confirmed: s.cluster.Annotations[names.AnnotationConfirmRemoval]}
 	nodeExists := make(map[string]bool, len(nodes.Items))
 	for _, n := range nodes.Items {
 		nodeExists[n.Name] = true
@@ -298,17 +301,25 @@ func certificateRecorded(c *linstorv1.LinstorCluster, name string) bool {
 // updateConfigurationStatus reports which nodes a configuration applies to. It writes
 // only when something changed, so a steady state makes no writes.
 func (r *Reconciler) updateConfigurationStatus(ctx context.Context, cfg *linstorv1.LinstorSatelliteConfiguration, nodes []string, conflict string, skipped []string) error {
-	before := cfg.DeepCopy()
-	sort.Strings(nodes)
-	cfg.Status.MatchedNodes = nodes
-	cfg.Status.MatchedNodeCount = int32(len(nodes))
-	cfg.Status.ObservedGeneration = cfg.Generation
+	_, err := reconciler.PatchStatus(ctx, r.Client, cfg, func() {
+		sort.Strings(nodes)
+		cfg.Status.MatchedNodes = nodes
+		cfg.Status.MatchedNodeCount = int32(len(nodes))
+		cfg.Status.ObservedGeneration = cfg.Generation
+		reconciler.SetCondition(&cfg.Status.Conditions, appliedCondition(cfg.Generation, len(nodes), conflict, skipped))
+	})
+	return client.IgnoreNotFound(err)
+}
+
+// appliedCondition says to how many nodes a configuration applies, and what of it does
+// not: a later configuration overriding it, expandFrom properties left out.
+func appliedCondition(generation int64, nodes int, conflict string, skipped []string) metav1.Condition {
 	applied := metav1.Condition{
 		Type: linstorv1.ConditionApplied, Status: metav1.ConditionTrue, Reason: linstorv1.ReasonAsExpected,
-		ObservedGeneration: cfg.Generation, Message: fmt.Sprintf("Applies to %d nodes", len(nodes)),
+		ObservedGeneration: generation, Message: fmt.Sprintf("Applies to %d nodes", nodes),
 	}
 	if conflict != "" {
-		applied.Reason, applied.Message = linstorv1.ReasonOverridden, fmt.Sprintf("Applies to %d nodes, but %s", len(nodes), conflict)
+		applied.Reason, applied.Message = linstorv1.ReasonOverridden, fmt.Sprintf("Applies to %d nodes, but %s", nodes, conflict)
 	}
 	if len(skipped) > 0 {
 		if conflict == "" {
@@ -316,11 +327,7 @@ func (r *Reconciler) updateConfigurationStatus(ctx context.Context, cfg *linstor
 		}
 		applied.Message += "; " + skippedMessage(skipped)
 	}
-	phases.SetCondition(&cfg.Status.Conditions, applied)
-	if equality.Semantic.DeepEqual(before.Status, cfg.Status) {
-		return nil
-	}
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, cfg, client.MergeFrom(before)))
+	return applied
 }
 
 // reconcileLinstor takes the controller's version from the observer's last cycle and
@@ -424,7 +431,7 @@ func satelliteReady(sat *linstorv1.LinstorSatellite) bool {
 // observeSatellites totals the satellites' reported state.
 func (r *Reconciler) observeSatellites(ctx context.Context, s *scope) (ctrl.Result, error) {
 	var sats linstorv1.LinstorSatelliteList
-	if err := r.Client.List(ctx, &sats, client.InNamespace(s.cluster.Namespace), client.MatchingLabels{render.LabelCluster: s.cluster.Name}); err != nil {
+	if err := r.Client.List(ctx, &sats, client.InNamespace(s.cluster.Namespace), client.MatchingLabels{names.LabelCluster: s.cluster.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
 	var live []linstorv1.LinstorSatellite
@@ -461,7 +468,7 @@ func (r *Reconciler) observeSatellites(ctx context.Context, s *scope) (ctrl.Resu
 // LinstorCluster would say why. The workloads are applied anyway, so the pods start
 // as soon as the accounts are installed.
 func (r *Reconciler) missingAccounts(ctx context.Context, namespace string, objs render.Objects) []string {
-	names := []string{render.ServiceAccountName(render.SatelliteComponent)}
+	names := []string{names.ServiceAccountName(names.SatelliteComponent)}
 	for _, o := range objs {
 		switch w := o.(type) {
 		case *appsv1.Deployment:

@@ -5,25 +5,25 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/linstor-operator/linstor-operator/pkg/clustertls"
+
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/controllers/phases"
+	"github.com/linstor-operator/linstor-operator/controllers/reconciler"
 	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
-// updateStatus derives every condition from the scope's observations and writes the
-// status with one merge patch. observedGeneration moves only after a clean pass.
-func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded bool) error {
+// saveStatus derives every condition from the scope's observations and writes the
+// status with one merge patch. observedGeneration moves only after a clean pass. A
+// conflict or a deleted cluster is no error: the next pass starts from what is stored.
+func (r *Reconciler) saveStatus(ctx context.Context, s *scope, passErr error) error {
 	c := s.cluster
-	before := c.DeepCopy()
 	if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
 		if reason, msg := s.problem(); reason != "" {
 			log.Info("cluster degraded", "reason", reason, "why", msg)
@@ -32,14 +32,17 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 			log.Info("workloads held", "controllerStopped", s.stopController, "csiFenced", s.fenceCSI)
 		}
 	}
-	setStatus(c, s, passSucceeded)
-	if equality.Semantic.DeepEqual(before.Status, c.Status) {
-		return nil // a write that changes nothing still costs the API server
-	}
-	if err := r.Client.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
+	before := c.DeepCopy() // for the Encrypted warning
+	wrote, err := reconciler.PatchStatus(ctx, r.Client, c, func() { setStatus(c, s, passErr == nil) })
+	if err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return nil
+		}
 		return err
 	}
-	r.warnUnencrypted(before, c)
+	if wrote {
+		r.warnUnencrypted(before, c)
+	}
 	return nil
 }
 
@@ -65,12 +68,12 @@ func (r *Reconciler) warnUnencrypted(before, after *linstorv1.LinstorCluster) {
 	r.Recorder.Event(after, corev1.EventTypeWarning, now.Reason, now.Message)
 }
 
-// setTLSStatus records the TLS default (decided once, see render.RecordedTLSDefault)
+// setTLSStatus records the TLS default (decided once, see clustertls.RecordedTLSDefault)
 // and the mode each channel runs with.
 func setTLSStatus(c *linstorv1.LinstorCluster) {
-	st := &linstorv1.TLSStatus{DefaultMode: render.RecordedTLSDefault(c), Internal: render.InternalTLSMode(c)}
+	st := &linstorv1.TLSStatus{DefaultMode: clustertls.RecordedTLSDefault(c), Internal: clustertls.InternalTLSMode(c)}
 	if c.Spec.ExternalController == nil {
-		st.API = render.APITLSMode(c)
+		st.API = clustertls.APITLSMode(c)
 	}
 	c.Status.TLS = st
 }
@@ -83,7 +86,7 @@ func setEncryptedCondition(c *linstorv1.LinstorCluster, s *scope) {
 	if reason, _ := s.inactive(); reason != "" {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionUnknown, reason, "The operator manages nothing of this LinstorCluster"
 	}
-	phases.SetCondition(&c.Status.Conditions, cond)
+	reconciler.SetCondition(&c.Status.Conditions, cond)
 }
 
 // Restarted by switching a channel to TLS, for the messages.
@@ -104,7 +107,7 @@ func encryptedCondition(c *linstorv1.LinstorCluster) metav1.Condition {
 		// invents nothing (an unset channel stays Disabled).
 		cond.Reason = linstorv1.ReasonExternalController
 		switch {
-		case render.InternalTLSEnabled(c):
+		case clustertls.InternalTLSEnabled(c):
 		case internalSet:
 			plain = append(plain, "spec.tls.internal.mode is Disabled: the satellites accept plain connections from the external controller")
 		default:
@@ -127,8 +130,8 @@ func encryptedCondition(c *linstorv1.LinstorCluster) metav1.Condition {
 		enabled, set   bool
 		clear, restart string
 	}{
-		{"internal", render.InternalTLSEnabled(c), internalSet, internalClear, internalRestarts},
-		{"api", render.APITLSEnabled(c), apiSet, apiClear, apiRestarts},
+		{"internal", clustertls.InternalTLSEnabled(c), internalSet, internalClear, internalRestarts},
+		{"api", clustertls.APITLSEnabled(c), apiSet, apiClear, apiRestarts},
 	} {
 		switch {
 		case ch.enabled:
@@ -142,7 +145,7 @@ func encryptedCondition(c *linstorv1.LinstorCluster) metav1.Condition {
 	}
 	switch {
 	case len(plain) == 0:
-		cond.Message = fmt.Sprintf("Controller-satellite traffic (%s) and the API (%s) use TLS", render.InternalTLSMode(c), render.APITLSMode(c))
+		cond.Message = fmt.Sprintf("Controller-satellite traffic (%s) and the API (%s) use TLS", clustertls.InternalTLSMode(c), clustertls.APITLSMode(c))
 	case explicit:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, linstorv1.ReasonTLSDisabled, strings.Join(plain, "; ")
 	default:
@@ -154,12 +157,12 @@ func encryptedCondition(c *linstorv1.LinstorCluster) metav1.Condition {
 // setStatus derives the status from the pass's observations (no I/O).
 func setStatus(c *linstorv1.LinstorCluster, s *scope, passSucceeded bool) {
 	// First: before this pass sets conditions, the recorded TLS default is still decided
-	// from the object as it was read (see render.RecordedTLSDefault).
+	// from the object as it was read (see clustertls.RecordedTLSDefault).
 	setTLSStatus(c)
 	setDegradedCondition(c, s)
 	setEncryptedCondition(c, s)
 	if s.transient { // keep what was last observed until a failure lasts
-		phases.SetUnknownIfAbsent(&c.Status.Conditions, c.Generation, linstorv1.ConditionProgressing, linstorv1.ConditionAvailable)
+		reconciler.SetUnknownIfAbsent(&c.Status.Conditions, c.Generation, linstorv1.ConditionProgressing, linstorv1.ConditionAvailable)
 	} else {
 		setProgressingCondition(c, s)
 		setAvailableCondition(c, s)
@@ -250,7 +253,7 @@ func setDegradedCondition(c *linstorv1.LinstorCluster, s *scope) {
 	if reason != "" {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, reason, msg
 	}
-	phases.SetCondition(&c.Status.Conditions, cond)
+	reconciler.SetCondition(&c.Status.Conditions, cond)
 }
 
 func setProgressingCondition(c *linstorv1.LinstorCluster, s *scope) {
@@ -268,7 +271,7 @@ func setProgressingCondition(c *linstorv1.LinstorCluster, s *scope) {
 		cond.Status, cond.Reason = metav1.ConditionTrue, linstorv1.ReasonSatellitesNotReady
 		cond.Message = fmt.Sprintf("%d of %d satellites are ONLINE with their storage pools", s.satellitesReady, s.satellitesTotal)
 	}
-	phases.SetCondition(&c.Status.Conditions, cond)
+	reconciler.SetCondition(&c.Status.Conditions, cond)
 }
 
 func setAvailableCondition(c *linstorv1.LinstorCluster, s *scope) {
@@ -287,7 +290,7 @@ func setAvailableCondition(c *linstorv1.LinstorCluster, s *scope) {
 	case s.satellitesReady < s.satellitesTotal:
 		cond.Status, cond.Reason = metav1.ConditionFalse, linstorv1.ReasonSatellitesNotReady
 	}
-	phases.SetCondition(&c.Status.Conditions, cond)
+	reconciler.SetCondition(&c.Status.Conditions, cond)
 }
 
 // setUpgradeableCondition tells OLM (through the OperatorCondition) whether replacing the
@@ -312,7 +315,7 @@ func setUpgradeableCondition(c *linstorv1.LinstorCluster, s *scope) {
 		case meta.FindStatusCondition(c.Status.Conditions, linstorv1.ConditionUpgradeable) != nil:
 			return
 		}
-		phases.SetCondition(&c.Status.Conditions, cond)
+		reconciler.SetCondition(&c.Status.Conditions, cond)
 		return
 	}
 	if inactive != "" {
@@ -326,7 +329,7 @@ func setUpgradeableCondition(c *linstorv1.LinstorCluster, s *scope) {
 	} else if reason, msg := s.problem(); reason != "" {
 		cond.Message = fmt.Sprintf("Degraded (%s), which holds no operator upgrade: %s", reason, msg)
 	}
-	phases.SetCondition(&c.Status.Conditions, cond)
+	reconciler.SetCondition(&c.Status.Conditions, cond)
 }
 
 // stopReason is why the controller is stopped, as a condition reason.

@@ -135,3 +135,91 @@ func TestUpgradeMessageNamesThePhaseOnce(t *testing.T) {
 		}
 	}
 }
+
+// problem is the one (reason, message) of a cluster that Degraded reports (and that
+// holds observedGeneration back): the first that applies, in this order.
+func TestProblem(t *testing.T) {
+	tlsMissing := errors.New("Secret linstor/api-tls does not exist")
+	for _, tc := range []struct {
+		name    string
+		mutate  func(*scope)
+		reason  string
+		message string
+	}{
+		{"healthy", func(*scope) {}, "", ""},
+		{"a duplicate", func(s *scope) { s.duplicateOf = "linstor/first" }, linstorv1.ReasonDuplicateCluster,
+			"Only one LinstorCluster may exist; linstor/first is older and manages LINSTOR. Delete this one."},
+		{"a duplicate outside the namespace: the duplicate is said", func(s *scope) { s.duplicateOf, s.outsideNamespace = "linstor/first", "linstor" },
+			linstorv1.ReasonDuplicateCluster, "Only one LinstorCluster may exist; linstor/first is older and manages LINSTOR. Delete this one."},
+		{"the lifecycle's problem", func(s *scope) {
+			s.lifecycleProblem = lifecycle.Problem{Reason: linstorv1.ReasonUpgradeFailed, Message: "rolled back"}
+			s.removalHeld, s.passphraseErr = "held", errors.New("gone")
+		}, linstorv1.ReasonUpgradeFailed, "rolled back"},
+		{"refused lost-node acknowledgements", func(s *scope) { s.lostNodesRefused = "not honoured for a"; s.removalHeld = "held" },
+			linstorv1.ReasonInvalidSpec, "not honoured for a"},
+		{"removal held", func(s *scope) { s.removalHeld = "3 satellites wait"; s.tlsErr = tlsMissing },
+			linstorv1.ReasonRemovalHeld, "3 satellites wait"},
+		{"a missing TLS Secret", func(s *scope) { s.tlsErr, s.tlsMissing = tlsMissing, true; s.renderErr = errors.New("bad") },
+			linstorv1.ReasonSecretMissing, tlsMissing.Error()},
+		{"a TLS spec error", func(s *scope) { s.tlsErr = errors.New("spec.tls.api.secretName is empty") },
+			linstorv1.ReasonInvalidSpec, "spec.tls.api.secretName is empty"},
+		{"a render error", func(s *scope) { s.renderErr = errors.New("bad patch"); s.applyErr = errors.New("x") },
+			linstorv1.ReasonInvalidSpec, "bad patch"},
+		{"an apply error", func(s *scope) { s.applyErr = errors.New("forbidden"); s.missingAccounts = []string{"a"} },
+			linstorv1.ReasonReconciling, "Applying the controller workload failed: forbidden"},
+		{"missing ServiceAccounts", func(s *scope) { s.missingAccounts = []string{"linstor-controller", "linstor-satellite"} },
+			linstorv1.ReasonServiceAccountMissing, "ServiceAccounts linstor-controller, linstor-satellite do not exist in namespace linstor, so LINSTOR's pods cannot start; they are installed with the operator (the OLM bundle, or config/rbac with make deploy)"},
+		{"satellites failed", func(s *scope) { s.satelliteErr = errors.New("conflict"); s.propertiesErr = errors.New("x") },
+			linstorv1.ReasonReconciling, "Managing satellites failed: conflict"},
+		{"controller properties failed", func(s *scope) { s.propertiesErr = errors.New("500"); s.passphraseErr = errors.New("x") },
+			linstorv1.ReasonLinstorError, "Setting controller properties failed: 500"},
+		{"the passphrase", func(s *scope) { s.passphraseErr = errors.New("Secret linstor/pass does not exist") },
+			linstorv1.ReasonSecretMissing, "Master passphrase: Secret linstor/pass does not exist"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &linstorv1.LinstorCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "linstor", Name: "linstor", Generation: 2}}
+			s := newScope(c)
+			tc.mutate(s)
+			reason, message := s.problem()
+			if reason != tc.reason || message != tc.message {
+				t.Fatalf("problem() = %q, %q; want %q, %q", reason, message, tc.reason, tc.message)
+			}
+			setDegradedCondition(c, s)
+			cond := meta.FindStatusCondition(c.Status.Conditions, linstorv1.ConditionDegraded)
+			wantStatus, wantReason := metav1.ConditionTrue, tc.reason
+			if tc.reason == "" {
+				wantStatus, wantReason = metav1.ConditionFalse, linstorv1.ReasonAsExpected
+			}
+			if cond == nil || cond.Status != wantStatus || cond.Reason != wantReason || cond.Message != tc.message {
+				t.Errorf("Degraded = %+v, want %s %s", cond, wantStatus, wantReason)
+			}
+		})
+	}
+}
+
+// Applied says to how many nodes a configuration applies and what of it does not.
+func TestAppliedCondition(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		nodes    int
+		conflict string
+		skipped  []string
+		reason   string
+		message  string
+	}{
+		{"applies", 3, "", nil, linstorv1.ReasonAsExpected, "Applies to 3 nodes"},
+		{"overridden", 2, "LinstorSatelliteConfiguration b overrides spec.properties[x]", nil, linstorv1.ReasonOverridden,
+			"Applies to 2 nodes, but LinstorSatelliteConfiguration b overrides spec.properties[x]"},
+		{"properties skipped", 1, "", []string{"p: refused", "p: refused"}, linstorv1.ReasonPropertiesSkipped,
+			"Applies to 1 nodes; expandFrom generated properties that are left out: p: refused"},
+		{"overridden beats skipped, the message says both", 1, "b overrides x", []string{"d", "c", "b", "a"}, linstorv1.ReasonOverridden,
+			"Applies to 1 nodes, but b overrides x; expandFrom generated properties that are left out: a; b; c; and 1 more"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := appliedCondition(5, tc.nodes, tc.conflict, tc.skipped)
+			if got.Type != linstorv1.ConditionApplied || got.Status != metav1.ConditionTrue || got.Reason != tc.reason || got.Message != tc.message || got.ObservedGeneration != 5 {
+				t.Errorf("appliedCondition = %+v, want %s %q", got, tc.reason, tc.message)
+			}
+		})
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -17,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/controllers/phases"
+	"github.com/linstor-operator/linstor-operator/controllers/reconciler"
 	"github.com/linstor-operator/linstor-operator/pkg/satellite"
 )
 
@@ -51,19 +50,17 @@ func (r *MisplacedConfigurationReconciler) Reconcile(ctx context.Context, req ct
 	if why == "" {
 		return ctrl.Result{}, nil // the LinstorCluster controller owns its status
 	}
-	before := cfg.DeepCopy()
 	already := meta.FindStatusCondition(cfg.Status.Conditions, linstorv1.ConditionApplied)
-	phases.SetCondition(&cfg.Status.Conditions, metav1.Condition{
-		Type: linstorv1.ConditionApplied, Status: metav1.ConditionFalse, Reason: linstorv1.ReasonWrongNamespace,
-		ObservedGeneration: cfg.Generation, Message: why,
+	wrote, err := reconciler.PatchStatus(ctx, r.Client, cfg, func() {
+		reconciler.SetCondition(&cfg.Status.Conditions, metav1.Condition{
+			Type: linstorv1.ConditionApplied, Status: metav1.ConditionFalse, Reason: linstorv1.ReasonWrongNamespace,
+			ObservedGeneration: cfg.Generation, Message: why,
+		})
+		// Nodes it once matched (under another operator namespace) are matched no more.
+		cfg.Status.MatchedNodes = nil
+		cfg.Status.MatchedNodeCount = 0
 	})
-	// Nodes it once matched (under another operator namespace) are matched no more.
-	cfg.Status.MatchedNodes = nil
-	cfg.Status.MatchedNodeCount = 0
-	if equality.Semantic.DeepEqual(before.Status, cfg.Status) {
-		return ctrl.Result{}, nil
-	}
-	if err := r.Client.Status().Patch(ctx, cfg, client.MergeFrom(before)); err != nil {
+	if err != nil || !wrote {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if already == nil || already.Reason != linstorv1.ReasonWrongNamespace {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	lapi "github.com/LINBIT/golinstor/client"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -28,18 +30,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/controllers/phases"
+	"github.com/linstor-operator/linstor-operator/controllers/reconciler"
 	"github.com/linstor-operator/linstor-operator/pkg/apply"
 	"github.com/linstor-operator/linstor-operator/pkg/discovery"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
-	"github.com/linstor-operator/linstor-operator/pkg/netif"
 )
-
-// Finalizer runs the deletion policy before the LinstorSatellite goes.
-const Finalizer = "linstor.io/satellite-deletion-policy"
 
 const (
 	// pollInterval paces what only time changes (a stuck evacuation asked again).
@@ -73,7 +71,7 @@ type Reconciler struct {
 	// Grace is how long LINSTOR may stay unreachable before conditions say so.
 	Grace time.Duration
 	// Backoff spaces the retries of failed LINSTOR writes per satellite.
-	Backoff phases.Backoff
+	Backoff reconciler.Backoff
 	// DiskRelist paces the listings of unused disks for storage discovery; zero means
 	// discovery.RelistEvery.
 	DiskRelist time.Duration
@@ -117,7 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if !sat.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
-	if controllerutil.AddFinalizer(sat, Finalizer) {
+	if controllerutil.AddFinalizer(sat, names.FinalizerSatelliteDeletion) {
 		if err := r.Client.Update(ctx, sat); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -131,7 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{RequeueAfter: shortPoll}, nil
 	}
 
-	res, err := phases.Run(ctx, s, phases.Resync, func() bool { return s.stop },
+	res, err := reconciler.Run(ctx, s, reconciler.Resync, func() bool { return s.stop },
 		r.reconcileWorkload,
 		r.reconcileNode,
 		r.reconcileNodeProperties,
@@ -170,9 +168,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.applier = &apply.Applier{Client: r.Client, Scheme: mgr.GetScheme()}
 	b := ctrl.NewControllerManagedBy(mgr).
 		// Its own status writes do not wake it: the spec, metadata and LINSTOR do.
-		For(&linstorv1.LinstorSatellite{}, builder.WithPredicates(phases.NotStatusOnly())).
+		For(&linstorv1.LinstorSatellite{}, builder.WithPredicates(reconciler.NotStatusOnly())).
 		// The pod's readiness says when LINSTOR should see the satellite.
-		Owns(&appsv1.DaemonSet{}, builder.WithPredicates(predicate.Or(phases.NotStatusOnly(), daemonSetReadinessChanged()))).
+		Owns(&appsv1.DaemonSet{}, builder.WithPredicates(predicate.Or(reconciler.NotStatusOnly(), daemonSetReadinessChanged()))).
 		// A LinstorSatellite is named after its node: address and NIC changes reach it at once.
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.satellitesOfNode), builder.WithPredicates(predicate.Funcs{
 			CreateFunc: func(event.CreateEvent) bool { return false },
@@ -183,7 +181,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 				return nodeAddressesChanged(old, new) || nodeReadyChanged(old, new)
 			},
 		})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles, RateLimiter: phases.RateLimiter()})
+		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles, RateLimiter: reconciler.RateLimiter()})
 	if r.Events != nil {
 		b = b.WatchesRawSource(source.Channel(r.Events, &handler.EnqueueRequestForObject{}))
 	}
@@ -215,7 +213,7 @@ func daemonSetReadinessChanged() predicate.Predicate {
 }
 
 func nodeAddressesChanged(old, new *corev1.Node) bool {
-	return old.Annotations[netif.HostInterfacesAnnotation] != new.Annotations[netif.HostInterfacesAnnotation] ||
+	return old.Annotations[names.AnnotationHostInterfaces] != new.Annotations[names.AnnotationHostInterfaces] ||
 		!equality.Semantic.DeepEqual(old.Status.Addresses, new.Status.Addresses)
 }
 
@@ -285,7 +283,7 @@ type scope struct {
 	evictedWait string
 }
 
-func (r *Reconciler) poll() time.Duration { return phases.Poll(r.Poll, pollInterval) }
+func (r *Reconciler) poll() time.Duration { return reconciler.Poll(r.Poll, pollInterval) }
 
 // fenceRetry paces the passes of a satellite whose LINSTOR writes wait for the fence:
 // no watch of the LinstorCluster wakes it when the upgrade or restore moves on.

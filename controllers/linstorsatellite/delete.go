@@ -6,6 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/linstor-operator/linstor-operator/pkg/linstorstate"
+
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	lapi "github.com/LINBIT/golinstor/client"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,7 +22,6 @@ import (
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
 	"github.com/linstor-operator/linstor-operator/pkg/satellite"
 )
 
@@ -26,7 +29,7 @@ import (
 // data waits and says why; it never forces.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
 	sat := s.sat
-	if !controllerutil.ContainsFinalizer(sat, Finalizer) {
+	if !controllerutil.ContainsFinalizer(sat, names.FinalizerSatelliteDeletion) {
 		return ctrl.Result{}, nil
 	}
 	policy := sat.Spec.DeletionPolicy
@@ -48,7 +51,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		}
 		return ctrl.Result{RequeueAfter: shortPoll}, nil
 	}
-	controllerutil.RemoveFinalizer(sat, Finalizer)
+	controllerutil.RemoveFinalizer(sat, names.FinalizerSatelliteDeletion)
 	return ctrl.Result{}, r.Client.Update(ctx, sat)
 }
 
@@ -89,7 +92,7 @@ func (r *Reconciler) deleteNode(ctx context.Context, s *scope, guard bool) bool 
 		r.wrote(s)
 		if err == nil || linstor.IsNotFound(err) {
 			r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "NodeLost", "Removed LINSTOR node %s as lost (%s): its replicas there are gone, the survivors hold the data",
-				s.sat.Name, lifecycle.AnnotationAcknowledgeLostNodes)
+				s.sat.Name, names.AnnotationAcknowledgeLostNodes)
 			return true
 		}
 		s.deleteWait = fmt.Sprintf("LINSTOR refuses to remove the lost node %s, waiting: %v", s.sat.Name, err)
@@ -173,7 +176,7 @@ func (r *Reconciler) evacuateNode(ctx context.Context, s *scope) bool {
 		s.deleteWait = err.Error()
 		return false
 	}
-	if !linstor.HasFlag(lnode.Flags, "EVACUATE") {
+	if !linstorstate.HasFlag(lnode.Flags, "EVACUATE") {
 		if r.stillWanted(ctx, s) {
 			return true
 		}
@@ -192,7 +195,7 @@ func (r *Reconciler) evacuateNode(ctx context.Context, s *scope) bool {
 			}
 			running := 0
 			for _, n := range all {
-				if n.Name != s.sat.Name && linstor.HasFlag(n.Flags, "EVACUATE") {
+				if n.Name != s.sat.Name && linstorstate.HasFlag(n.Flags, "EVACUATE") {
 					running++
 				}
 			}
@@ -210,7 +213,7 @@ func (r *Reconciler) evacuateNode(ctx context.Context, s *scope) bool {
 		s.deleteWait = err.Error()
 		return false
 	}
-	ev := linstor.ObserveEvacuation(s.sat.Name, replicas)
+	ev := linstorstate.ObserveEvacuation(s.sat.Name, replicas)
 	if ev.Empty() {
 		return r.deleteNode(ctx, s, false)
 	}
@@ -289,16 +292,16 @@ func (r *Reconciler) stillWanted(ctx context.Context, s *scope) bool {
 // confirmation, and never more than maxConcurrentEvacuations.
 func (r *Reconciler) guardedRemoval(ctx context.Context, s *scope) bool {
 	var list linstorv1.LinstorSatelliteList
-	if err := r.Client.List(ctx, &list, client.InNamespace(s.sat.Namespace), client.MatchingLabels{render.LabelCluster: s.cluster.Name}); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(s.sat.Namespace), client.MatchingLabels{names.LabelCluster: s.cluster.Name}); err != nil {
 		s.deleteWait = fmt.Sprintf("listing the cluster's satellites: %v", err)
 		return false
 	}
 	in := satellite.Removal{Name: s.sat.Name, Total: len(list.Items), MaxConcurrent: s.sat.Spec.MaxConcurrentEvacuations,
-		Confirmed: s.cluster.Annotations[satellite.AnnotationConfirmRemoval]}
+		Confirmed: s.cluster.Annotations[names.AnnotationConfirmRemoval]}
 	for _, sat := range list.Items {
 		// Selection is the cluster controller's to judge: here only deletions under way
 		// count, and one whose finalizer is gone is over.
-		if satellite.Removing(&sat, true, true) && controllerutil.ContainsFinalizer(&sat, Finalizer) {
+		if satellite.Removing(&sat, true, true) && controllerutil.ContainsFinalizer(&sat, names.FinalizerSatelliteDeletion) {
 			in.Removing = append(in.Removing, sat.Name)
 			if waitsForData(&sat) {
 				in.Held = append(in.Held, sat.Name)

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/controllers/phases"
+	"github.com/linstor-operator/linstor-operator/controllers/reconciler"
 	"github.com/linstor-operator/linstor-operator/pkg/discovery"
 )
 
@@ -75,7 +75,9 @@ func (r *Reconciler) planDiscovery(ctx context.Context, s *scope, exists func(st
 	return listErr
 }
 
-func (r *Reconciler) relist() time.Duration { return phases.Poll(r.DiskRelist, discovery.RelistEvery) }
+func (r *Reconciler) relist() time.Duration {
+	return reconciler.Poll(r.DiskRelist, discovery.RelistEvery)
+}
 
 // discoveryPool returns the plan and status of pool name, when it is a discovery pool.
 func (s *scope) discoveryPool(name string) (*discovery.PoolPlan, *linstorv1.DiscoveryPoolStatus) {

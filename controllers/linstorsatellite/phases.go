@@ -9,6 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/linstor-operator/linstor-operator/pkg/linstorstate"
+
+	"github.com/linstor-operator/linstor-operator/pkg/clustertls"
+
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	lapi "github.com/LINBIT/golinstor/client"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/controllers/phases"
+	"github.com/linstor-operator/linstor-operator/controllers/reconciler"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/props"
@@ -28,14 +34,6 @@ import (
 	"github.com/linstor-operator/linstor-operator/pkg/render"
 	"github.com/linstor-operator/linstor-operator/pkg/satellite"
 )
-
-// ManagedPoolsKey is the LINSTOR node property listing the pools the operator created.
-// Only these are ever deleted, and only when empty.
-const ManagedPoolsKey = "Aux/linstor-operator/managed-pools"
-
-// ManagedInterfacesKey is the LINSTOR node property listing the net interfaces the
-// operator registered. Only these are ever deleted.
-const ManagedInterfacesKey = "Aux/linstor-operator/managed-interfaces"
 
 // reconcileWorkload runs the satellite pod on its node. It comes before the LINSTOR
 // phases: a satellite must run for LINSTOR to reach it.
@@ -68,7 +66,7 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, s *scope) (ctrl.Resu
 	for _, c := range s.cluster.Status.Certificates {
 		fingerprints[c.SecretName] = c.Fingerprint
 	}
-	if secret := render.InternalTLSSecretName(s.cluster); render.InternalTLSEnabled(s.cluster) && fingerprints[secret] == "" {
+	if secret := clustertls.InternalTLSSecretName(s.cluster); clustertls.InternalTLSEnabled(s.cluster) && fingerprints[secret] == "" {
 		// The pod would mount a certificate the cluster has not recorded yet, and be
 		// replaced once it has: a new cluster would start every satellite twice.
 		s.workloadPending = fmt.Sprintf("Waiting for the internal TLS certificate (Secret %s) before starting the satellite", secret)
@@ -128,7 +126,7 @@ func (r *Reconciler) reconcileNode(ctx context.Context, s *scope) (ctrl.Result, 
 			return ctrl.Result{}, nil
 		}
 		err := s.lc.Nodes.Create(ctx, lapi.Node{Name: node.Name, Type: "Satellite",
-			Props:         map[string]string{ManagedInterfacesKey: netif.Default},
+			Props:         map[string]string{names.AuxManagedInterfaces: netif.Default},
 			NetInterfaces: []lapi.NetInterface{{Name: netif.Default, Address: addr, SatellitePort: port, SatelliteEncryptionType: encryption, IsActive: true}}})
 		r.wrote(s)
 		if err != nil {
@@ -138,7 +136,7 @@ func (r *Reconciler) reconcileNode(ctx context.Context, s *scope) (ctrl.Result, 
 		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "NodeRegistered", "Registered LINSTOR node %s at %s", node.Name, addr)
 		return ctrl.Result{}, nil
 	}
-	if linstor.HasFlag(lnode.Flags, "EVICTED") {
+	if linstorstate.HasFlag(lnode.Flags, "EVICTED") {
 		return r.restoreEvicted(ctx, s, lnode)
 	}
 	if lnode.ConnectionStatus == "ONLINE" {
@@ -164,7 +162,7 @@ func (r *Reconciler) restoreEvicted(ctx context.Context, s *scope, lnode lapi.No
 		r.backSince, r.lastRestore = map[types.UID]time.Time{}, map[types.UID]time.Time{}
 	}
 	d := satellite.RestoreEvicted(satellite.Evicted{Node: s.node, Pods: pods, Connection: lnode.ConnectionStatus,
-		BackSince: r.backSince[uid], LastRestore: r.lastRestore[uid]}, phases.Poll(r.RestoreSettle, satellite.RestoreSettle), now)
+		BackSince: r.backSince[uid], LastRestore: r.lastRestore[uid]}, reconciler.Poll(r.RestoreSettle, satellite.RestoreSettle), now)
 	switch {
 	case !d.Back:
 		delete(r.backSince, uid)
@@ -176,7 +174,7 @@ func (r *Reconciler) restoreEvicted(ctx context.Context, s *scope, lnode lapi.No
 		s.evictedWait = d.Wait
 		// The node's readiness and the DaemonSet's wake the reconciler; the settle time
 		// passes here.
-		return ctrl.Result{RequeueAfter: phases.Poll(d.RecheckAfter, r.poll())}, nil
+		return ctrl.Result{RequeueAfter: reconciler.Poll(d.RecheckAfter, r.poll())}, nil
 	}
 	if !s.mayWrite("restoring the evicted node") {
 		s.evictedWait = "The node is back; restoring it in LINSTOR waits: " + s.fence
@@ -237,19 +235,19 @@ func (r *Reconciler) reconcileNetInterfaces(ctx context.Context, s *scope, lnode
 		s.netifErr, s.netifInvalid = err, true
 		return ctrl.Result{}, nil
 	}
-	managed := splitList(lnode.Props[ManagedInterfacesKey])
+	managed := splitList(lnode.Props[names.AuxManagedInterfaces])
 	changes := netif.Diff(lnode.NetInterfaces, plan, managed, port, encryption)
 	if changes.Empty() || !s.mayWrite("network interfaces") {
 		return ctrl.Result{}, nil
 	}
 	// Record ownership first: an interface created just before a crash is still ours.
-	var names []string
+	var listed []string
 	for _, d := range plan {
-		names = append(names, d.Name)
+		listed = append(listed, d.Name)
 	}
-	names = append(names, changes.Delete...)
+	listed = append(listed, changes.Delete...)
 	r.wrote(s)
-	if err := setNodeProp(ctx, s.lc, lnode, ManagedInterfacesKey, joinList(names)); err != nil {
+	if err := setNodeProp(ctx, s.lc, lnode, names.AuxManagedInterfaces, joinList(listed)); err != nil {
 		s.netifErr = err
 		return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, nil
 	}
@@ -277,7 +275,7 @@ func (r *Reconciler) reconcileNetInterfaces(ctx context.Context, s *scope, lnode
 		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "NetInterfaceDeleted", "Net interface %s is no longer configured", name)
 	}
 	if len(changes.Delete) > 0 {
-		if err := setNodeProp(ctx, s.lc, lnode, ManagedInterfacesKey, joinList(names[:len(names)-len(changes.Delete)])); err != nil {
+		if err := setNodeProp(ctx, s.lc, lnode, names.AuxManagedInterfaces, joinList(listed[:len(listed)-len(changes.Delete)])); err != nil {
 			s.netifErr = err
 			return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, nil
 		}
@@ -287,10 +285,10 @@ func (r *Reconciler) reconcileNetInterfaces(ctx context.Context, s *scope, lnode
 
 // satelliteConnection is the port and encryption of controller-satellite traffic.
 func satelliteConnection(cluster *linstorv1.LinstorCluster) (int32, string) {
-	if render.InternalTLSEnabled(cluster) {
-		return render.SatelliteSecurePort, "SSL"
+	if clustertls.InternalTLSEnabled(cluster) {
+		return names.SatelliteSecurePort, "SSL"
 	}
-	return render.SatellitePort, "PLAIN"
+	return names.SatellitePort, "PLAIN"
 }
 
 func setNodeProp(ctx context.Context, lc *lapi.Client, lnode lapi.Node, key, value string) error {
@@ -470,7 +468,7 @@ func createPool(ctx context.Context, lc *lapi.Client, node string, p *linstorv1.
 		props[k] = v
 	}
 	if mod := linstor.PropertyDiff(nil, userProps); len(mod.OverrideProps) > 0 {
-		props[linstor.LastAppliedKey] = mod.OverrideProps[linstor.LastAppliedKey]
+		props[names.AuxLastApplied] = mod.OverrideProps[names.AuxLastApplied]
 	}
 	if len(devices) > 0 {
 		poolName := driverProps["StorDriver/LvmVg"]
@@ -492,22 +490,22 @@ func createPool(ctx context.Context, lc *lapi.Client, node string, p *linstorv1.
 }
 
 func managedPools(props map[string]string) []string {
-	var names []string
-	_ = json.Unmarshal([]byte(props[ManagedPoolsKey]), &names)
-	return names
+	var listed []string
+	_ = json.Unmarshal([]byte(props[names.AuxManagedPools]), &listed)
+	return listed
 }
 
 // managedPoolsRecord is the node property listing names, and whether it differs from
 // what the node holds.
-func managedPoolsRecord(props map[string]string, names []string) (string, bool) {
-	sort.Strings(names)
-	raw, _ := json.Marshal(names)
-	return string(raw), props[ManagedPoolsKey] != string(raw) && (len(names) > 0 || props[ManagedPoolsKey] != "")
+func managedPoolsRecord(props map[string]string, pools []string) (string, bool) {
+	sort.Strings(pools)
+	raw, _ := json.Marshal(pools)
+	return string(raw), props[names.AuxManagedPools] != string(raw) && (len(pools) > 0 || props[names.AuxManagedPools] != "")
 }
 
 // writeManagedPools records the managed pools (managedPoolsRecord) on the node.
 func writeManagedPools(ctx context.Context, lc *lapi.Client, node, record string) error {
-	mod := lapi.GenericPropsModify{OverrideProps: lapi.OverrideProps{ManagedPoolsKey: record}}
+	mod := lapi.GenericPropsModify{OverrideProps: lapi.OverrideProps{names.AuxManagedPools: record}}
 	if err := lc.Nodes.Modify(ctx, node, lapi.NodeModify{GenericPropsModify: mod}); err != nil {
 		return fmt.Errorf("recording managed pools: %w", err)
 	}

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/controllers/phases"
+	"github.com/linstor-operator/linstor-operator/controllers/reconciler"
 	"github.com/linstor-operator/linstor-operator/pkg/netif"
 )
 
@@ -65,7 +65,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 	}
 	setDegradedCondition(sat, s)
 	if s.transient { // keep what was last observed until a failure lasts
-		phases.SetUnknownIfAbsent(&sat.Status.Conditions, sat.Generation, linstorv1.ConditionProgressing, linstorv1.ConditionAvailable)
+		reconciler.SetUnknownIfAbsent(&sat.Status.Conditions, sat.Generation, linstorv1.ConditionProgressing, linstorv1.ConditionAvailable)
 	} else {
 		setProgressingCondition(sat, s)
 		setAvailableCondition(sat, s)
@@ -123,7 +123,7 @@ func setDegradedCondition(sat *linstorv1.LinstorSatellite, s *scope) {
 	} else if s.poolWaiting != "" {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonPoolInUse, s.poolWaiting
 	}
-	phases.SetCondition(&sat.Status.Conditions, cond)
+	reconciler.SetCondition(&sat.Status.Conditions, cond)
 }
 
 func setProgressingCondition(sat *linstorv1.LinstorSatellite, s *scope) {
@@ -142,7 +142,7 @@ func setProgressingCondition(sat *linstorv1.LinstorSatellite, s *scope) {
 	case len(s.poolCreating) > 0:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonReconciling, "Creating storage pools: "+strings.Join(s.poolCreating, ", ")
 	}
-	phases.SetCondition(&sat.Status.Conditions, cond)
+	reconciler.SetCondition(&sat.Status.Conditions, cond)
 }
 
 func setAvailableCondition(sat *linstorv1.LinstorSatellite, s *scope) {
@@ -162,5 +162,5 @@ func setAvailableCondition(sat *linstorv1.LinstorSatellite, s *scope) {
 	default:
 		cond.Reason, cond.Message = linstorv1.ReasonNotObserved, problem(s)
 	}
-	phases.SetCondition(&sat.Status.Conditions, cond)
+	reconciler.SetCondition(&sat.Status.Conditions, cond)
 }

@@ -1,4 +1,4 @@
-// Command bundlegen writes the OLM bundle (make bundle). See pkg/bundle.
+// Command bundlegen writes the OLM bundle (make bundle). See internal/bundle.
 package main
 
 import (
@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/linstor-operator/linstor-operator/pkg/bundle"
+	"github.com/linstor-operator/linstor-operator/internal/bundle"
 )
 
 func main() {

@@ -1,6 +1,6 @@
 // Command catalogchannels prints the olm.package and olm.channel blobs of the catalog for
 // the given bundle directories (hack/render-catalog.sh): channels by LINSTOR line, decided
-// by pkg/bundle.Channels.
+// by internal/bundle.Channels.
 package main
 
 import (
@@ -9,7 +9,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/linstor-operator/linstor-operator/pkg/bundle"
+	"github.com/linstor-operator/linstor-operator/internal/bundle"
 )
 
 func main() {

@@ -1,7 +1,7 @@
 // Command propsgen writes pkg/linstor/props/zz_generated_whitelist.go, the table of
 // LINSTOR properties each object accepts, from three files of linstor-common (the
 // LINSTOR submodule that defines the properties). See package
-// pkg/linstor/props/gen for what it derives and how.
+// internal/propsgen for what it derives and how.
 //
 // To regenerate, take the linstor-common commit the LINSTOR release pins (for a
 // release tag: `git -C linstor-server ls-tree <tag> linstor-common`), extract the
@@ -25,20 +25,20 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/linstor-operator/linstor-operator/pkg/linstor/props/gen"
+	"github.com/linstor-operator/linstor-operator/internal/propsgen"
 )
 
 func main() {
 	common := flag.String("common", "", "Directory with linstor-common's properties.json, consts.json and drbdsetup.xml.")
 	out := flag.String("out", "pkg/linstor/props/zz_generated_whitelist.go", "Output file.")
-	commit := flag.String("commit", gen.DefaultCommit, "linstor-common commit the files come from (printed in the header).")
-	linstor := flag.String("linstor", gen.DefaultLinstorVersion, "LINSTOR release that pins the commit (printed in the header).")
+	commit := flag.String("commit", propsgen.DefaultCommit, "linstor-common commit the files come from (printed in the header).")
+	linstor := flag.String("linstor", propsgen.DefaultLinstorVersion, "LINSTOR release that pins the commit (printed in the header).")
 	flag.Parse()
 	if *common == "" || flag.NArg() > 0 {
 		fmt.Fprintln(os.Stderr, "usage: propsgen -common DIR [-out FILE] [-commit SHA] [-linstor VERSION]")
 		os.Exit(2)
 	}
-	src, err := gen.Generate(*common, *commit, *linstor)
+	src, err := propsgen.Generate(*common, *commit, *linstor)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "propsgen:", err)
 		os.Exit(1)

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
 	"github.com/operator-framework/operator-lib/conditions"
 	"github.com/operator-framework/operator-lib/proxy"
@@ -31,11 +33,10 @@ import (
 	"github.com/linstor-operator/linstor-operator/controllers/linstornodeconnection"
 	"github.com/linstor-operator/linstor-operator/controllers/linstorsatellite"
 	"github.com/linstor-operator/linstor-operator/controllers/operatorcondition"
-	"github.com/linstor-operator/linstor-operator/controllers/phases"
+	"github.com/linstor-operator/linstor-operator/controllers/reconciler"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
 	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 	"github.com/linstor-operator/linstor-operator/pkg/webhooks"
 )
@@ -116,7 +117,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	connector := &linstor.Connector{Reader: mgr.GetClient(), URL: opts.LinstorURL, Transport: opts.Transport}
-	grace := phases.Poll(opts.LinstorGrace, DefaultLinstorGrace)
+	grace := reconciler.Poll(opts.LinstorGrace, DefaultLinstorGrace)
 	// One observer reads LINSTOR for every reconciler and tells them what changed.
 	clusterEvents, satelliteEvents := make(chan event.GenericEvent), make(chan event.GenericEvent)
 	obs := observer.New(observer.ConnectorSource{Connector: connector}, opts.LinstorPoll, func(ctx context.Context, c observer.Change) {
@@ -147,7 +148,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err := (&linstorsatellite.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Images: opts.Images, Recorder: mgr.GetEventRecorderFor("linstor-operator"),
 		Linstor: connector, Observer: obs, Events: satelliteEvents, Poll: opts.LinstorPoll, Grace: grace,
-		Backoff: phases.Backoff{Max: 2 * time.Minute}, Namespace: opts.Namespace, DiskRelist: opts.DiskRelist,
+		Backoff: reconciler.Backoff{Max: 2 * time.Minute}, Namespace: opts.Namespace, DiskRelist: opts.DiskRelist,
 		RestoreSettle: opts.RestoreSettle,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorSatellite controller: %w", err)
@@ -185,7 +186,7 @@ func scopedCache(c cache.Options, namespace string) cache.Options {
 	if namespace == "" {
 		return c
 	}
-	owned := labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedBy})
+	owned := labels.SelectorFromSet(labels.Set{names.LabelManagedBy: names.ManagedBy})
 	in := func(sel labels.Selector) cache.ByObject {
 		return cache.ByObject{Namespaces: map[string]cache.Config{namespace: {LabelSelector: sel}}}
 	}

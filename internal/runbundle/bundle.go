@@ -15,7 +15,7 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/linstor-operator/linstor-operator/pkg/bundle"
+	"github.com/linstor-operator/linstor-operator/internal/bundle"
 )
 
 // The registry+v1 annotations (bundle/metadata/annotations.yaml) run-bundle reads.

@@ -11,6 +11,8 @@ import (
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
 
 // repoRoot is the repository's top directory (tests run in the package directory).
@@ -179,23 +181,10 @@ func TestCatalogBlobs(t *testing.T) {
 	}
 }
 
-// opmBinary is $OPM (make test sets it) or the opm in bin/opm (make opm).
-func opmBinary(t *testing.T) string {
-	t.Helper()
-	if opm := os.Getenv("OPM"); opm != "" { // make test passes the Makefile's
-		return opm
-	}
-	matches, _ := filepath.Glob(filepath.Join(repoRoot(t), "bin", "opm", "opm-v*"))
-	if len(matches) == 0 {
-		t.Fatal("no opm in bin/opm: run make opm")
-	}
-	return matches[len(matches)-1]
-}
-
 // The catalog made from the project's bundle directory is one opm accepts: it validates,
 // and its package's default channel leads to the bundle's CSV.
 func TestCatalogFromProjectBundleValidates(t *testing.T) {
-	opm := opmBinary(t)
+	opm := envtest.OPMBinary(t)
 	bundleDir := filepath.Join(repoRoot(t), "bundle")
 	b, rendered := readAndRender(t, opm, bundleDir)
 	channel, err := b.Channel("")
@@ -222,7 +211,7 @@ func TestCatalogFromProjectBundleValidates(t *testing.T) {
 // The project's catalog starts a Subscription at each release in its channels, and
 // CatalogHolds says which channel or bundle is missing otherwise.
 func TestCatalogHolds(t *testing.T) {
-	rendered, err := render(t.Context(), opmBinary(t), filepath.Join(repoRoot(t), "catalog"))
+	rendered, err := render(t.Context(), envtest.OPMBinary(t), filepath.Join(repoRoot(t), "catalog"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +244,7 @@ func TestCatalogHolds(t *testing.T) {
 // was rendered is refused.
 func TestSameBundle(t *testing.T) {
 	root := repoRoot(t)
-	opm := opmBinary(t)
+	opm := envtest.OPMBinary(t)
 	catalog, err := render(t.Context(), opm, filepath.Join(root, "catalog"))
 	if err != nil {
 		t.Fatal(err)

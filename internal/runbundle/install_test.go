@@ -32,6 +32,7 @@ import (
 	ctrlenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/linstor-operator/linstor-operator/internal/runbundle"
+	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
 
 // The envtest world: a real kube-apiserver with OLM's CRDs (from operator-framework/api,
@@ -128,22 +129,6 @@ func freeAddress(t *testing.T) string {
 	return l.Addr().String()
 }
 
-func opmBinary(t *testing.T) string {
-	t.Helper()
-	if opm := os.Getenv("OPM"); opm != "" { // make test passes the Makefile's
-		return opm
-	}
-	matches, _ := filepath.Glob(filepath.Join("..", "..", "bin", "opm", "opm-v*"))
-	if len(matches) == 0 {
-		t.Fatal("no opm in bin/opm: run make opm")
-	}
-	bin, err := filepath.Abs(matches[len(matches)-1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
-}
-
 func options(t *testing.T, namespace, approval string, timeout time.Duration, out *syncBuffer) runbundle.Options {
 	return runbundle.Options{
 		Config:         cfg,
@@ -151,7 +136,7 @@ func options(t *testing.T, namespace, approval string, timeout time.Duration, ou
 		Namespace:      namespace,
 		Approval:       approval,
 		CatalogAddress: freeAddress(t),
-		Opm:            opmBinary(t),
+		Opm:            envtest.OPMBinary(t),
 		Timeout:        timeout,
 		Out:            out,
 		StateDir:       t.TempDir(),

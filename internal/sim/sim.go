@@ -32,11 +32,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/yaml"
 
+	"github.com/linstor-operator/linstor-operator/internal/bundle"
+	"github.com/linstor-operator/linstor-operator/internal/emulator"
 	"github.com/linstor-operator/linstor-operator/internal/kwokcluster"
 	"github.com/linstor-operator/linstor-operator/internal/manager"
-	"github.com/linstor-operator/linstor-operator/pkg/bundle"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
-	"github.com/linstor-operator/linstor-operator/pkg/linstor/emulator"
 	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 )
 

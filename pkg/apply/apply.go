@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,16 +20,13 @@ import (
 )
 
 // FieldOwner is the operator's server-side apply field manager.
-const FieldOwner = client.FieldOwner("linstor-operator")
+const FieldOwner = client.FieldOwner(names.FieldOwner)
 
 // Applier applies and prunes the objects of one owner.
 type Applier struct {
 	Client client.Client
 	Scheme *runtime.Scheme
 }
-
-// HashAnnotation records the hash of the desired state last applied to an object.
-const HashAnnotation = "linstor.io/applied-hash"
 
 // Apply server-side applies objs, setting owner as controller of namespaced ones.
 // It returns the keys applied, for Prune.
@@ -76,7 +75,7 @@ func setHash(u *unstructured.Unstructured) error {
 	if ann == nil {
 		ann = map[string]string{}
 	}
-	ann[HashAnnotation] = hex.EncodeToString(sum[:16])
+	ann[names.AnnotationAppliedHash] = hex.EncodeToString(sum[:16])
 	u.SetAnnotations(ann)
 	return nil
 }
@@ -91,7 +90,7 @@ func (a *Applier) upToDate(ctx context.Context, desired *unstructured.Unstructur
 	if err := a.Client.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
 		return false
 	}
-	if live.GetAnnotations()[HashAnnotation] != desired.GetAnnotations()[HashAnnotation] || live.GetDeletionTimestamp() != nil {
+	if live.GetAnnotations()[names.AnnotationAppliedHash] != desired.GetAnnotations()[names.AnnotationAppliedHash] || live.GetDeletionTimestamp() != nil {
 		return false
 	}
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)

@@ -7,20 +7,18 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
 // What the operator's controllers share about LinstorBackups: where their chunks are,
 // how to read and verify them, and when a backup is possible or under way.
-
-// LabelBackup marks the Secrets holding a backup's chunks.
-const LabelBackup = "linstor.io/backup"
 
 // ChunkKey is the data key of a chunk Secret.
 const ChunkKey = "chunk"
@@ -119,7 +117,7 @@ func ControllerStopped(ctx context.Context, c client.Reader, cluster *linstorv1.
 		return false, err
 	}
 	var d appsv1.Deployment
-	err = c.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: render.ControllerName}, &d)
+	err = c.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: names.ControllerName}, &d)
 	switch {
 	case apierrors.IsNotFound(err):
 		return true, nil
@@ -134,7 +132,7 @@ func ControllerStopped(ctx context.Context, c client.Reader, cluster *linstorv1.
 func ControllerPods(ctx context.Context, c client.Reader, cluster *linstorv1.LinstorCluster) ([]corev1.Pod, error) {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(cluster.Namespace),
-		client.MatchingLabels{render.LabelName: render.ControllerName, render.LabelInstance: cluster.Name}); err != nil {
+		client.MatchingLabels{names.LabelName: names.ControllerName, names.LabelInstance: cluster.Name}); err != nil {
 		return nil, err
 	}
 	return pods.Items, nil

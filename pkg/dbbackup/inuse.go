@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,11 +57,11 @@ func setFinalizer(ctx context.Context, c client.Client, o client.Object, finaliz
 
 // ReleaseOrphanChunks takes finalizer off chunk Secrets whose LinstorBackup is not among
 // backups (it is gone): a backup deleted while its Secrets were being protected must not
-// leave them Terminating for ever. Secrets are found by LabelBackup; nothing is written
+// leave them Terminating for ever. Secrets are found by names.LabelBackup; nothing is written
 // when none carries it.
 func ReleaseOrphanChunks(ctx context.Context, c client.Client, namespace string, backups []linstorv1.LinstorBackup, finalizer string) error {
 	var secrets corev1.SecretList
-	if err := c.List(ctx, &secrets, client.InNamespace(namespace), client.HasLabels{LabelBackup}); err != nil {
+	if err := c.List(ctx, &secrets, client.InNamespace(namespace), client.HasLabels{names.LabelBackup}); err != nil {
 		return fmt.Errorf("listing chunk Secrets: %w", err)
 	}
 	exists := map[string]bool{}
@@ -68,7 +70,7 @@ func ReleaseOrphanChunks(ctx context.Context, c client.Client, namespace string,
 	}
 	for i := range secrets.Items {
 		s := &secrets.Items[i]
-		if exists[s.Labels[LabelBackup]] || !controllerutil.ContainsFinalizer(s, finalizer) {
+		if exists[s.Labels[names.LabelBackup]] || !controllerutil.ContainsFinalizer(s, finalizer) {
 			continue
 		}
 		if err := setFinalizer(ctx, c, s, finalizer, false); err != nil {

@@ -62,7 +62,7 @@
 //     version started. A backup that is gone or damaged keeps LINSTOR stopped, with
 //     instructions; the database is never started half-migrated. With an external
 //     database the old version stays stopped until the admin confirms the restore
-//     (AnnotationConfirmDatabaseRestored=UpgradeID): LINSTOR does not refuse a database
+//     (names.AnnotationConfirmDatabaseRestored=UpgradeID): LINSTOR does not refuse a database
 //     a newer version migrated.
 //  6. Backup gate: while a LinstorBackup of the cluster is Pending or Running the
 //     controller is stopped, so the copy is consistent, unless the backup waits

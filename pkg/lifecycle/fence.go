@@ -72,14 +72,9 @@ func BackupMayBeTorn(st *linstorv1.LinstorClusterStatus) string {
 	return ""
 }
 
-// FinalizerBackupInUse keeps a LinstorBackup that an upgrade or a restore in progress
-// may still restore: deleting it (and with it its chunk Secrets) would make the
-// rollback, or the restore's finish, impossible.
-const FinalizerBackupInUse = "linstor.io/database-lifecycle"
-
 // BackupsInUse are the LinstorBackups the state may still restore: the backup of an
 // upgrade in progress and that of a restore in progress. They carry
-// FinalizerBackupInUse until that state ends.
+// names.FinalizerBackupInUse until that state ends.
 func BackupsInUse(st State) []string {
 	var names []string
 	if u := st.Upgrade; InProgress(u) && u.BackupName != "" {
@@ -110,8 +105,3 @@ func BackupsNamed(status *linstorv1.LinstorClusterStatus, restoreFrom string) []
 	}
 	return names
 }
-
-// MarkerName is the ConfigMap that records, outside the LinstorCluster, that its LINSTOR
-// database is being replaced or migrated (Marker). It has no owner: it must outlive the
-// object.
-func MarkerName(cluster string) string { return cluster + "-database-replacement" }

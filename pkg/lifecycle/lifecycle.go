@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
@@ -27,19 +29,6 @@ const (
 	RestoreRestored = "Restored"
 	// RestoreFailed: refused before anything was touched.
 	RestoreFailed = "Failed"
-)
-
-// Annotations that carry a user's explicit request.
-const (
-	// AnnotationConfirmRestore, set to "<backup>/<LinstorCluster UID>", confirms a
-	// restore that replaces a live database.
-	AnnotationConfirmRestore = "linstor.io/confirm-restore"
-	// AnnotationRetryUpgrade, set to a version, retries a rolled-back upgrade to it.
-	AnnotationRetryUpgrade = "linstor.io/retry-upgrade"
-	// AnnotationConfirmDatabaseRestored, set to the failed upgrade's identity
-	// (UpgradeID), confirms that an external database was restored from the backup
-	// the admin took before it: only then does the old LINSTOR version start again.
-	AnnotationConfirmDatabaseRestored = "linstor.io/confirm-database-restored"
 )
 
 // ErrBackupUnusable marks a CheckRestore error that no retry changes (a damaged chunk,
@@ -109,7 +98,7 @@ type Linstor struct {
 	// Err is set when LINSTOR did not answer.
 	Err     string
 	Version string
-	// Problems: what makes an upgrade unsafe now (pkg/upgrade.Problems), read in
+	// Problems: what makes an upgrade unsafe now (linstorstate.UpgradeProblems), read in
 	// Preflight and Verify.
 	Problems []string
 	// Waiting: satellites not ONLINE, read in the Satellites phase.
@@ -150,38 +139,18 @@ type Observed struct {
 	Marker *Marker
 }
 
-// Marker records, outside the LinstorCluster's status, that LINSTOR's database is being
-// replaced: a LinstorCluster deleted and recreated mid-restore starts with an empty
-// status, and must not start LINSTOR on a half-restored database.
-type Marker struct {
-	// Operation is MarkerRestore or MarkerRollback (the database is being replaced
-	// from Backup), MarkerUpgrade (the new controller may have migrated it: Controller,
-	// Satellites; Backup is the pre-upgrade backup, "" for an external database) or
-	// MarkerUpgraded (Verify: the database is at To).
-	Operation string
-	// Backup is the LinstorBackup involved.
-	Backup string
-	// From and To are the upgrade's versions.
-	From, To string
-	// ClusterUID is the LinstorCluster that began it.
-	ClusterUID string
-}
-
-// Marker operations.
-const (
-	MarkerRestore  = "restore"
-	MarkerRollback = "rollback"
-	MarkerUpgrade  = "upgrade"
-	MarkerUpgraded = "upgraded"
-)
-
-// Input is everything Step decides from.
+// Input is everything Step decides from; Step reads nothing else (no package-level
+// state), so a table row states the whole world it decides in.
 type Input struct {
 	Spec     Spec
 	State    State
 	Observed Observed
-	Release  upgrade.Release
-	Now      time.Time
+	// Release is what this operator release runs: its target LINSTOR version (also
+	// what the satellites of an external controller run until it answers), the
+	// versions it can deploy and the oldest it upgrades from. The controller passes
+	// upgrade.Current (or a test's override).
+	Release upgrade.Release
+	Now     time.Time
 }
 
 // ActionKind names what the controller carries out after saving the state.
@@ -358,31 +327,6 @@ func step(in Input) Output {
 	return out
 }
 
-// markerActions keep the marker outside the status in step with the upgrade: from the
-// moment the new controller may migrate the database until the satellites run the new
-// version, a LinstorCluster recreated with an empty status must roll back (not start
-// either version on a database it knows nothing of); in Verify it must run To. The
-// actions come with the state that enters the phase, so the marker is written before
-// the new controller is deployed. A rollback's restore job rewrites it, and clears it
-// once the database reads back as the backup.
-func markerActions(spec Spec, u *linstorv1.UpgradeStatus) []Action {
-	if u == nil || spec.ExternalController {
-		return nil
-	}
-	m := &Marker{Backup: u.BackupName, From: u.From, To: u.To, ClusterUID: spec.ClusterUID}
-	switch u.Phase {
-	case linstorv1.UpgradeController, linstorv1.UpgradeSatellites:
-		m.Operation = MarkerUpgrade
-	case linstorv1.UpgradeVerify:
-		m.Operation = MarkerUpgraded
-	case linstorv1.UpgradeSucceeded, linstorv1.UpgradeRolledBack:
-		return []Action{{Kind: ClearMarker}}
-	default:
-		return nil
-	}
-	return []Action{{Kind: RecordMarker, Marker: m}}
-}
-
 // holdsOperator: what is in progress was started by this release and must be finished
 // by it (a stopped controller holds through StopController as well).
 func holdsOperator(out Output) bool {
@@ -481,7 +425,7 @@ func afterAction(in Input, st State, a Action, err error) Output {
 			cause := strings.TrimPrefix(u.Message, "Rolling back: ")
 			u.Phase = linstorv1.UpgradeRolledBack
 			u.Message = fmt.Sprintf("The upgrade to %s failed and was rolled back: the database was restored from %s and LINSTOR %s started again. Cause: %s. "+
-				"Fix the cause, then annotate the LinstorCluster %s=%s to retry.", u.To, u.BackupName, u.From, cause, AnnotationRetryUpgrade, u.To)
+				"Fix the cause, then annotate the LinstorCluster %s=%s to retry.", u.To, u.BackupName, u.From, cause, names.AnnotationRetryUpgrade, u.To)
 			out.Problem = Problem{linstorv1.ReasonUpgradeFailed, u.Message}
 			out.StopController, out.Upgrading, out.FenceCSI, out.VersionStale, out.Requeue = "", false, false, true, soon
 			out.State.Deployed = versions(u.From, u.From)

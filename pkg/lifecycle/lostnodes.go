@@ -6,19 +6,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	lapi "github.com/LINBIT/golinstor/client"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 )
-
-// AnnotationAcknowledgeLostNodes, set on the LinstorCluster to a comma-separated list
-// of LINSTOR node names, acknowledges those nodes as gone for good: an upgrade's
-// Preflight, Satellites and Verify phases then judge the cluster without them and their
-// replicas, and the removal of their LinstorSatellites (Delete, Evacuate) counts the
-// surviving UpToDate replicas as the copies. Nothing else skips a node.
-const AnnotationAcknowledgeLostNodes = "linstor.io/acknowledge-lost-nodes"
 
 // MaxLostNodes is how many acknowledged nodes status.lostNodes holds (the CRD's limit).
 const MaxLostNodes = 256
@@ -44,7 +39,7 @@ type SeenNode struct {
 
 // LostNodesInput is what the acknowledgement is decided from.
 type LostNodesInput struct {
-	// Annotation is AnnotationAcknowledgeLostNodes' value ("" when absent).
+	// Annotation is names.AnnotationAcknowledgeLostNodes' value ("" when absent).
 	Annotation string
 	// Recorded is status.lostNodes.
 	Recorded []linstorv1.LostNode
@@ -123,7 +118,7 @@ func LostNodes(in LostNodesInput) LostNodesOutput {
 			out.NotHonoured = append(out.NotHonoured, why)
 			if was {
 				out.Events = append(out.Events, Event{Warning: true, Reason: "LostNodeWithdrawn",
-					Message: fmt.Sprintf("Node %s is no longer treated as lost, although %s names it: %s", prev.Name, AnnotationAcknowledgeLostNodes, why)})
+					Message: fmt.Sprintf("Node %s is no longer treated as lost, although %s names it: %s", prev.Name, names.AnnotationAcknowledgeLostNodes, why)})
 			}
 		case len(out.Lost) == MaxLostNodes:
 			out.NotHonoured = append(out.NotHonoured, fmt.Sprintf("%s: at most %d nodes can be acknowledged as lost", name, MaxLostNodes))
@@ -137,7 +132,7 @@ func LostNodes(in LostNodesInput) LostNodesOutput {
 			}
 			if !was {
 				out.Events = append(out.Events, Event{Reason: "LostNodeAcknowledged", Message: fmt.Sprintf(
-					"Node %s is acknowledged as gone for good (%s): %s", seen.Name, AnnotationAcknowledgeLostNodes, l.Message)})
+					"Node %s is acknowledged as gone for good (%s): %s", seen.Name, names.AnnotationAcknowledgeLostNodes, l.Message)})
 			}
 			out.Lost = append(out.Lost, l)
 		}
@@ -151,7 +146,7 @@ func LostNodes(in LostNodesInput) LostNodesOutput {
 				"Node %s was acknowledged as lost and LINSTOR no longer has it", l.Name)})
 		default:
 			out.Events = append(out.Events, Event{Reason: "LostNodeForgotten", Message: fmt.Sprintf(
-				"%s no longer names node %s: upgrades judge it again like every node", AnnotationAcknowledgeLostNodes, l.Name)})
+				"%s no longer names node %s: upgrades judge it again like every node", names.AnnotationAcknowledgeLostNodes, l.Name)})
 		}
 	}
 	sort.Slice(out.Lost, func(i, j int) bool { return strings.ToLower(out.Lost[i].Name) < strings.ToLower(out.Lost[j].Name) })

@@ -381,24 +381,3 @@ func TestDrbdConnectedTo(t *testing.T) {
 		t.Errorf("DrbdConnectedTo(node-x) = %q, want none", got)
 	}
 }
-
-func TestRunningVersion(t *testing.T) {
-	succeeded := &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeSucceeded, From: "1.33.2", To: "1.33.3"}
-	for _, tc := range []struct {
-		name     string
-		reported string
-		upgrade  *linstorv1.UpgradeStatus
-		want     string
-	}{
-		{"no upgrade", "1.33.2", nil, "1.33.2"},
-		{"succeeded, reading lags", "1.33.2", succeeded, "1.33.3"},
-		{"succeeded, reading caught up", "1.33.3", succeeded, "1.33.3"},
-		{"in progress: what runs is what is reported", "1.33.2", &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeBackup, From: "1.33.2", To: "1.33.3"}, "1.33.2"},
-		{"rolled back", "1.33.2", &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeRolledBack, From: "1.33.2", To: "1.33.3"}, "1.33.2"},
-		{"nothing reported yet", "", succeeded, ""},
-	} {
-		if got := RunningVersion(tc.reported, tc.upgrade); got != tc.want {
-			t.Errorf("%s: RunningVersion = %q, want %q", tc.name, got, tc.want)
-		}
-	}
-}

@@ -3,6 +3,8 @@ package lifecycle
 import (
 	"fmt"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
@@ -67,7 +69,7 @@ func stepRestore(in *Input, out *Output) bool {
 		if !supersedes {
 			msg := "spec.database.restoreFrom waits: an upgrade is in progress"
 			if u.Phase == linstorv1.UpgradeRollingBack || Stalled(u) {
-				msg += fmt.Sprintf("; to restore %s instead, annotate %s=%s/%s", name, AnnotationConfirmRestore, name, spec.ClusterUID)
+				msg += fmt.Sprintf("; to restore %s instead, annotate %s=%s/%s", name, names.AnnotationConfirmRestore, name, spec.ClusterUID)
 			}
 			return waiting(linstorv1.ReasonUpgradeInProgress, msg)
 		}
@@ -107,7 +109,7 @@ func stepRestore(in *Input, out *Output) bool {
 		}
 		if !*empty {
 			msg := fmt.Sprintf("spec.database.restoreFrom would replace LINSTOR's live database with LinstorBackup %s; everything changed since that backup would be lost. "+
-				"To go ahead, annotate this LinstorCluster %s=%s; to keep the live database, clear spec.database.restoreFrom.", name, AnnotationConfirmRestore, confirm)
+				"To go ahead, annotate this LinstorCluster %s=%s; to keep the live database, clear spec.database.restoreFrom.", name, names.AnnotationConfirmRestore, confirm)
 			out.State.Restore = &linstorv1.RestoreStatus{BackupName: name, ClusterUID: spec.ClusterUID, Phase: RestoreAwaitingConfirmation,
 				LinstorVersion: b.LinstorVersion, Message: msg}
 			out.Problem = Problem{linstorv1.ReasonRestoreNeedsConfirmation, msg}
@@ -123,7 +125,7 @@ func stepRestore(in *Input, out *Output) bool {
 		out.State.Restore = &linstorv1.RestoreStatus{BackupName: name, ClusterUID: spec.ClusterUID, Phase: RestoreStopping,
 			LinstorVersion: b.LinstorVersion, Message: "Stopping the LINSTOR controller to restore " + name}
 		if spec.ConfirmRestore != "" {
-			out.Actions = append(out.Actions, Action{Kind: RemoveAnnotation, Annotation: AnnotationConfirmRestore})
+			out.Actions = append(out.Actions, Action{Kind: RemoveAnnotation, Annotation: names.AnnotationConfirmRestore})
 		}
 		out.Requeue = soon
 		return true
@@ -158,7 +160,7 @@ func useUpConfirmation(in *Input, out *Output) {
 	}
 	switch r.Phase {
 	case RestoreStopping, RestoreRestoring, RestoreRestored, RestoreFailed:
-		out.Actions = append(out.Actions, Action{Kind: RemoveAnnotation, Annotation: AnnotationConfirmRestore})
+		out.Actions = append(out.Actions, Action{Kind: RemoveAnnotation, Annotation: names.AnnotationConfirmRestore})
 	}
 }
 
@@ -176,7 +178,7 @@ func adoptMarker(in *Input, out *Output) bool {
 		// The new controller may have migrated the database, or be half way: neither
 		// version may start on it. The upgrade rolls back as it would have.
 		why := fmt.Sprintf("the LinstorCluster was deleted during the upgrade %s -> %s (begun by LinstorCluster UID %s; recorded in ConfigMap %s, delete it only if this database was abandoned on purpose), "+
-			"and the new controller may have migrated the database", m.From, m.To, m.ClusterUID, MarkerName(in.Spec.ClusterName))
+			"and the new controller may have migrated the database", m.From, m.To, m.ClusterUID, names.DatabaseReplacementMarker(in.Spec.ClusterName))
 		out.State.Upgrade = &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeController, From: m.From, To: m.To, BackupName: m.Backup, StartedAt: &now, PhaseStartedAt: &now}
 		out.Events = append(out.Events, Event{Warning: true, Reason: "UpgradeAdopted", Message: "Rolling back: " + why})
 		startRollback(in, out, why)
@@ -194,7 +196,7 @@ func adoptMarker(in *Input, out *Output) bool {
 	}
 	msg := fmt.Sprintf("The LINSTOR database was being replaced (%s of LinstorBackup %s, begun by LinstorCluster UID %s) when the LinstorCluster was deleted; "+
 		"the replacement is finished before LINSTOR starts (recorded in ConfigMap %s). To finish it from another backup, name it in spec.database.restoreFrom and confirm it",
-		m.Operation, m.Backup, m.ClusterUID, MarkerName(in.Spec.ClusterName))
+		m.Operation, m.Backup, m.ClusterUID, names.DatabaseReplacementMarker(in.Spec.ClusterName))
 	out.State.Restore = &linstorv1.RestoreStatus{BackupName: m.Backup, ClusterUID: in.Spec.ClusterUID, Phase: RestoreRestoring, Message: msg}
 	out.StopController, out.Upgrading, out.Requeue = "the database is being restored from "+m.Backup, true, soon
 	out.Events = append(out.Events, Event{Warning: true, Reason: "RestoreAdopted", Message: msg})
@@ -226,7 +228,7 @@ func continueRestore(in *Input, out *Output) bool {
 		out.Problem = Problem{linstorv1.ReasonRestoreIncomplete, fmt.Sprintf(
 			"The database is partly replaced by the restore of %s, and LinstorBackup %s %s. LINSTOR stays stopped: a half-replaced database must not run. "+
 				"Recreate or restore LinstorBackup %s, or name another Completed backup of this cluster in spec.database.restoreFrom and confirm it with %s=<backup>/%s.",
-			r.BackupName, target, what, target, AnnotationConfirmRestore, in.Spec.ClusterUID)}
+			r.BackupName, target, what, target, names.AnnotationConfirmRestore, in.Spec.ClusterUID)}
 		out.Requeue = Poll
 		return true
 	}
@@ -234,11 +236,11 @@ func continueRestore(in *Input, out *Output) bool {
 		// Another complete backup, confirmed for this object, replaces the half-written
 		// one as a whole; the confirmation is used up.
 		r.BackupName = target
-		out.Actions = append(out.Actions, Action{Kind: RemoveAnnotation, Annotation: AnnotationConfirmRestore})
+		out.Actions = append(out.Actions, Action{Kind: RemoveAnnotation, Annotation: names.AnnotationConfirmRestore})
 	} else if in.Spec.RestoreFrom != "" && in.Spec.RestoreFrom != r.BackupName {
 		out.Problem = Problem{linstorv1.ReasonRestoreNeedsConfirmation, fmt.Sprintf(
 			"The restore of %s is finished first: the database is partly replaced by it. spec.database.restoreFrom names %s; to switch to it, annotate %s=%s/%s.",
-			r.BackupName, in.Spec.RestoreFrom, AnnotationConfirmRestore, in.Spec.RestoreFrom, in.Spec.ClusterUID)}
+			r.BackupName, in.Spec.RestoreFrom, names.AnnotationConfirmRestore, in.Spec.RestoreFrom, in.Spec.ClusterUID)}
 	}
 	r.LinstorVersion = b.LinstorVersion
 	out.State.Deployed = versions(b.LinstorVersion, b.LinstorVersion)

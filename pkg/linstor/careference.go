@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/linstor-operator/linstor-operator/pkg/clustertls"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
 // ErrCAReferenceMissing: the Secret or ConfigMap a caReference names does not exist.
@@ -24,28 +25,28 @@ func ReadCAReference(ctx context.Context, r client.Reader, namespace string, ref
 	key := client.ObjectKey{Namespace: namespace, Name: ref.Name}
 	var data []byte
 	kind := "Secret"
-	if render.CAIsConfigMap(ref) {
+	if clustertls.CAIsConfigMap(ref) {
 		kind = "ConfigMap"
 		cm := &corev1.ConfigMap{}
 		if err := r.Get(ctx, key, cm); err != nil {
 			return nil, caReadError(kind, ref.Name, err)
 		}
-		data = []byte(cm.Data[render.CAKey(ref)])
+		data = []byte(cm.Data[clustertls.CAKey(ref)])
 		if len(data) == 0 {
-			data = cm.BinaryData[render.CAKey(ref)]
+			data = cm.BinaryData[clustertls.CAKey(ref)]
 		}
 	} else {
 		secret := &corev1.Secret{}
 		if err := r.Get(ctx, key, secret); err != nil {
 			return nil, caReadError(kind, ref.Name, err)
 		}
-		data = secret.Data[render.CAKey(ref)]
+		data = secret.Data[clustertls.CAKey(ref)]
 	}
 	if len(data) == 0 {
-		return nil, fmt.Errorf("%s %s has no key %s: %w", kind, ref.Name, render.CAKey(ref), ErrCAReferenceMissing)
+		return nil, fmt.Errorf("%s %s has no key %s: %w", kind, ref.Name, clustertls.CAKey(ref), ErrCAReferenceMissing)
 	}
 	if !x509.NewCertPool().AppendCertsFromPEM(data) {
-		return nil, fmt.Errorf("%s %s: key %s holds no PEM certificate", kind, ref.Name, render.CAKey(ref))
+		return nil, fmt.Errorf("%s %s: key %s holds no PEM certificate", kind, ref.Name, clustertls.CAKey(ref))
 	}
 	return data, nil
 }

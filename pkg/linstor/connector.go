@@ -11,12 +11,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/linstor-operator/linstor-operator/pkg/clustertls"
+
 	lapi "github.com/LINBIT/golinstor/client"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
 // clientCertTTL bounds how long a client certificate read from its Secret is reused.
@@ -61,7 +62,7 @@ func ClusterURL(c *linstorv1.LinstorCluster) string {
 	if ext := c.Spec.ExternalController; ext != nil {
 		return ext.URL
 	}
-	return render.ServiceURL(c)
+	return clustertls.ServiceURL(c)
 }
 
 // Connect returns a connection for the cluster.
@@ -72,9 +73,9 @@ func (c *Connector) Connect(ctx context.Context, cluster *linstorv1.LinstorClust
 		url = ClusterURL(cluster)
 	}
 	rt := c.plain
-	if strings.HasPrefix(url, "https://") && render.UsesAPIClientCertificate(cluster) {
+	if strings.HasPrefix(url, "https://") && clustertls.UsesAPIClientCertificate(cluster) {
 		var err error
-		if rt, err = c.clientCertTransport(ctx, cluster.Namespace, render.APIClientSecretName(cluster), render.APICAReference(cluster)); err != nil {
+		if rt, err = c.clientCertTransport(ctx, cluster.Namespace, clustertls.APIClientSecretName(cluster), clustertls.APICAReference(cluster)); err != nil {
 			return nil, err
 		}
 	}
@@ -91,7 +92,7 @@ func (c *Connector) Connect(ctx context.Context, cluster *linstorv1.LinstorClust
 func (c *Connector) clientCertTransport(ctx context.Context, namespace, name string, ca *linstorv1.CAReference) (http.RoundTripper, error) {
 	key := namespace + "/" + name
 	if ca != nil {
-		key += "/" + ca.Kind + "/" + ca.Name + "/" + render.CAKey(ca)
+		key += "/" + ca.Kind + "/" + ca.Name + "/" + clustertls.CAKey(ca)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

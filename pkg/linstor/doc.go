@@ -3,7 +3,7 @@
 //
 // Property reconciliation, the algorithm:
 //  1. The keys the operator set last time are stored in LINSTOR itself, as a JSON list
-//     in the property LastAppliedKey of the same object, so nothing is forgotten when
+//     in the property names.AuxLastApplied of the same object, so nothing is forgotten when
 //     the operator restarts or its CRs are recreated.
 //  2. Desired keys whose current value differs are overridden.
 //  3. Keys in the last-applied list that are no longer desired are deleted.

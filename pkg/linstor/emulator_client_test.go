@@ -8,10 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linstor-operator/linstor-operator/pkg/linstorstate"
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	lapi "github.com/LINBIT/golinstor/client"
 
+	"github.com/linstor-operator/linstor-operator/internal/emulator"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
-	"github.com/linstor-operator/linstor-operator/pkg/linstor/emulator"
 )
 
 // connect serves a fresh emulator and returns a connection as the operator makes it.
@@ -49,13 +52,13 @@ func TestModifyPropertiesKeepsTheOperatorsKeys(t *testing.T) {
 	send := func(m lapi.GenericPropsModify) error {
 		return conn.Nodes.Modify(ctx, "n1", lapi.NodeModify{GenericPropsModify: m})
 	}
-	mod := lapi.GenericPropsModify{OverrideProps: lapi.OverrideProps{linstor.LastAppliedKey: `["Foo/Bar"]`, "Foo/Bar": "1"}}
+	mod := lapi.GenericPropsModify{OverrideProps: lapi.OverrideProps{names.AuxLastApplied: `["Foo/Bar"]`, "Foo/Bar": "1"}}
 	err := linstor.ModifyProperties(mod, send)
 	if err == nil || !linstor.IsPropertyRefusal(err) {
 		t.Fatalf("ModifyProperties = %v, want LINSTOR's property refusal", err)
 	}
 	n, _ := emu.Node("n1")
-	if n.Props[linstor.LastAppliedKey] == "" || n.Props["Foo/Bar"] != "" {
+	if n.Props[names.AuxLastApplied] == "" || n.Props["Foo/Bar"] != "" {
 		t.Errorf("node props = %v: want the Aux/ key applied and Foo/Bar refused", n.Props)
 	}
 	if linstor.IsPropertyRefusal(context.DeadlineExceeded) {
@@ -82,8 +85,8 @@ func TestEvacuateReturnsWarnings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev := linstor.ObserveEvacuation("n2", replicas); len(ev.Stuck) != 1 || ev.Stuck[0] != "pvc-1" {
-		t.Errorf("ObserveEvacuation = %+v, want pvc-1 stuck", ev)
+	if ev := linstorstate.ObserveEvacuation("n2", replicas); len(ev.Stuck) != 1 || ev.Stuck[0] != "pvc-1" {
+		t.Errorf("linstorstate.ObserveEvacuation = %+v, want pvc-1 stuck", ev)
 	}
 	if _, err := linstor.Evacuate(context.Background(), conn, "gone"); !linstor.IsNotFound(err) {
 		t.Errorf("evacuating a missing node: %v, want not found", err)

@@ -12,8 +12,8 @@ import (
 
 	lapi "github.com/LINBIT/golinstor/client"
 
+	"github.com/linstor-operator/linstor-operator/internal/emulator"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
-	"github.com/linstor-operator/linstor-operator/pkg/linstor/emulator"
 )
 
 // follow runs NodeEvents in the background: it returns the events, a channel closed

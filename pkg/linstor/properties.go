@@ -9,19 +9,18 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	lapiconst "github.com/LINBIT/golinstor"
 	lapi "github.com/LINBIT/golinstor/client"
 
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/props"
 )
 
-// LastAppliedKey holds the keys the operator set on a LINSTOR object.
-const LastAppliedKey = "Aux/linstor-operator/last-applied"
-
 // PropertyDiff returns the modification that takes current to desired. It is empty
 // (IsEmpty) when current already matches.
 func PropertyDiff(current, desired map[string]string) lapi.GenericPropsModify {
-	return TrackedPropertyDiff(current, desired, LastAppliedKey)
+	return TrackedPropertyDiff(current, desired, names.AuxLastApplied)
 }
 
 // TrackedPropertyDiff is PropertyDiff with the keys recorded under tracker, for objects

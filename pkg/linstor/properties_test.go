@@ -3,6 +3,8 @@ package linstor
 import (
 	"reflect"
 	"testing"
+
+	"github.com/linstor-operator/linstor-operator/pkg/names"
 )
 
 func TestPropertyDiff(t *testing.T) {
@@ -16,17 +18,17 @@ func TestPropertyDiff(t *testing.T) {
 	}{
 		{"nothing to do", nil, nil, nil, nil},
 		{"first apply", map[string]string{"Foreign": "x"}, map[string]string{"A": "1"},
-			map[string]string{"A": "1", LastAppliedKey: `["A"]`}, nil},
-		{"steady state", map[string]string{"A": "1", LastAppliedKey: tracked(`["A"]`)}, map[string]string{"A": "1"}, nil, nil},
-		{"value changed", map[string]string{"A": "1", LastAppliedKey: `["A"]`}, map[string]string{"A": "2"},
+			map[string]string{"A": "1", names.AuxLastApplied: `["A"]`}, nil},
+		{"steady state", map[string]string{"A": "1", names.AuxLastApplied: tracked(`["A"]`)}, map[string]string{"A": "1"}, nil, nil},
+		{"value changed", map[string]string{"A": "1", names.AuxLastApplied: `["A"]`}, map[string]string{"A": "2"},
 			map[string]string{"A": "2"}, nil},
-		{"removed from spec is removed", map[string]string{"A": "1", "B": "2", LastAppliedKey: `["A","B"]`}, map[string]string{"A": "1"},
-			map[string]string{LastAppliedKey: `["A"]`}, []string{"B"}},
-		{"foreign keys are never touched", map[string]string{"A": "1", "Foreign": "x", LastAppliedKey: `["A"]`}, map[string]string{},
-			nil, []string{"A", LastAppliedKey}},
-		{"already removed by hand", map[string]string{LastAppliedKey: `["A"]`}, nil, nil, []string{LastAppliedKey}},
-		{"damaged tracker deletes nothing", map[string]string{"A": "1", LastAppliedKey: "{"}, map[string]string{"B": "2"},
-			map[string]string{"B": "2", LastAppliedKey: `["B"]`}, nil},
+		{"removed from spec is removed", map[string]string{"A": "1", "B": "2", names.AuxLastApplied: `["A","B"]`}, map[string]string{"A": "1"},
+			map[string]string{names.AuxLastApplied: `["A"]`}, []string{"B"}},
+		{"foreign keys are never touched", map[string]string{"A": "1", "Foreign": "x", names.AuxLastApplied: `["A"]`}, map[string]string{},
+			nil, []string{"A", names.AuxLastApplied}},
+		{"already removed by hand", map[string]string{names.AuxLastApplied: `["A"]`}, nil, nil, []string{names.AuxLastApplied}},
+		{"damaged tracker deletes nothing", map[string]string{"A": "1", names.AuxLastApplied: "{"}, map[string]string{"B": "2"},
+			map[string]string{"B": "2", names.AuxLastApplied: `["B"]`}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,7 +1,7 @@
 // Package netif decides which network interfaces a LINSTOR node is registered with.
 //
 // Kubernetes knows a node's addresses but not its interface names, so names come from
-// the node annotation HostInterfacesAnnotation, written by whatever provisions the node
+// the node annotation names.AnnotationHostInterfaces, written by whatever provisions the node
 // (for example a node-setup DaemonSet, or the admin):
 //
 //	linstor.io/host-interfaces: "eth0=10.0.0.5,eth1=192.168.7.5,eth1=fd00::5"
@@ -16,14 +16,13 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	lapi "github.com/LINBIT/golinstor/client"
 	corev1 "k8s.io/api/core/v1"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 )
-
-// HostInterfacesAnnotation lists a node's interfaces as comma-separated name=address pairs.
-const HostInterfacesAnnotation = "linstor.io/host-interfaces"
 
 // Default is the interface every node gets at its InternalIP (the satellite pod runs on
 // the host network, so that is its pod IP).
@@ -72,7 +71,7 @@ func resolve(node *corev1.Node, host map[string][]netip.Addr, spec linstorv1.Net
 		addrs := host[spec.InterfaceName]
 		if len(addrs) == 0 {
 			return nil, fmt.Errorf("netInterfaces[%s].interfaceName: node %s has no interface %q in its %s annotation",
-				spec.Name, node.Name, spec.InterfaceName, HostInterfacesAnnotation)
+				spec.Name, node.Name, spec.InterfaceName, names.AnnotationHostInterfaces)
 		}
 		return net.IP(addrs[0].AsSlice()), nil
 	}
@@ -111,10 +110,10 @@ func candidates(node *corev1.Node, host map[string][]netip.Addr) []netip.Addr {
 	return out
 }
 
-// HostInterfaces parses the node's HostInterfacesAnnotation.
+// HostInterfaces parses the node's names.AnnotationHostInterfaces.
 func HostInterfaces(node *corev1.Node) (map[string][]netip.Addr, error) {
 	out := map[string][]netip.Addr{}
-	raw := strings.TrimSpace(node.Annotations[HostInterfacesAnnotation])
+	raw := strings.TrimSpace(node.Annotations[names.AnnotationHostInterfaces])
 	if raw == "" {
 		return out, nil
 	}
@@ -122,7 +121,7 @@ func HostInterfaces(node *corev1.Node) (map[string][]netip.Addr, error) {
 		name, addr, ok := strings.Cut(strings.TrimSpace(pair), "=")
 		ip, err := netip.ParseAddr(strings.TrimSpace(addr))
 		if !ok || name == "" || err != nil {
-			return nil, fmt.Errorf("node %s annotation %s: %q is not name=address", node.Name, HostInterfacesAnnotation, pair)
+			return nil, fmt.Errorf("node %s annotation %s: %q is not name=address", node.Name, names.AnnotationHostInterfaces, pair)
 		}
 		out[strings.TrimSpace(name)] = append(out[strings.TrimSpace(name)], ip.Unmap())
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	lapi "github.com/LINBIT/golinstor/client"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,7 +17,7 @@ import (
 func node(annotation string, addrs ...corev1.NodeAddress) *corev1.Node {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
 	if annotation != "" {
-		n.Annotations = map[string]string{HostInterfacesAnnotation: annotation}
+		n.Annotations = map[string]string{names.AnnotationHostInterfaces: annotation}
 	}
 	n.Status.Addresses = addrs
 	return n

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,38 +16,20 @@ import (
 )
 
 // Labels every rendered object carries.
-const (
-	LabelName      = "app.kubernetes.io/name"
-	LabelInstance  = "app.kubernetes.io/instance"
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	LabelComponent = "app.kubernetes.io/component"
-	// LabelCluster selects the objects of one LinstorCluster for pruning.
-	LabelCluster = "linstor.io/cluster"
-	// LabelClusterNamespace tells apart cluster-scoped objects of same-named clusters.
-	LabelClusterNamespace = "linstor.io/cluster-namespace"
-	// ManagedBy is the operator's name in labels and as the SSA field owner.
-	ManagedBy = "linstor-operator"
-)
-
-// ServiceAccountName is the account an operand component's pods run as. The accounts
-// and their RBAC ship with the operator (config/rbac, the OLM bundle) in its namespace:
-// the operator runs pods under them and never grants a permission itself, so it needs
-// neither bind nor escalate.
-func ServiceAccountName(component string) string { return ManagedBy + "-" + component }
 
 func labels(cluster *linstorv1.LinstorCluster, component string) map[string]string {
 	return map[string]string{
-		LabelName:             component,
-		LabelInstance:         cluster.Name,
-		LabelManagedBy:        ManagedBy,
-		LabelComponent:        component,
-		LabelCluster:          cluster.Name,
-		LabelClusterNamespace: cluster.Namespace,
+		names.LabelName:             component,
+		names.LabelInstance:         cluster.Name,
+		names.LabelManagedBy:        names.ManagedBy,
+		names.LabelComponent:        component,
+		names.LabelCluster:          cluster.Name,
+		names.LabelClusterNamespace: cluster.Namespace,
 	}
 }
 
 func selectorLabels(cluster *linstorv1.LinstorCluster, component string) map[string]string {
-	return map[string]string{LabelName: component, LabelInstance: cluster.Name}
+	return map[string]string{names.LabelName: component, names.LabelInstance: cluster.Name}
 }
 
 // image picks the CR override or the release image.

@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/linstor-operator/linstor-operator/pkg/clustertls"
+
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,10 +20,7 @@ import (
 
 // Names of the controller's objects (namespaced, in the LinstorCluster's namespace).
 const (
-	ControllerName   = "linstor-controller"
 	controllerConfig = "linstor-controller-config"
-	APIPort          = 3370
-	SecureAPIPort    = 3371
 	dbCertMount      = "/etc/linstor/db-client"
 )
 
@@ -29,7 +30,7 @@ func Controller(cluster *linstorv1.LinstorCluster, imgs images.Set) (Objects, er
 	if cluster.Spec.ExternalController != nil || !ControllerEnabled(cluster) {
 		return nil, nil
 	}
-	l := labels(cluster, ControllerName)
+	l := labels(cluster, names.ControllerName)
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: cluster.Namespace, Labels: l}
 	}
@@ -41,15 +42,15 @@ func Controller(cluster *linstorv1.LinstorCluster, imgs images.Set) (Objects, er
 		return nil, err
 	}
 	ports := []corev1.ServicePort{
-		{Name: "api", Port: APIPort, TargetPort: intstr.FromString("api"), Protocol: corev1.ProtocolTCP},
-		{Name: "secure-api", Port: SecureAPIPort, TargetPort: intstr.FromString("secure-api"), Protocol: corev1.ProtocolTCP},
+		{Name: "api", Port: names.APIPort, TargetPort: intstr.FromString("api"), Protocol: corev1.ProtocolTCP},
+		{Name: "secure-api", Port: names.SecureAPIPort, TargetPort: intstr.FromString("secure-api"), Protocol: corev1.ProtocolTCP},
 	}
-	if APITLSEnabled(cluster) {
+	if clustertls.APITLSEnabled(cluster) {
 		ports = ports[1:] // plain HTTP only answers on the pod's loopback
 	}
 	svc := &corev1.Service{
-		TypeMeta: typeMeta("v1", "Service"), ObjectMeta: meta(ControllerName),
-		Spec: corev1.ServiceSpec{Selector: selectorLabels(cluster, ControllerName), Ports: ports},
+		TypeMeta: typeMeta("v1", "Service"), ObjectMeta: meta(names.ControllerName),
+		Spec: corev1.ServiceSpec{Selector: selectorLabels(cluster, names.ControllerName), Ports: ports},
 	}
 	return Objects{config, deploy, svc}, nil
 }
@@ -74,7 +75,7 @@ func linstorTOML(cluster *linstorv1.LinstorCluster) string {
 			fmt.Fprintf(&b, "  client_key_pkcs8_pem = %q\n", dbCertMount+"/tls.key")
 		}
 	}
-	if APITLSEnabled(cluster) {
+	if clustertls.APITLSEnabled(cluster) {
 		b.WriteString(httpsTOML())
 	}
 	return b.String()
@@ -100,42 +101,42 @@ func controllerDeployment(cluster *linstorv1.LinstorCluster, imgs images.Set, l 
 		volumes = append(volumes, corev1.Volume{Name: "db-client", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: db.ClientCertificateSecretRef.Name}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: "db-client", MountPath: dbCertMount, ReadOnly: true})
 	}
-	if InternalTLSEnabled(cluster) {
-		v, m := pemVolumes("internal-tls", InternalTLSSecretName(cluster), internalPEMDir, internalJKSDir)
+	if clustertls.InternalTLSEnabled(cluster) {
+		v, m := pemVolumes("internal-tls", clustertls.InternalTLSSecretName(cluster), internalPEMDir, internalJKSDir)
 		volumes, mounts = append(volumes, v...), append(mounts, m...)
 	}
 	// The controller's /health answers on plain HTTP, which API TLS keeps on loopback:
 	// the kubelet then checks that the HTTPS port accepts connections.
 	probe := corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString("api")}}
-	if APITLSEnabled(cluster) {
-		v, m := pemVolumes("api-tls", APITLSSecretName(cluster), apiPEMDir, apiJKSDir)
+	if clustertls.APITLSEnabled(cluster) {
+		v, m := pemVolumes("api-tls", clustertls.APITLSSecretName(cluster), apiPEMDir, apiJKSDir)
 		volumes, mounts = append(volumes, v...), append(mounts, m...)
-		volumes = append(volumes, corev1.Volume{Name: "client-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: APIClientSecretName(cluster)}}})
+		volumes = append(volumes, corev1.Volume{Name: "client-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: clustertls.APIClientSecretName(cluster)}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: "client-tls", MountPath: clientPEMDir, ReadOnly: true})
 		probe = corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("secure-api")}}
 	}
 	env := []corev1.EnvVar{
 		{Name: "K8S_AWAIT_ELECTION_ENABLED", Value: fmt.Sprint(replicas > 1)},
-		{Name: "K8S_AWAIT_ELECTION_NAME", Value: ControllerName},
-		{Name: "K8S_AWAIT_ELECTION_LOCK_NAME", Value: ControllerName},
+		{Name: "K8S_AWAIT_ELECTION_NAME", Value: names.ControllerName},
+		{Name: "K8S_AWAIT_ELECTION_LOCK_NAME", Value: names.ControllerName},
 		{Name: "K8S_AWAIT_ELECTION_LOCK_NAMESPACE", Value: cluster.Namespace},
 		{Name: "K8S_AWAIT_ELECTION_IDENTITY", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 	}
 	tmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: l},
 		Spec: corev1.PodSpec{
-			ServiceAccountName: ServiceAccountName(ControllerName),
+			ServiceAccountName: names.ServiceAccountName(names.ControllerName),
 			PriorityClassName:  "system-cluster-critical",
 			Tolerations:        controllerTolerations(),
 			SecurityContext:    &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(false), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{{
-				Name:  ControllerName,
+				Name:  names.ControllerName,
 				Image: image(override, imgs.Image(images.LinstorController)),
 				Args:  args,
 				Env:   env,
 				Ports: []corev1.ContainerPort{
-					{Name: "api", ContainerPort: APIPort, Protocol: corev1.ProtocolTCP},
-					{Name: "secure-api", ContainerPort: SecureAPIPort, Protocol: corev1.ProtocolTCP},
+					{Name: "api", ContainerPort: names.APIPort, Protocol: corev1.ProtocolTCP},
+					{Name: "secure-api", ContainerPort: names.SecureAPIPort, Protocol: corev1.ProtocolTCP},
 				},
 				VolumeMounts: mounts,
 				LivenessProbe: &corev1.Probe{
@@ -152,7 +153,7 @@ func controllerDeployment(cluster *linstorv1.LinstorCluster, imgs images.Set, l 
 			Volumes: volumes,
 		},
 	}
-	applyComponent(&tmpl, component, ControllerName)
+	applyComponent(&tmpl, component, names.ControllerName)
 	if component != nil {
 		if err := patchPodTemplate(&tmpl, component.PodTemplate, cluster.Spec.PodTemplatePolicy); err != nil {
 			return nil, fmt.Errorf("spec.controller.podTemplate: %w", err)
@@ -160,10 +161,10 @@ func controllerDeployment(cluster *linstorv1.LinstorCluster, imgs images.Set, l 
 	}
 	return &appsv1.Deployment{
 		TypeMeta:   typeMeta("apps/v1", "Deployment"),
-		ObjectMeta: metav1.ObjectMeta{Name: ControllerName, Namespace: cluster.Namespace, Labels: l},
+		ObjectMeta: metav1.ObjectMeta{Name: names.ControllerName, Namespace: cluster.Namespace, Labels: l},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: selectorLabels(cluster, ControllerName)},
+			Selector: &metav1.LabelSelector{MatchLabels: selectorLabels(cluster, names.ControllerName)},
 			// Two controllers must never run against one database: stop the old pod first.
 			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
 			Template: tmpl,
@@ -179,7 +180,7 @@ func typeMeta(apiVersion, kind string) metav1.TypeMeta {
 // or restore); its other objects stay.
 func WithControllerStopped(objs Objects) Objects {
 	for _, o := range objs {
-		if d, ok := o.(*appsv1.Deployment); ok && d.Name == ControllerName {
+		if d, ok := o.(*appsv1.Deployment); ok && d.Name == names.ControllerName {
 			d.Spec.Replicas = ptr.To[int32](0)
 		}
 	}
@@ -191,7 +192,7 @@ func WithControllerStopped(objs Objects) Objects {
 // database (the rollback would forget it). Volumes in use keep working.
 func WithCSIFenced(objs Objects) Objects {
 	for _, o := range objs {
-		if d, ok := o.(*appsv1.Deployment); ok && d.Name == CSIControllerName {
+		if d, ok := o.(*appsv1.Deployment); ok && d.Name == names.CSIControllerName {
 			d.Spec.Replicas = ptr.To[int32](0)
 		}
 	}

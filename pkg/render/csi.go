@@ -3,6 +3,10 @@ package render
 import (
 	"fmt"
 
+	"github.com/linstor-operator/linstor-operator/pkg/clustertls"
+
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -16,11 +20,8 @@ import (
 
 // Names of the CSI driver's objects.
 const (
-	CSIDriverName     = "linstor.csi.linbit.com"
-	CSIControllerName = "linstor-csi-controller"
-	CSINodeName       = "linstor-csi-node"
-	csiSocketDir      = "/var/lib/csi/sockets/pluginproxy/"
-	kubeletDir        = "/var/lib/kubelet"
+	csiSocketDir = "/var/lib/csi/sockets/pluginproxy/"
+	kubeletDir   = "/var/lib/kubelet"
 )
 
 // CSIEnabled: the CSI driver runs unless explicitly disabled.
@@ -66,13 +67,13 @@ func CSI(cluster *linstorv1.LinstorCluster, imgs images.Set, linstorURL string) 
 		{Name: "LS_CONTROLLERS", Value: linstorURL},
 		{Name: "KUBE_NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
 	}
-	if UsesAPIClientCertificate(cluster) {
-		env = append(env, clientCertEnv(APIClientSecretName(cluster))...)
+	if clustertls.UsesAPIClientCertificate(cluster) {
+		env = append(env, clientCertEnv(clustertls.APIClientSecretName(cluster))...)
 	}
 
 	driver := &storagev1.CSIDriver{
 		TypeMeta:   typeMeta("storage.k8s.io/v1", "CSIDriver"),
-		ObjectMeta: metav1.ObjectMeta{Name: CSIDriverName, Labels: l},
+		ObjectMeta: metav1.ObjectMeta{Name: names.CSIDriverName, Labels: l},
 		Spec: storagev1.CSIDriverSpec{
 			AttachRequired: ptr.To(true), PodInfoOnMount: ptr.To(true), StorageCapacity: ptr.To(true),
 			FSGroupPolicy:        ptr.To(storagev1.FileFSGroupPolicy),
@@ -92,7 +93,7 @@ func CSI(cluster *linstorv1.LinstorCluster, imgs images.Set, linstorURL string) 
 	ctrlTmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: l},
 		Spec: corev1.PodSpec{
-			ServiceAccountName: ServiceAccountName(CSIControllerName),
+			ServiceAccountName: names.ServiceAccountName(names.CSIControllerName),
 			PriorityClassName:  "system-cluster-critical",
 			// The runtime's syscall filter costs it nothing (it runs as root: baseline).
 			SecurityContext: &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
@@ -126,20 +127,20 @@ func CSI(cluster *linstorv1.LinstorCluster, imgs images.Set, linstorURL string) 
 	}
 	controller := &appsv1.Deployment{
 		TypeMeta:   typeMeta("apps/v1", "Deployment"),
-		ObjectMeta: metav1.ObjectMeta{Name: CSIControllerName, Namespace: cluster.Namespace, Labels: l},
+		ObjectMeta: metav1.ObjectMeta{Name: names.CSIControllerName, Namespace: cluster.Namespace, Labels: l},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1),
 			Selector: &metav1.LabelSelector{MatchLabels: selectorLabels(cluster, "linstor-csi")},
-			Template: withSelector(ctrlTmpl, selectorLabels(cluster, "linstor-csi"), CSIControllerName),
+			Template: withSelector(ctrlTmpl, selectorLabels(cluster, "linstor-csi"), names.CSIControllerName),
 		},
 	}
 
 	bidirectional := corev1.MountPropagationBidirectional
-	pluginDir := kubeletDir + "/plugins/" + CSIDriverName + "/"
+	pluginDir := kubeletDir + "/plugins/" + names.CSIDriverName + "/"
 	nodeTmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: l},
 		Spec: corev1.PodSpec{
-			ServiceAccountName: ServiceAccountName(CSINodeName),
+			ServiceAccountName: names.ServiceAccountName(names.CSINodeName),
 			PriorityClassName:  "system-node-critical",
 			Tolerations:        haTaintTolerations(),
 			Containers: []corev1.Container{
@@ -187,10 +188,10 @@ func CSI(cluster *linstorv1.LinstorCluster, imgs images.Set, linstorURL string) 
 	}
 	node := &appsv1.DaemonSet{
 		TypeMeta:   typeMeta("apps/v1", "DaemonSet"),
-		ObjectMeta: metav1.ObjectMeta{Name: CSINodeName, Namespace: cluster.Namespace, Labels: l},
+		ObjectMeta: metav1.ObjectMeta{Name: names.CSINodeName, Namespace: cluster.Namespace, Labels: l},
 		Spec: appsv1.DaemonSetSpec{
-			Selector:       &metav1.LabelSelector{MatchLabels: selectorLabels(cluster, CSINodeName)},
-			Template:       withSelector(nodeTmpl, selectorLabels(cluster, CSINodeName), CSINodeName),
+			Selector:       &metav1.LabelSelector{MatchLabels: selectorLabels(cluster, names.CSINodeName)},
+			Template:       withSelector(nodeTmpl, selectorLabels(cluster, names.CSINodeName), names.CSINodeName),
 			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType},
 		},
 	}
@@ -205,9 +206,6 @@ func CSI(cluster *linstorv1.LinstorCluster, imgs images.Set, linstorURL string) 
 	return out, nil
 }
 
-// HAControllerName names the HA controller DaemonSet.
-const HAControllerName = "linstor-ha-controller"
-
 // HAController renders the HA controller, which evicts pods of nodes that lost DRBD
 // quorum so they restart elsewhere.
 func HAController(cluster *linstorv1.LinstorCluster, imgs images.Set) (Objects, error) {
@@ -215,7 +213,7 @@ func HAController(cluster *linstorv1.LinstorCluster, imgs images.Set) (Objects, 
 	if spec != nil && spec.Enabled != nil && !*spec.Enabled {
 		return nil, nil
 	}
-	l := labels(cluster, HAControllerName)
+	l := labels(cluster, names.HAControllerName)
 	override := ""
 	if spec != nil {
 		override = spec.Image
@@ -223,11 +221,11 @@ func HAController(cluster *linstorv1.LinstorCluster, imgs images.Set) (Objects, 
 	tmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: l},
 		Spec: corev1.PodSpec{
-			ServiceAccountName: ServiceAccountName(HAControllerName),
+			ServiceAccountName: names.ServiceAccountName(names.HAControllerName),
 			PriorityClassName:  "system-node-critical",
 			Tolerations:        haTaintTolerations(),
 			Containers: []corev1.Container{{
-				Name: HAControllerName, Image: image(override, imgs.Image(images.HAController)),
+				Name: names.HAControllerName, Image: image(override, imgs.Image(images.HAController)),
 				Args: []string{"/agent", "--v=2"},
 				Env:  []corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}},
 				// It reads DRBD state through drbdsetup, which needs the host's netlink.
@@ -237,7 +235,7 @@ func HAController(cluster *linstorv1.LinstorCluster, imgs images.Set) (Objects, 
 			DNSPolicy:   corev1.DNSClusterFirstWithHostNet,
 		},
 	}
-	applyComponent(&tmpl, spec, HAControllerName)
+	applyComponent(&tmpl, spec, names.HAControllerName)
 	if spec != nil {
 		if err := patchPodTemplate(&tmpl, spec.PodTemplate, cluster.Spec.PodTemplatePolicy); err != nil {
 			return nil, fmt.Errorf("spec.highAvailabilityController.podTemplate: %w", err)
@@ -245,10 +243,10 @@ func HAController(cluster *linstorv1.LinstorCluster, imgs images.Set) (Objects, 
 	}
 	ds := &appsv1.DaemonSet{
 		TypeMeta:   typeMeta("apps/v1", "DaemonSet"),
-		ObjectMeta: metav1.ObjectMeta{Name: HAControllerName, Namespace: cluster.Namespace, Labels: l},
+		ObjectMeta: metav1.ObjectMeta{Name: names.HAControllerName, Namespace: cluster.Namespace, Labels: l},
 		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: selectorLabels(cluster, HAControllerName)},
-			Template: withSelector(tmpl, selectorLabels(cluster, HAControllerName), HAControllerName),
+			Selector: &metav1.LabelSelector{MatchLabels: selectorLabels(cluster, names.HAControllerName)},
+			Template: withSelector(tmpl, selectorLabels(cluster, names.HAControllerName), names.HAControllerName),
 		},
 	}
 	return Objects{ds}, nil
@@ -264,7 +262,7 @@ func withSelector(t corev1.PodTemplateSpec, sel map[string]string, component str
 	for k, v := range sel {
 		lbl[k] = v
 	}
-	lbl[LabelComponent] = component
+	lbl[names.LabelComponent] = component
 	t.Labels = lbl
 	return t
 }

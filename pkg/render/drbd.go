@@ -4,12 +4,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 )
-
-// DRBDLoaderContainer names the satellite's init container that loads DRBD.
-const DRBDLoaderContainer = "drbd-module-loader"
 
 // DRBDLoader is the DRBD module loader decided for one node.
 type DRBDLoader struct {
@@ -74,7 +73,7 @@ func (l DRBDLoader) initContainers() ([]corev1.Container, []corev1.Volume) {
 		volumes = append(volumes, hostPath("usr-src", "/usr/src", corev1.HostPathDirectoryOrCreate))
 	}
 	return []corev1.Container{{
-		Name:  DRBDLoaderContainer,
+		Name:  names.DRBDLoaderContainer,
 		Image: l.Image,
 		// Loading the kernel module needs SYS_MODULE, nothing more.
 		SecurityContext: &corev1.SecurityContext{RunAsUser: ptr.To[int64](0), Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_MODULE"}, Drop: []corev1.Capability{"ALL"}}},

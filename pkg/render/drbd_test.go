@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,7 +97,7 @@ func renderedLoader(t *testing.T, clusterDefault, satellite linstorv1.DRBDModule
 	}
 	pod := objs[0].(*appsv1.DaemonSet).Spec.Template.Spec
 	for i := range pod.InitContainers {
-		if pod.InitContainers[i].Name == DRBDLoaderContainer {
+		if pod.InitContainers[i].Name == names.DRBDLoaderContainer {
 			return pod, &pod.InitContainers[i]
 		}
 	}
@@ -205,7 +207,7 @@ func TestSatelliteLoaderImagePatchable(t *testing.T) {
 		t.Fatal(err)
 	}
 	init := objs[0].(*appsv1.DaemonSet).Spec.Template.Spec.InitContainers
-	if len(init) != 2 || init[0].Name != DRBDLoaderContainer || init[0].Image != "mirror.local/drbd9-rhel9:v9.2.11" || init[0].Env[0].Value != "shipped_modules" {
+	if len(init) != 2 || init[0].Name != names.DRBDLoaderContainer || init[0].Image != "mirror.local/drbd9-rhel9:v9.2.11" || init[0].Env[0].Value != "shipped_modules" {
 		t.Errorf("init containers = %+v", init)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 )
@@ -42,27 +44,27 @@ func ClusterPodTemplateErrors(cluster *linstorv1.LinstorCluster, imgs images.Set
 	s := cluster.Spec
 	if s.Controller != nil {
 		check(s.Controller.PodTemplate, spec.Child("controller", "podTemplate"),
-			func() (Objects, error) { return Controller(bare, imgs) }, ControllerName)
+			func() (Objects, error) { return Controller(bare, imgs) }, names.ControllerName)
 	}
 	if s.Satellite != nil {
 		check(s.Satellite.PodTemplate, spec.Child("satellite", "podTemplate"),
 			func() (Objects, error) {
 				return Satellite(bare, probeSatellite(bare, ""), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: probeNode}}, imgs)
 			},
-			SatelliteDaemonSetName(probeNode))
+			names.SatelliteDaemonSetName(probeNode))
 	}
 	if s.CSI != nil {
-		csi := func() (Objects, error) { return CSI(bare, imgs, "http://"+ControllerName) }
+		csi := func() (Objects, error) { return CSI(bare, imgs, "http://"+names.ControllerName) }
 		if s.CSI.Controller != nil {
-			check(s.CSI.Controller.PodTemplate, spec.Child("csi", "controller", "podTemplate"), csi, CSIControllerName)
+			check(s.CSI.Controller.PodTemplate, spec.Child("csi", "controller", "podTemplate"), csi, names.CSIControllerName)
 		}
 		if s.CSI.Node != nil {
-			check(s.CSI.Node.PodTemplate, spec.Child("csi", "node", "podTemplate"), csi, CSINodeName)
+			check(s.CSI.Node.PodTemplate, spec.Child("csi", "node", "podTemplate"), csi, names.CSINodeName)
 		}
 	}
 	if s.HighAvailabilityController != nil {
 		check(s.HighAvailabilityController.PodTemplate, spec.Child("highAvailabilityController", "podTemplate"),
-			func() (Objects, error) { return HAController(bare, imgs) }, HAControllerName)
+			func() (Objects, error) { return HAController(bare, imgs) }, names.HAControllerName)
 	}
 	return errs
 }
@@ -87,7 +89,7 @@ func SatelliteConfigurationPodTemplateErrors(cluster *linstorv1.LinstorCluster, 
 			return nil
 		}
 	}
-	return patchErrors(cluster.Spec.PodTemplatePolicy, podTemplateOf(objs, SatelliteDaemonSetName(probeNode)), patch, field.NewPath("spec", "podTemplate"))
+	return patchErrors(cluster.Spec.PodTemplatePolicy, podTemplateOf(objs, names.SatelliteDaemonSetName(probeNode)), patch, field.NewPath("spec", "podTemplate"))
 }
 
 func patchErrors(policy linstorv1.PodTemplatePolicy, before *corev1.PodTemplateSpec, patch *runtime.RawExtension, at *field.Path) field.ErrorList {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,12 +42,12 @@ func renderedTemplates(t *testing.T) map[string]*corev1.PodTemplateSpec {
 		objs = append(objs, o...)
 	}
 	out := map[string]*corev1.PodTemplateSpec{}
-	for _, name := range []string{ControllerName, CSIControllerName, CSINodeName, HAControllerName, SatelliteDaemonSetName("n")} {
+	for _, name := range []string{names.ControllerName, names.CSIControllerName, names.CSINodeName, names.HAControllerName, names.SatelliteDaemonSetName("n")} {
 		if out[name] = podTemplateOf(objs, name); out[name] == nil {
 			t.Fatalf("no %s rendered", name)
 		}
 	}
-	out["satellite"] = out[SatelliteDaemonSetName("n")]
+	out["satellite"] = out[names.SatelliteDaemonSetName("n")]
 	return out
 }
 
@@ -79,86 +81,86 @@ func TestPodTemplateEscalation(t *testing.T) {
 		want []string
 	}{
 		// Pod identity and host namespaces.
-		{"host PID", ControllerName, `{"spec":{"hostPID":true}}`, []string{"spec.controller.podTemplate.spec.hostPID"}},
-		{"host IPC", ControllerName, `{"spec":{"hostIPC":true}}`, []string{"spec.controller.podTemplate.spec.hostIPC"}},
-		{"host network for the controller", ControllerName, `{"spec":{"hostNetwork":true}}`, []string{"spec.controller.podTemplate.spec.hostNetwork"}},
+		{"host PID", names.ControllerName, `{"spec":{"hostPID":true}}`, []string{"spec.controller.podTemplate.spec.hostPID"}},
+		{"host IPC", names.ControllerName, `{"spec":{"hostIPC":true}}`, []string{"spec.controller.podTemplate.spec.hostIPC"}},
+		{"host network for the controller", names.ControllerName, `{"spec":{"hostNetwork":true}}`, []string{"spec.controller.podTemplate.spec.hostNetwork"}},
 		{"host PID for the satellite", "satellite", `{"spec":{"hostPID":true}}`, []string{"spec.controller.podTemplate.spec.hostPID"}},
-		{"shared process namespace", ControllerName, `{"spec":{"shareProcessNamespace":true}}`, []string{"spec.controller.podTemplate.spec.shareProcessNamespace"}},
+		{"shared process namespace", names.ControllerName, `{"spec":{"shareProcessNamespace":true}}`, []string{"spec.controller.podTemplate.spec.shareProcessNamespace"}},
 		{"host user namespace", "synthetic", `{"spec":{"hostUsers":true}}`, []string{"spec.controller.podTemplate.spec.hostUsers"}},
 		{"host user namespace by removal", "synthetic", `{"spec":{"hostUsers":null}}`, []string{"spec.controller.podTemplate.spec.hostUsers"}},
-		{"another ServiceAccount", ControllerName, `{"spec":{"serviceAccountName":"default"}}`, []string{"spec.controller.podTemplate.spec.serviceAccountName"}},
-		{"another ServiceAccount, deprecated field", CSINodeName, `{"spec":{"serviceAccount":"admin"}}`, []string{"spec.controller.podTemplate.spec.serviceAccount"}},
+		{"another ServiceAccount", names.ControllerName, `{"spec":{"serviceAccountName":"default"}}`, []string{"spec.controller.podTemplate.spec.serviceAccountName"}},
+		{"another ServiceAccount, deprecated field", names.CSINodeName, `{"spec":{"serviceAccount":"admin"}}`, []string{"spec.controller.podTemplate.spec.serviceAccount"}},
 		{"the satellite's ServiceAccount token", "satellite", `{"spec":{"automountServiceAccountToken":true}}`, []string{"spec.controller.podTemplate.spec.automountServiceAccountToken"}},
 		{"the satellite's token by removing the opt-out", "satellite", `{"spec":{"automountServiceAccountToken":null}}`, []string{"spec.controller.podTemplate.spec.automountServiceAccountToken"}},
-		{"a projected ServiceAccount token", CSIControllerName, `{"spec":{"volumes":[{"name":"t","projected":{"sources":[{"serviceAccountToken":{"path":"t","audience":"vault"}}]}}]}}`,
+		{"a projected ServiceAccount token", names.CSIControllerName, `{"spec":{"volumes":[{"name":"t","projected":{"sources":[{"serviceAccountToken":{"path":"t","audience":"vault"}}]}}]}}`,
 			[]string{"spec.controller.podTemplate.spec.volumes[name=t].projected.sources[0].serviceAccountToken"}},
 		// Pod security context.
-		{"pod runs as root", ControllerName, `{"spec":{"securityContext":{"runAsUser":0}}}`, []string{"spec.controller.podTemplate.spec.securityContext.runAsUser"}},
-		{"pod seccomp unconfined", ControllerName, `{"spec":{"securityContext":{"seccompProfile":{"type":"Unconfined"}}}}`, []string{"spec.controller.podTemplate.spec.securityContext.seccompProfile"}},
-		{"pod seccomp removed", ControllerName, `{"spec":{"securityContext":null}}`, []string{"spec.controller.podTemplate.spec.securityContext.seccompProfile"}},
-		{"pod AppArmor unconfined", CSIControllerName, `{"spec":{"securityContext":{"appArmorProfile":{"type":"Unconfined"}}}}`, []string{"spec.controller.podTemplate.spec.securityContext.appArmorProfile"}},
-		{"pod SELinux super-privileged type", CSIControllerName, `{"spec":{"securityContext":{"seLinuxOptions":{"type":"spc_t"}}}}`, []string{"spec.controller.podTemplate.spec.securityContext.seLinuxOptions.type"}},
-		{"pod Windows host process", CSIControllerName, `{"spec":{"securityContext":{"windowsOptions":{"hostProcess":true}}}}`, []string{"spec.controller.podTemplate.spec.securityContext.windowsOptions.hostProcess"}},
+		{"pod runs as root", names.ControllerName, `{"spec":{"securityContext":{"runAsUser":0}}}`, []string{"spec.controller.podTemplate.spec.securityContext.runAsUser"}},
+		{"pod seccomp unconfined", names.ControllerName, `{"spec":{"securityContext":{"seccompProfile":{"type":"Unconfined"}}}}`, []string{"spec.controller.podTemplate.spec.securityContext.seccompProfile"}},
+		{"pod seccomp removed", names.ControllerName, `{"spec":{"securityContext":null}}`, []string{"spec.controller.podTemplate.spec.securityContext.seccompProfile"}},
+		{"pod AppArmor unconfined", names.CSIControllerName, `{"spec":{"securityContext":{"appArmorProfile":{"type":"Unconfined"}}}}`, []string{"spec.controller.podTemplate.spec.securityContext.appArmorProfile"}},
+		{"pod SELinux super-privileged type", names.CSIControllerName, `{"spec":{"securityContext":{"seLinuxOptions":{"type":"spc_t"}}}}`, []string{"spec.controller.podTemplate.spec.securityContext.seLinuxOptions.type"}},
+		{"pod Windows host process", names.CSIControllerName, `{"spec":{"securityContext":{"windowsOptions":{"hostProcess":true}}}}`, []string{"spec.controller.podTemplate.spec.securityContext.windowsOptions.hostProcess"}},
 		{"pod runAsNonRoot lifted", "synthetic", `{"spec":{"securityContext":{"runAsNonRoot":false}}}`, []string{"spec.controller.podTemplate.spec.securityContext.runAsNonRoot"}},
 		// Containers.
-		{"privileged controller", ControllerName, `{"spec":{"containers":[{"name":"linstor-controller","securityContext":{"privileged":true}}]}}`, []string{ctrl + "privileged"}},
-		{"privilege escalation", ControllerName, `{"spec":{"containers":[{"name":"linstor-controller","securityContext":{"allowPrivilegeEscalation":true}}]}}`, []string{ctrl + "allowPrivilegeEscalation"}},
-		{"added capability", ControllerName, `{"spec":{"containers":[{"name":"linstor-controller","securityContext":{"capabilities":{"add":["NET_ADMIN"]}}}]}}`, []string{ctrl + "capabilities.add[0]"}},
-		{"capabilities no longer dropped", ControllerName, `{"spec":{"containers":[{"name":"linstor-controller","securityContext":{"capabilities":{"drop":["NET_RAW"]}}}]}}`, []string{ctrl + "capabilities.drop"}},
-		{"security context removed", ControllerName, `{"spec":{"containers":[{"name":"linstor-controller","securityContext":null}]}}`, []string{ctrl + "allowPrivilegeEscalation", ctrl + "capabilities.drop"}},
-		{"container runs as root", ControllerName, `{"spec":{"containers":[{"name":"linstor-controller","securityContext":{"runAsUser":0}}]}}`, []string{ctrl + "runAsUser"}},
-		{"container runAsNonRoot false", CSIControllerName, `{"spec":{"containers":[{"name":"csi-attacher","securityContext":{"runAsNonRoot":false}}]}}`,
+		{"privileged controller", names.ControllerName, `{"spec":{"containers":[{"name":"linstor-controller","securityContext":{"privileged":true}}]}}`, []string{ctrl + "privileged"}},
+		{"privilege escalation", names.ControllerName, `{"spec":{"containers":[{"name":"linstor-controller","securityContext":{"allowPrivilegeEscalation":true}}]}}`, []string{ctrl + "allowPrivilegeEscalation"}},
+		{"added capability", names.ControllerName, `{"spec":{"containers":[{"name":"linstor-controller","securityContext":{"capabilities":{"add":["NET_ADMIN"]}}}]}}`, []string{ctrl + "capabilities.add[0]"}},
+		{"capabilities no longer dropped", names.ControllerName, `{"spec":{"containers":[{"name":"linstor-controller","securityContext":{"capabilities":{"drop":["NET_RAW"]}}}]}}`, []string{ctrl + "capabilities.drop"}},
+		{"security context removed", names.ControllerName, `{"spec":{"containers":[{"name":"linstor-controller","securityContext":null}]}}`, []string{ctrl + "allowPrivilegeEscalation", ctrl + "capabilities.drop"}},
+		{"container runs as root", names.ControllerName, `{"spec":{"containers":[{"name":"linstor-controller","securityContext":{"runAsUser":0}}]}}`, []string{ctrl + "runAsUser"}},
+		{"container runAsNonRoot false", names.CSIControllerName, `{"spec":{"containers":[{"name":"csi-attacher","securityContext":{"runAsNonRoot":false}}]}}`,
 			[]string{"spec.controller.podTemplate.spec.containers[name=csi-attacher].securityContext.runAsNonRoot"}},
 		{"container drops its non-root UID", "synthetic", `{"spec":{"containers":[{"name":"main","securityContext":{"runAsUser":null}}]}}`,
 			[]string{"spec.controller.podTemplate.spec.containers[name=main].securityContext.runAsUser"}},
-		{"unmasked /proc", ControllerName, `{"spec":{"containers":[{"name":"linstor-controller","securityContext":{"procMount":"Unmasked"}}]}}`, []string{ctrl + "procMount"}},
-		{"container seccomp unconfined", ControllerName, `{"spec":{"containers":[{"name":"linstor-controller","securityContext":{"seccompProfile":{"type":"Unconfined"}}}]}}`, []string{ctrl + "seccompProfile"}},
-		{"container AppArmor unconfined", ControllerName, `{"spec":{"containers":[{"name":"linstor-controller","securityContext":{"appArmorProfile":{"type":"Unconfined"}}}]}}`, []string{ctrl + "appArmorProfile"}},
-		{"AppArmor annotation", ControllerName, `{"metadata":{"annotations":{"container.apparmor.security.beta.kubernetes.io/linstor-controller":"unconfined"}}}`,
+		{"unmasked /proc", names.ControllerName, `{"spec":{"containers":[{"name":"linstor-controller","securityContext":{"procMount":"Unmasked"}}]}}`, []string{ctrl + "procMount"}},
+		{"container seccomp unconfined", names.ControllerName, `{"spec":{"containers":[{"name":"linstor-controller","securityContext":{"seccompProfile":{"type":"Unconfined"}}}]}}`, []string{ctrl + "seccompProfile"}},
+		{"container AppArmor unconfined", names.ControllerName, `{"spec":{"containers":[{"name":"linstor-controller","securityContext":{"appArmorProfile":{"type":"Unconfined"}}}]}}`, []string{ctrl + "appArmorProfile"}},
+		{"AppArmor annotation", names.ControllerName, `{"metadata":{"annotations":{"container.apparmor.security.beta.kubernetes.io/linstor-controller":"unconfined"}}}`,
 			[]string{"spec.controller.podTemplate.metadata.annotations[container.apparmor.security.beta.kubernetes.io/linstor-controller]"}},
-		{"SELinux user", ControllerName, `{"spec":{"containers":[{"name":"linstor-controller","securityContext":{"seLinuxOptions":{"user":"system_u"}}}]}}`, []string{ctrl + "seLinuxOptions"}},
-		{"host port", ControllerName, `{"spec":{"containers":[{"name":"linstor-controller","ports":[{"containerPort":3370,"hostPort":3370}]}]}}`,
+		{"SELinux user", names.ControllerName, `{"spec":{"containers":[{"name":"linstor-controller","securityContext":{"seLinuxOptions":{"user":"system_u"}}}]}}`, []string{ctrl + "seLinuxOptions"}},
+		{"host port", names.ControllerName, `{"spec":{"containers":[{"name":"linstor-controller","ports":[{"containerPort":3370,"hostPort":3370}]}]}}`,
 			[]string{"spec.controller.podTemplate.spec.containers[name=linstor-controller].ports[containerPort=3370].hostPort"}},
 		// Host paths.
-		{"new hostPath volume", ControllerName, `{"spec":{"volumes":[{"name":"host","hostPath":{"path":"/"}}]}}`, []string{"spec.controller.podTemplate.spec.volumes[name=host].hostPath"}},
+		{"new hostPath volume", names.ControllerName, `{"spec":{"volumes":[{"name":"host","hostPath":{"path":"/"}}]}}`, []string{"spec.controller.podTemplate.spec.volumes[name=host].hostPath"}},
 		{"hostPath volume pointed elsewhere", "satellite", `{"spec":{"volumes":[{"name":"lib-modules","hostPath":{"path":"/etc"}}]}}`,
 			[]string{"spec.controller.podTemplate.spec.volumes[name=lib-modules].hostPath.path"}},
-		{"a volume turned into a hostPath", CSIControllerName, `{"spec":{"volumes":[{"name":"socket-dir","emptyDir":null,"hostPath":{"path":"/var/run"}}]}}`,
+		{"a volume turned into a hostPath", names.CSIControllerName, `{"spec":{"volumes":[{"name":"socket-dir","emptyDir":null,"hostPath":{"path":"/var/run"}}]}}`,
 			[]string{"spec.controller.podTemplate.spec.volumes[name=socket-dir].hostPath"}},
 		{"read-only host path made writable", "synthetic", `{"spec":{"containers":[{"name":"main","volumeMounts":[{"mountPath":"/lib/modules","name":"modules","readOnly":false}]}]}}`,
 			[]string{"spec.controller.podTemplate.spec.containers[name=main].volumeMounts[mountPath=/lib/modules].readOnly"}},
 		// New containers.
-		{"privileged sidecar", ControllerName, `{"spec":{"containers":[{"name":"debug","image":"busybox","securityContext":{"privileged":true}}]}}`,
+		{"privileged sidecar", names.ControllerName, `{"spec":{"containers":[{"name":"debug","image":"busybox","securityContext":{"privileged":true}}]}}`,
 			[]string{"spec.controller.podTemplate.spec.containers[name=debug].securityContext.privileged"}},
-		{"init container with a capability", CSINodeName, `{"spec":{"initContainers":[{"name":"setup","image":"busybox","securityContext":{"capabilities":{"add":["SYS_ADMIN"]}}}]}}`,
+		{"init container with a capability", names.CSINodeName, `{"spec":{"initContainers":[{"name":"setup","image":"busybox","securityContext":{"capabilities":{"add":["SYS_ADMIN"]}}}]}}`,
 			[]string{"spec.controller.podTemplate.spec.initContainers[name=setup].securityContext.capabilities.add[0]"}},
-		{"privileged ephemeral container", ControllerName, `{"spec":{"ephemeralContainers":[{"name":"debug","image":"busybox","securityContext":{"privileged":true}}]}}`,
+		{"privileged ephemeral container", names.ControllerName, `{"spec":{"ephemeralContainers":[{"name":"debug","image":"busybox","securityContext":{"privileged":true}}]}}`,
 			[]string{"spec.controller.podTemplate.spec.ephemeralContainers[name=debug].securityContext.privileged"}},
 		{"sidecar mounting the satellite's /dev", "satellite", `{"spec":{"containers":[{"name":"sidecar","image":"busybox","volumeMounts":[{"name":"dev","mountPath":"/dev"}]}]}}`,
 			[]string{"spec.controller.podTemplate.spec.containers[name=sidecar].volumeMounts[mountPath=/dev]"}},
-		{"sidecar running as root", CSIControllerName, `{"spec":{"containers":[{"name":"sidecar","image":"busybox","securityContext":{"runAsUser":0}}]}}`,
+		{"sidecar running as root", names.CSIControllerName, `{"spec":{"containers":[{"name":"sidecar","image":"busybox","securityContext":{"runAsUser":0}}]}}`,
 			[]string{"spec.controller.podTemplate.spec.containers[name=sidecar].securityContext.runAsUser"}},
 
 		// Allowed: what keeps or lowers privilege.
-		{"resources, env and tolerations", ControllerName, `{"spec":{"tolerations":[{"operator":"Exists"}],"containers":[{"name":"linstor-controller","env":[{"name":"JAVA_OPTS","value":"-Xmx2g"}],"resources":{"limits":{"memory":"2Gi"}}}]}}`, nil},
-		{"labels and annotations", CSINodeName, `{"metadata":{"labels":{"team":"storage"},"annotations":{"container.apparmor.security.beta.kubernetes.io/linstor-csi":"runtime/default"}}}`, nil},
-		{"extra non-host volume", ControllerName, `{"spec":{"volumes":[{"name":"extra","emptyDir":{}},{"name":"cfg","configMap":{"name":"x"}}],"containers":[{"name":"linstor-controller","volumeMounts":[{"name":"extra","mountPath":"/extra"}]}]}}`, nil},
+		{"resources, env and tolerations", names.ControllerName, `{"spec":{"tolerations":[{"operator":"Exists"}],"containers":[{"name":"linstor-controller","env":[{"name":"JAVA_OPTS","value":"-Xmx2g"}],"resources":{"limits":{"memory":"2Gi"}}}]}}`, nil},
+		{"labels and annotations", names.CSINodeName, `{"metadata":{"labels":{"team":"storage"},"annotations":{"container.apparmor.security.beta.kubernetes.io/linstor-csi":"runtime/default"}}}`, nil},
+		{"extra non-host volume", names.ControllerName, `{"spec":{"volumes":[{"name":"extra","emptyDir":{}},{"name":"cfg","configMap":{"name":"x"}}],"containers":[{"name":"linstor-controller","volumeMounts":[{"name":"extra","mountPath":"/extra"}]}]}}`, nil},
 		{"dropping more capabilities", "satellite", `{"spec":{"initContainers":[{"name":"drbd-module-loader","securityContext":{"capabilities":{"drop":["ALL","NET_RAW"]}}}]}}`, nil},
-		{"stricter controller", ControllerName, `{"spec":{"securityContext":{"runAsNonRoot":true,"runAsUser":1000},"containers":[{"name":"linstor-controller","securityContext":{"readOnlyRootFilesystem":true}}]}}`, nil},
-		{"keeping the controller's runAsNonRoot false", ControllerName, `{"spec":{"securityContext":{"runAsNonRoot":false}}}`, nil},
-		{"container seccomp where the pod has it", ControllerName, `{"spec":{"containers":[{"name":"linstor-controller","securityContext":{"seccompProfile":{"type":"RuntimeDefault"}}}]}}`, nil},
-		{"unprivileged sidecar", ControllerName, `{"spec":{"containers":[{"name":"exporter","image":"exporter","securityContext":{"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]}}}]}}`, nil},
-		{"a container deleted", CSIControllerName, `{"spec":{"containers":[{"name":"csi-snapshotter","$patch":"delete"}]}}`, nil},
+		{"stricter controller", names.ControllerName, `{"spec":{"securityContext":{"runAsNonRoot":true,"runAsUser":1000},"containers":[{"name":"linstor-controller","securityContext":{"readOnlyRootFilesystem":true}}]}}`, nil},
+		{"keeping the controller's runAsNonRoot false", names.ControllerName, `{"spec":{"securityContext":{"runAsNonRoot":false}}}`, nil},
+		{"container seccomp where the pod has it", names.ControllerName, `{"spec":{"containers":[{"name":"linstor-controller","securityContext":{"seccompProfile":{"type":"RuntimeDefault"}}}]}}`, nil},
+		{"unprivileged sidecar", names.ControllerName, `{"spec":{"containers":[{"name":"exporter","image":"exporter","securityContext":{"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]}}}]}}`, nil},
+		{"a container deleted", names.CSIControllerName, `{"spec":{"containers":[{"name":"csi-snapshotter","$patch":"delete"}]}}`, nil},
 		{"the satellite keeps its privilege", "satellite", `{"spec":{"hostNetwork":true,"containers":[{"name":"linstor-satellite","securityContext":{"privileged":true,"allowPrivilegeEscalation":true,"capabilities":{"add":["SYS_ADMIN"]}}}]}}`, nil},
 		{"the satellite's privileged container, unconfined as root", "satellite", `{"spec":{"containers":[{"name":"linstor-satellite","securityContext":{"runAsUser":0,"seccompProfile":{"type":"Unconfined"},"procMount":"Unmasked"}}]}}`, nil},
 		{"the satellite mounts its own host paths elsewhere", "satellite", `{"spec":{"containers":[{"name":"linstor-satellite","volumeMounts":[{"name":"dev","mountPath":"/host-dev"}]}]}}`, nil},
 		{"the satellite's host path, cleaned", "satellite", `{"spec":{"volumes":[{"name":"lib-modules","hostPath":{"path":"/lib/modules/"}}]}}`, nil},
 		{"the satellite's host port on the host network", "satellite", `{"spec":{"containers":[{"name":"linstor-satellite","ports":[{"containerPort":9942,"hostPort":9942}]}]}}`, nil},
-		{"the HA controller stays privileged", HAControllerName, `{"spec":{"hostNetwork":true,"containers":[{"name":"linstor-ha-controller","securityContext":{"privileged":true}}]}}`, nil},
+		{"the HA controller stays privileged", names.HAControllerName, `{"spec":{"hostNetwork":true,"containers":[{"name":"linstor-ha-controller","securityContext":{"privileged":true}}]}}`, nil},
 		{"the loader keeps SYS_MODULE and root", "satellite", `{"spec":{"initContainers":[{"name":"drbd-module-loader","securityContext":{"runAsUser":0,"capabilities":{"add":["CAP_SYS_MODULE"],"drop":["ALL"]}}}]}}`, nil},
 		{"a read-only mount of a writable host path", "synthetic", `{"spec":{"containers":[{"name":"main","volumeMounts":[{"mountPath":"/var/lib/state","name":"state","readOnly":true}]}]}}`, nil},
 		{"the same projected token", "synthetic", `{"spec":{"volumes":[{"name":"token","projected":{"sources":[{"serviceAccountToken":{"audience":"linstor","path":"token","expirationSeconds":3600}}]}}]}}`, nil},
-		{"the same ServiceAccount", ControllerName, `{"spec":{"serviceAccountName":"` + rendered[ControllerName].Spec.ServiceAccountName + `"}}`, nil},
+		{"the same ServiceAccount", names.ControllerName, `{"spec":{"serviceAccountName":"` + rendered[names.ControllerName].Spec.ServiceAccountName + `"}}`, nil},
 	}
 	at := field.NewPath("spec", "controller", "podTemplate")
 	for _, tc := range cases {
@@ -208,7 +210,7 @@ func TestRenderRefusesEscalatingPatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !podTemplateOf(objs, ControllerName).Spec.HostPID {
+	if !podTemplateOf(objs, names.ControllerName).Spec.HostPID {
 		t.Error("AllowPrivileged did not apply the patch")
 	}
 

@@ -7,18 +7,19 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/linstor-operator/linstor-operator/pkg/clustertls"
+
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 )
-
-// NetworkPolicyName names the NetworkPolicy in front of the LINSTOR controller.
-const NetworkPolicyName = ControllerName
 
 // The operator's own pods, as config/manager labels them (the OLM bundle keeps these
 // labels). The operator is the LINSTOR API's most important client: a policy that
 // misses it locks the operator out of LINSTOR.
 var operatorPodLabels = map[string]string{
 	"control-plane": "controller-manager",
-	LabelName:       ManagedBy,
+	names.LabelName: names.ManagedBy,
 }
 
 // NetworkPolicyEnabled: the policy is rendered unless spec.networkPolicy is Disabled.
@@ -47,9 +48,9 @@ func NetworkPolicy(cluster *linstorv1.LinstorCluster) Objects {
 	if cluster.Spec.ExternalController != nil || !ControllerEnabled(cluster) || !NetworkPolicyEnabled(cluster) {
 		return nil
 	}
-	port := intstr.FromInt32(APIPort)
-	if APITLSEnabled(cluster) {
-		port = intstr.FromInt32(SecureAPIPort)
+	port := intstr.FromInt32(names.APIPort)
+	if clustertls.APITLSEnabled(cluster) {
+		port = intstr.FromInt32(names.SecureAPIPort)
 	}
 	operator := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: operatorPodLabels}}
 	// Pods of this cluster's components, by the labels their workloads select on (a
@@ -57,17 +58,17 @@ func NetworkPolicy(cluster *linstorv1.LinstorCluster) Objects {
 	// names the CSI controller's pods; the test renders every workload and checks each
 	// is matched.
 	components := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{
-		MatchLabels: map[string]string{LabelInstance: cluster.Name},
+		MatchLabels: map[string]string{names.LabelInstance: cluster.Name},
 		MatchExpressions: []metav1.LabelSelectorRequirement{{
-			Key: LabelName, Operator: metav1.LabelSelectorOpIn,
-			Values: []string{ControllerName, "linstor-csi", CSINodeName, HAControllerName},
+			Key: names.LabelName, Operator: metav1.LabelSelectorOpIn,
+			Values: []string{names.ControllerName, "linstor-csi", names.CSINodeName, names.HAControllerName},
 		}},
 	}}
 	return Objects{&networkingv1.NetworkPolicy{
 		TypeMeta:   typeMeta("networking.k8s.io/v1", "NetworkPolicy"),
-		ObjectMeta: metav1.ObjectMeta{Name: NetworkPolicyName, Namespace: cluster.Namespace, Labels: labels(cluster, ControllerName)},
+		ObjectMeta: metav1.ObjectMeta{Name: names.NetworkPolicyName, Namespace: cluster.Namespace, Labels: labels(cluster, names.ControllerName)},
 		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: selectorLabels(cluster, ControllerName)},
+			PodSelector: metav1.LabelSelector{MatchLabels: selectorLabels(cluster, names.ControllerName)},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{{
 				Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: &port}},

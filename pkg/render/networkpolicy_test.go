@@ -5,6 +5,10 @@ import (
 	"os"
 	"testing"
 
+	"github.com/linstor-operator/linstor-operator/pkg/clustertls"
+
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -43,7 +47,7 @@ func TestNetworkPolicyContents(t *testing.T) {
 		t.Errorf("policy %s %s/%s", np.APIVersion, np.Namespace, np.Name)
 	}
 	// Pruned like the other objects of the cluster.
-	if np.Labels[LabelCluster] != "linstor" || np.Labels[LabelManagedBy] != ManagedBy {
+	if np.Labels[names.LabelCluster] != "linstor" || np.Labels[names.LabelManagedBy] != names.ManagedBy {
 		t.Errorf("labels %v lack the cluster's pruning labels", np.Labels)
 	}
 	if len(np.Spec.PolicyTypes) != 1 || np.Spec.PolicyTypes[0] != networkingv1.PolicyTypeIngress {
@@ -53,7 +57,7 @@ func TestNetworkPolicyContents(t *testing.T) {
 		t.Fatalf("%d ingress rules, want 1", len(np.Spec.Ingress))
 	}
 	rule := np.Spec.Ingress[0]
-	wantPorts := []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(SecureAPIPort))}}
+	wantPorts := []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(names.SecureAPIPort))}}
 	if got, _ := yaml.Marshal(rule.Ports); !bytes.Equal(got, must(yaml.Marshal(wantPorts))) {
 		t.Errorf("ports %s, want only the HTTPS API", got)
 	}
@@ -78,7 +82,7 @@ func TestNetworkPolicyContents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	csi, err := CSI(c, images.Default(), ServiceURL(c))
+	csi, err := CSI(c, images.Default(), clustertls.ServiceURL(c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,8 +104,8 @@ func TestNetworkPolicyContents(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]bool{
-		ControllerName: true, CSIControllerName: true, CSINodeName: true, HAControllerName: true,
-		SatelliteDaemonSetName("n"): false,
+		names.ControllerName: true, names.CSIControllerName: true, names.CSINodeName: true, names.HAControllerName: true,
+		names.SatelliteDaemonSetName("n"): false,
 	} {
 		l, ok := pods[name]
 		if !ok {
@@ -110,15 +114,15 @@ func TestNetworkPolicyContents(t *testing.T) {
 		if got := allowed(l); got != want {
 			t.Errorf("pods of %s admitted: %t, want %t (labels %v)", name, got, want, l)
 		}
-		if got := selects(t, &np.Spec.PodSelector, l); got != (name == ControllerName) {
+		if got := selects(t, &np.Spec.PodSelector, l); got != (name == names.ControllerName) {
 			t.Errorf("policy applies to %s: %t", name, got)
 		}
 	}
 	foreign := map[string]string{}
-	for k, v := range pods[ControllerName] {
+	for k, v := range pods[names.ControllerName] {
 		foreign[k] = v
 	}
-	foreign[LabelInstance] = "other"
+	foreign[names.LabelInstance] = "other"
 	if allowed(foreign) {
 		t.Error("the controller of another cluster is admitted as a replica")
 	}
@@ -149,8 +153,8 @@ func operatorTemplateLabels(t *testing.T) map[string]string {
 func TestNetworkPolicyPortFollowsAPITLS(t *testing.T) {
 	np := policyOf(t, cluster(linstorv1.LinstorClusterSpec{TLS: &linstorv1.TLSSpec{API: &linstorv1.TLSConfig{Mode: linstorv1.TLSDisabled}}}))
 	ports := np.Spec.Ingress[0].Ports
-	if len(ports) != 1 || ports[0].Port.IntValue() != APIPort {
-		t.Errorf("ports %v, want only the plain API port %d", ports, APIPort)
+	if len(ports) != 1 || ports[0].Port.IntValue() != names.APIPort {
+		t.Errorf("ports %v, want only the plain API port %d", ports, names.APIPort)
 	}
 }
 

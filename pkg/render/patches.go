@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -42,8 +44,8 @@ import (
 // A component with any bad patch is rendered not at all: nothing is applied half-patched.
 
 // SatelliteWorkloadAlias is the name a satellite patch may give its DaemonSet, whose real
-// name differs per node (SatelliteDaemonSetName).
-const SatelliteWorkloadAlias = SatelliteComponent
+// name differs per node (names.SatelliteDaemonSetName).
+const SatelliteWorkloadAlias = names.SatelliteComponent
 
 // patchComponent is a component whose objects one list of patches changes.
 type patchComponent struct {
@@ -62,7 +64,7 @@ func clusterComponents(c *linstorv1.LinstorCluster) []patchComponent {
 	spec := field.NewPath("spec")
 	s := c.Spec
 	byName := func(name string) func(client.Object) bool {
-		return func(o client.Object) bool { return o.GetLabels()[LabelName] == name }
+		return func(o client.Object) bool { return o.GetLabels()[names.LabelName] == name }
 	}
 	isDriver := func(o client.Object) bool { return kindOf(o) == "CSIDriver" }
 	named := func(kind, name string) func(client.Object) bool {
@@ -82,16 +84,16 @@ func clusterComponents(c *linstorv1.LinstorCluster) []patchComponent {
 		haPatches = s.HighAvailabilityController.Patches
 	}
 	return []patchComponent{
-		{field: spec.Child("controller", "patches"), patches: ctrlPatches, workloadKind: "Deployment", workload: ControllerName, member: byName(ControllerName)},
-		{field: spec.Child("csi", "controller", "patches"), patches: csiCtrlPatches, workloadKind: "Deployment", workload: CSIControllerName, member: named("Deployment", CSIControllerName)},
-		{field: spec.Child("csi", "node", "patches"), patches: csiNodePatches, workloadKind: "DaemonSet", workload: CSINodeName, member: named("DaemonSet", CSINodeName)},
-		{field: spec.Child("highAvailabilityController", "patches"), patches: haPatches, workloadKind: "DaemonSet", workload: HAControllerName, member: byName(HAControllerName)},
+		{field: spec.Child("controller", "patches"), patches: ctrlPatches, workloadKind: "Deployment", workload: names.ControllerName, member: byName(names.ControllerName)},
+		{field: spec.Child("csi", "controller", "patches"), patches: csiCtrlPatches, workloadKind: "Deployment", workload: names.CSIControllerName, member: named("Deployment", names.CSIControllerName)},
+		{field: spec.Child("csi", "node", "patches"), patches: csiNodePatches, workloadKind: "DaemonSet", workload: names.CSINodeName, member: named("DaemonSet", names.CSINodeName)},
+		{field: spec.Child("highAvailabilityController", "patches"), patches: haPatches, workloadKind: "DaemonSet", workload: names.HAControllerName, member: byName(names.HAControllerName)},
 	}
 }
 
 // satelliteComponent holds patches for every object rendered for one node's satellite.
 func satelliteComponent(at *field.Path, patches []linstorv1.Patch, node string) patchComponent {
-	return patchComponent{field: at, patches: patches, workloadKind: "DaemonSet", workload: SatelliteDaemonSetName(node), alias: SatelliteWorkloadAlias,
+	return patchComponent{field: at, patches: patches, workloadKind: "DaemonSet", workload: names.SatelliteDaemonSetName(node), alias: SatelliteWorkloadAlias,
 		member: func(client.Object) bool { return true }}
 }
 
@@ -122,7 +124,7 @@ func WithSatellitePatches(cluster *linstorv1.LinstorCluster, sat *linstorv1.Lins
 	// DaemonSet still runs on its own node only (two satellites claiming one node's name
 	// would register the wrong host in LINSTOR).
 	for _, o := range objs {
-		if ds, ok := o.(*appsv1.DaemonSet); ok && ds.Name == SatelliteDaemonSetName(sat.Name) {
+		if ds, ok := o.(*appsv1.DaemonSet); ok && ds.Name == names.SatelliteDaemonSetName(sat.Name) {
 			ds.Spec.Template.Spec.NodeName = ""
 			pinToNode(&ds.Spec.Template.Spec, sat.Name)
 		}
@@ -209,7 +211,7 @@ func dryRender(cluster *linstorv1.LinstorCluster, imgs images.Set) (Objects, Obj
 		var all Objects
 		for _, part := range []func() (Objects, error){
 			func() (Objects, error) { return Controller(c, imgs) },
-			func() (Objects, error) { return CSI(c, imgs, "http://"+ControllerName) },
+			func() (Objects, error) { return CSI(c, imgs, "http://"+names.ControllerName) },
 			func() (Objects, error) { return HAController(c, imgs) },
 			func() (Objects, error) { return NetworkPolicy(c), nil },
 		} {
@@ -436,7 +438,7 @@ func patchObject(o client.Object, p parsedPatch) (client.Object, error) {
 }
 
 // protectedLabels find and prune the operator's objects.
-var protectedLabels = []string{LabelCluster, LabelClusterNamespace, LabelManagedBy}
+var protectedLabels = []string{names.LabelCluster, names.LabelClusterNamespace, names.LabelManagedBy}
 
 // keepsIdentity refuses a patch that changes what the operator finds an object by.
 func keepsIdentity(before, after client.Object) error {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -67,11 +69,11 @@ func TestClusterPatchesApply(t *testing.T) {
 				Patch: "spec:\n  template:\n    spec:\n      containers:\n      - name: linstor-controller\n        env:\n        - name: JAVA_OPTS\n          value: -Xmx2g\n",
 			}}}}},
 			check: func(t *testing.T, objs Objects) {
-				d := find[appsv1.Deployment](objs, ControllerName)
-				if got := envOf(&d.Spec.Template, ControllerName, "JAVA_OPTS"); got != "-Xmx2g" {
+				d := find[appsv1.Deployment](objs, names.ControllerName)
+				if got := envOf(&d.Spec.Template, names.ControllerName, "JAVA_OPTS"); got != "-Xmx2g" {
 					t.Errorf("JAVA_OPTS = %q", got)
 				}
-				if envOf(&d.Spec.Template, ControllerName, "K8S_AWAIT_ELECTION_NAME") == "" {
+				if envOf(&d.Spec.Template, names.ControllerName, "K8S_AWAIT_ELECTION_NAME") == "" {
 					t.Error("the merge dropped the rendered env")
 				}
 			},
@@ -79,11 +81,11 @@ func TestClusterPatchesApply(t *testing.T) {
 		{
 			name: "JSON 6902 on a Service",
 			spec: linstorv1.LinstorClusterSpec{Controller: &linstorv1.ControllerSpec{ComponentSpec: linstorv1.ComponentSpec{Patches: []linstorv1.Patch{{
-				Target: &linstorv1.PatchTarget{Kind: "Service", Name: ControllerName},
+				Target: &linstorv1.PatchTarget{Kind: "Service", Name: names.ControllerName},
 				Patch:  `[{"op":"add","path":"/metadata/annotations","value":{"lb.example.com/internal":"true"}},{"op":"add","path":"/spec/type","value":"LoadBalancer"}]`,
 			}}}}},
 			check: func(t *testing.T, objs Objects) {
-				svc := find[corev1.Service](objs, ControllerName)
+				svc := find[corev1.Service](objs, names.ControllerName)
 				if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || svc.Annotations["lb.example.com/internal"] != "true" {
 					t.Errorf("service not patched: %+v %v", svc.Spec.Type, svc.Annotations)
 				}
@@ -96,7 +98,7 @@ func TestClusterPatchesApply(t *testing.T) {
 				{Patch: "- op: add\n  path: /spec/template/spec/containers/0/args/-\n  value: --fail-over-timeout=30s\n"},
 			}}},
 			check: func(t *testing.T, objs Objects) {
-				ds := find[appsv1.DaemonSet](objs, HAControllerName)
+				ds := find[appsv1.DaemonSet](objs, names.HAControllerName)
 				if got := ds.Spec.Template.Spec.Containers[0].Args; !slices.Equal(got, []string{"/agent", "--v=5", "--fail-over-timeout=30s"}) {
 					t.Errorf("args = %q", got)
 				}
@@ -110,13 +112,13 @@ func TestClusterPatchesApply(t *testing.T) {
 					{Target: &linstorv1.PatchTarget{Kind: "CSIDriver"}, Patch: `{"spec":{"fsGroupPolicy":"None"}}`}}},
 			}},
 			check: func(t *testing.T, objs Objects) {
-				if r := find[appsv1.Deployment](objs, CSIControllerName).Spec.Replicas; *r != 2 {
+				if r := find[appsv1.Deployment](objs, names.CSIControllerName).Spec.Replicas; *r != 2 {
 					t.Errorf("replicas = %d", *r)
 				}
-				if find[appsv1.DaemonSet](objs, CSINodeName).Annotations["node"] != "yes" {
+				if find[appsv1.DaemonSet](objs, names.CSINodeName).Annotations["node"] != "yes" {
 					t.Error("node DaemonSet not patched")
 				}
-				if find[appsv1.Deployment](objs, CSIControllerName).Annotations["node"] != "" {
+				if find[appsv1.Deployment](objs, names.CSIControllerName).Annotations["node"] != "" {
 					t.Error("a node patch reached the controller")
 				}
 			},
@@ -126,7 +128,7 @@ func TestClusterPatchesApply(t *testing.T) {
 			spec: linstorv1.LinstorClusterSpec{HighAvailabilityController: &linstorv1.ComponentSpec{Enabled: ptr.To(false),
 				Patches: []linstorv1.Patch{{Target: &linstorv1.PatchTarget{Kind: "Service", Name: "none"}, Patch: `{}`}}}},
 			check: func(t *testing.T, objs Objects) {
-				if find[appsv1.DaemonSet](objs, HAControllerName) != nil {
+				if find[appsv1.DaemonSet](objs, names.HAControllerName) != nil {
 					t.Error("disabled HA controller rendered")
 				}
 			},
@@ -137,7 +139,7 @@ func TestClusterPatchesApply(t *testing.T) {
 				Patch: `[{"op":"add","path":"/spec/template/spec/hostNetwork","value":true}]`,
 			}}}}},
 			check: func(t *testing.T, objs Objects) {
-				if !find[appsv1.Deployment](objs, ControllerName).Spec.Template.Spec.HostNetwork {
+				if !find[appsv1.Deployment](objs, names.ControllerName).Spec.Template.Spec.HostNetwork {
 					t.Error("not applied")
 				}
 			},
@@ -220,7 +222,7 @@ func TestRefusedPatchLeavesObjectsAsRendered(t *testing.T) {
 	if err == nil {
 		t.Fatal("accepted")
 	}
-	if find[appsv1.Deployment](objs, ControllerName).Annotations["first"] != "" {
+	if find[appsv1.Deployment](objs, names.ControllerName).Annotations["first"] != "" {
 		t.Error("the good patch was applied although a later one is refused")
 	}
 }
@@ -236,12 +238,12 @@ func TestSatellitePatches(t *testing.T) {
 		return WithSatellitePatches(c, sat, objs)
 	}
 	env := `{"spec":{"template":{"spec":{"containers":[{"name":"linstor-satellite","env":[{"name":"LS_EXTRA","value":"1"}]}]}}}}`
-	for _, target := range []*linstorv1.PatchTarget{nil, {Kind: "DaemonSet", Name: SatelliteWorkloadAlias}, {Kind: "DaemonSet", Name: SatelliteDaemonSetName("n1")}, {Kind: "DaemonSet"}} {
+	for _, target := range []*linstorv1.PatchTarget{nil, {Kind: "DaemonSet", Name: SatelliteWorkloadAlias}, {Kind: "DaemonSet", Name: names.SatelliteDaemonSetName("n1")}, {Kind: "DaemonSet"}} {
 		objs, err := render(cluster(linstorv1.LinstorClusterSpec{}), linstorv1.Patch{Target: target, Patch: env})
 		if err != nil {
 			t.Fatalf("target %+v: %v", target, err)
 		}
-		if got := envOf(&find[appsv1.DaemonSet](objs, SatelliteDaemonSetName("n1")).Spec.Template, SatelliteComponent, "LS_EXTRA"); got != "1" {
+		if got := envOf(&find[appsv1.DaemonSet](objs, names.SatelliteDaemonSetName("n1")).Spec.Template, names.SatelliteComponent, "LS_EXTRA"); got != "1" {
 			t.Errorf("target %+v: LS_EXTRA = %q", target, got)
 		}
 	}

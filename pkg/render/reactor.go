@@ -3,6 +3,8 @@ package render
 import (
 	"fmt"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -11,19 +13,6 @@ import (
 )
 
 const (
-	// ReactorContainer is the satellite pod's drbd-reactor sidecar, which exports the
-	// node's DRBD state as Prometheus metrics.
-	ReactorContainer = "drbd-reactor"
-	// ReactorConfigName is the ConfigMap the sidecars of all satellites read.
-	ReactorConfigName = "linstor-satellite-reactor"
-	// ReactorConfigKey is the snippet in that ConfigMap: drbd-reactor reads every *.toml
-	// file of its snippets directory.
-	ReactorConfigKey = "prometheus.toml"
-	// ReactorMetricsPort is drbd-reactor's registered Prometheus port; the satellite runs
-	// on the host network, so it is a port of the node.
-	ReactorMetricsPort = 9942
-	// ReactorMetricsPortName is the port's name, which config/prometheus scrapes.
-	ReactorMetricsPortName = "prometheus"
 	// reactorSnippets is where the image's /etc/drbd-reactor.toml looks for snippets.
 	reactorSnippets = "/etc/drbd-reactor.d"
 )
@@ -36,8 +25,8 @@ const (
 func ReactorConfig(cluster *linstorv1.LinstorCluster) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		TypeMeta:   typeMeta("v1", "ConfigMap"),
-		ObjectMeta: metav1.ObjectMeta{Name: ReactorConfigName, Namespace: cluster.Namespace, Labels: labels(cluster, SatelliteComponent)},
-		Data:       map[string]string{ReactorConfigKey: fmt.Sprintf("[[prometheus]]\nenums = true\naddress = \":%d\"\n", ReactorMetricsPort)},
+		ObjectMeta: metav1.ObjectMeta{Name: names.ReactorConfigName, Namespace: cluster.Namespace, Labels: labels(cluster, names.SatelliteComponent)},
+		Data:       map[string]string{names.ReactorConfigKey: fmt.Sprintf("[[prometheus]]\nenums = true\naddress = \":%d\"\n", names.ReactorMetricsPort)},
 	}
 }
 
@@ -46,9 +35,9 @@ func ReactorConfig(cluster *linstorv1.LinstorCluster) *corev1.ConfigMap {
 // capability), so it runs with none, on a read-only root file system.
 func reactorContainer(image string) (corev1.Container, corev1.Volume) {
 	return corev1.Container{
-			Name:  ReactorContainer,
+			Name:  names.ReactorContainer,
 			Image: image,
-			Ports: []corev1.ContainerPort{{Name: ReactorMetricsPortName, ContainerPort: ReactorMetricsPort, Protocol: corev1.ProtocolTCP}},
+			Ports: []corev1.ContainerPort{{Name: names.ReactorMetricsPortName, ContainerPort: names.ReactorMetricsPort, Protocol: corev1.ProtocolTCP}},
 			SecurityContext: &corev1.SecurityContext{
 				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 				AllowPrivilegeEscalation: ptr.To(false),
@@ -56,5 +45,5 @@ func reactorContainer(image string) (corev1.Container, corev1.Volume) {
 			},
 			VolumeMounts: []corev1.VolumeMount{{Name: "reactor-config", MountPath: reactorSnippets, ReadOnly: true}},
 		}, corev1.Volume{Name: "reactor-config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: ReactorConfigName}}}}
+			LocalObjectReference: corev1.LocalObjectReference{Name: names.ReactorConfigName}}}}
 }

@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/linstor-operator/linstor-operator/pkg/clustertls"
+
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -117,7 +121,7 @@ func TestCSIAndHAGolden(t *testing.T) {
 	c := cluster(linstorv1.LinstorClusterSpec{CSI: &linstorv1.CSISpec{
 		Node: &linstorv1.ComponentSpec{Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}},
 	}})
-	csi, err := CSI(c, images.Default(), ServiceURL(c))
+	csi, err := CSI(c, images.Default(), clustertls.ServiceURL(c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +191,7 @@ func TestSatelliteWithInternalTLS(t *testing.T) {
 	}
 	objs = WithSecretFingerprints(objs, map[string]string{"sat-tls": "abc", "unrelated": "def"})
 	golden(t, "satellite-tls", append(objs, SatelliteConfig(c)...))
-	if hasObject(SatelliteConfig(cluster(linstorv1.LinstorClusterSpec{TLS: &linstorv1.TLSSpec{Internal: &linstorv1.TLSConfig{Mode: linstorv1.TLSDisabled}}})), SatelliteConfigName) {
+	if hasObject(SatelliteConfig(cluster(linstorv1.LinstorClusterSpec{TLS: &linstorv1.TLSSpec{Internal: &linstorv1.TLSConfig{Mode: linstorv1.TLSDisabled}}})), names.SatelliteConfigName) {
 		t.Error("a satellite configuration was rendered without internal TLS")
 	}
 }
@@ -202,7 +206,7 @@ func TestFencingStopsOnlyTheCSIController(t *testing.T) {
 	for _, o := range WithCSIFenced(objs) {
 		switch o := o.(type) {
 		case *appsv1.Deployment:
-			if o.Name != CSIControllerName || *o.Spec.Replicas != 0 {
+			if o.Name != names.CSIControllerName || *o.Spec.Replicas != 0 {
 				t.Errorf("deployment %s replicas %v", o.Name, o.Spec.Replicas)
 			}
 			fenced++

@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"hash/fnv"
 
+	"github.com/linstor-operator/linstor-operator/pkg/clustertls"
+
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,52 +17,36 @@ import (
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 )
 
-const (
-	// SatelliteComponent names the satellite pods (label app.kubernetes.io/name) and container.
-	SatelliteComponent = "linstor-satellite"
-	// LabelSatellite tells the per-node DaemonSets apart (a hash: node names can be
-	// longer than a label value may be).
-	LabelSatellite = "linstor.io/satellite"
-	SatellitePort  = 3366
-	// SatelliteSecurePort is the satellite's port with internal TLS.
-	SatelliteSecurePort = 3367
-	// SatelliteConfigName is the satellites' shared configuration (internal TLS only).
-	SatelliteConfigName = "linstor-satellite-config"
-)
-
 // SatelliteConfig renders the configuration every satellite pod shares: drbd-reactor's
 // (ReactorConfig), and with internal TLS the satellites' linstor_satellite.toml (without
 // it the defaults serve and there is none).
 func SatelliteConfig(cluster *linstorv1.LinstorCluster) Objects {
 	objs := Objects{ReactorConfig(cluster)}
-	if !InternalTLSEnabled(cluster) {
+	if !clustertls.InternalTLSEnabled(cluster) {
 		return objs
 	}
 	return append(objs, &corev1.ConfigMap{
 		TypeMeta:   typeMeta("v1", "ConfigMap"),
-		ObjectMeta: metav1.ObjectMeta{Name: SatelliteConfigName, Namespace: cluster.Namespace, Labels: labels(cluster, SatelliteComponent)},
+		ObjectMeta: metav1.ObjectMeta{Name: names.SatelliteConfigName, Namespace: cluster.Namespace, Labels: labels(cluster, names.SatelliteComponent)},
 		Data:       map[string]string{"linstor_satellite.toml": satelliteTOML()},
 	})
 }
-
-// SatelliteDaemonSetName is the DaemonSet of one node's satellite.
-func SatelliteDaemonSetName(node string) string { return "linstor-satellite." + node }
 
 // Satellite renders the satellite of one node: a DaemonSet pinned to the node, on the
 // host network, with the DRBD module loader decided by ResolveDRBDLoader, the DRBD
 // shutdown guard where the host runs systemd, and the drbd-reactor metrics sidecar.
 func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellite, node *corev1.Node, imgs images.Set) (Objects, error) {
-	l := labels(cluster, SatelliteComponent)
+	l := labels(cluster, names.SatelliteComponent)
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(node.Name))
-	l[LabelSatellite] = fmt.Sprintf("%08x", h.Sum32())
-	selector := map[string]string{LabelName: SatelliteComponent, LabelInstance: cluster.Name, LabelSatellite: l[LabelSatellite]}
+	l[names.LabelSatellite] = fmt.Sprintf("%08x", h.Sum32())
+	selector := map[string]string{names.LabelName: names.SatelliteComponent, names.LabelInstance: cluster.Name, names.LabelSatellite: l[names.LabelSatellite]}
 	defaults := cluster.Spec.Satellite
 	override := ""
 	if defaults != nil {
 		override = defaults.Image
 	}
-	port := int32(SatellitePort)
+	port := int32(names.SatellitePort)
 	host := images.Host(node.Status.NodeInfo.OSImage)
 	// The satellite's host mounts (docs/satellite.md says why each one is there).
 	mounts := []corev1.VolumeMount{
@@ -102,11 +90,11 @@ func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellit
 	}
 	reactor, reactorVolume := reactorContainer(imgs.Image(images.DRBDReactor))
 	volumes = append(volumes, reactorVolume)
-	if InternalTLSEnabled(cluster) {
-		port = SatelliteSecurePort
-		v, m := pemVolumes("internal-tls", InternalTLSSecretName(cluster), internalPEMDir, internalJKSDir)
+	if clustertls.InternalTLSEnabled(cluster) {
+		port = names.SatelliteSecurePort
+		v, m := pemVolumes("internal-tls", clustertls.InternalTLSSecretName(cluster), internalPEMDir, internalJKSDir)
 		volumes = append(append(volumes, v...), corev1.Volume{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: SatelliteConfigName}}}})
+			LocalObjectReference: corev1.LocalObjectReference{Name: names.SatelliteConfigName}}}})
 		mounts = append(append(mounts, m...), corev1.VolumeMount{Name: "config", MountPath: "/etc/linstor", ReadOnly: true})
 	}
 	tmpl := corev1.PodTemplateSpec{
@@ -117,7 +105,7 @@ func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellit
 			DNSPolicy:         corev1.DNSClusterFirstWithHostNet,
 			PriorityClassName: "system-node-critical",
 			// Its own account: the only grant it carries is the SCC DRBD needs (config/rbac).
-			ServiceAccountName:           ServiceAccountName(SatelliteComponent),
+			ServiceAccountName:           names.ServiceAccountName(names.SatelliteComponent),
 			AutomountServiceAccountToken: ptr.To(false),
 			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{
@@ -127,7 +115,7 @@ func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellit
 			Tolerations:    haTaintTolerations(),
 			InitContainers: initContainers,
 			Containers: []corev1.Container{{
-				Name:  SatelliteComponent,
+				Name:  names.SatelliteComponent,
 				Image: image(override, imgs.Image(images.LinstorSatellite)),
 				Args:  []string{"startSatellite"},
 				Env:   []corev1.EnvVar{{Name: "LB_FORCE_NODE_NAME", Value: node.Name}},
@@ -141,7 +129,7 @@ func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellit
 		},
 	}
 	if defaults != nil {
-		applyComponent(&tmpl, &defaults.ComponentSpec, SatelliteComponent)
+		applyComponent(&tmpl, &defaults.ComponentSpec, names.SatelliteComponent)
 		if err := patchPodTemplate(&tmpl, defaults.PodTemplate, cluster.Spec.PodTemplatePolicy); err != nil {
 			return nil, fmt.Errorf("spec.satellite.podTemplate: %w", err)
 		}
@@ -150,10 +138,10 @@ func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellit
 		return nil, fmt.Errorf("LinstorSatelliteConfiguration podTemplate: %w", err)
 	}
 	pinToNode(&tmpl.Spec, node.Name)
-	tmpl.Labels = withSelector(tmpl, selector, SatelliteComponent).Labels
+	tmpl.Labels = withSelector(tmpl, selector, names.SatelliteComponent).Labels
 	return Objects{&appsv1.DaemonSet{
 		TypeMeta:   typeMeta("apps/v1", "DaemonSet"),
-		ObjectMeta: metav1.ObjectMeta{Name: SatelliteDaemonSetName(node.Name), Namespace: sat.Namespace, Labels: l},
+		ObjectMeta: metav1.ObjectMeta{Name: names.SatelliteDaemonSetName(node.Name), Namespace: sat.Namespace, Labels: l},
 		Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: selector},
 			Template: tmpl,
@@ -162,10 +150,6 @@ func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellit
 		},
 	}}, nil
 }
-
-// ShutdownGuardContainer names the satellite's init container that installs the DRBD
-// shutdown guard on the host.
-const ShutdownGuardContainer = "drbd-shutdown-guard"
 
 // shutdownGuard is the init container that installs drbd-shutdown-guard as a systemd
 // unit of the host (in /run, so it lasts until the next boot), and the host paths it
@@ -177,7 +161,7 @@ const ShutdownGuardContainer = "drbd-shutdown-guard"
 // reload and start the unit, which systemd grants only to a privileged caller.
 func shutdownGuard(image string) (corev1.Container, []corev1.Volume) {
 	return corev1.Container{
-			Name:            ShutdownGuardContainer,
+			Name:            names.ShutdownGuardContainer,
 			Image:           image,
 			SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true), ReadOnlyRootFilesystem: ptr.To(true)},
 			VolumeMounts: []corev1.VolumeMount{

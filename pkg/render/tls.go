@@ -5,6 +5,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/linstor-operator/linstor-operator/pkg/clustertls"
+
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -13,14 +17,6 @@ import (
 
 // Default Secret names. Mode Secret names them in the spec; modes Generated and
 // CertManager write them (to the spec's names when given).
-const (
-	DefaultInternalTLSSecret  = "linstor-internal-tls"
-	DefaultAPITLSSecret       = "linstor-api-tls"
-	DefaultAPIClientTLSSecret = "linstor-client-tls"
-	// The generated CAs. They sign the Secrets above and hold the only copy of their keys.
-	InternalCASecret = "linstor-internal-ca"
-	APICASecret      = "linstor-api-ca"
-)
 
 // Where the LINSTOR images expect PEM files; their entrypoint converts them into the
 // Java keystores LINSTOR reads, in an emptyDir next to them.
@@ -34,160 +30,6 @@ const (
 	// from the mounted PEM files; the keys are as protected as the Secret they come from.
 	keystorePassword = "linstor"
 )
-
-// AnnotationTLSHash on a pod template carries a hash of the certificates it mounts, so
-// a renewed certificate rolls the pods (LINSTOR reads its keystores at start).
-const AnnotationTLSHash = "linstor.io/tls-hash"
-
-// InternalTLSMode is the mode controller-satellite traffic runs with: the spec's, or
-// DefaultTLSMode for an unset channel.
-func InternalTLSMode(c *linstorv1.LinstorCluster) linstorv1.TLSMode {
-	if t := c.Spec.TLS; t != nil && t.Internal != nil {
-		return modeOrGenerated(t.Internal.Mode)
-	}
-	return DefaultTLSMode(c)
-}
-
-// APITLSMode is the mode of the REST API: the spec's, or DefaultTLSMode for an unset
-// channel.
-func APITLSMode(c *linstorv1.LinstorCluster) linstorv1.TLSMode {
-	if t := c.Spec.TLS; t != nil && t.API != nil {
-		return modeOrGenerated(t.API.Mode)
-	}
-	return DefaultTLSMode(c)
-}
-
-// modeOrGenerated: the CRD defaults mode to Generated; an object that skipped
-// defaulting (a client of the Go types, a test) means the same.
-func modeOrGenerated(m linstorv1.TLSMode) linstorv1.TLSMode {
-	if m == "" {
-		return linstorv1.TLSGenerated
-	}
-	return m
-}
-
-// DefaultTLSMode is the mode of a channel spec.tls leaves unset.
-//
-// With an external controller it is Disabled: the operator neither runs nor configures
-// that controller, so it cannot know whether it expects SSL satellites; spec.tls says so.
-// Otherwise it is RecordedTLSDefault.
-func DefaultTLSMode(c *linstorv1.LinstorCluster) linstorv1.TLSMode {
-	if c.Spec.ExternalController != nil {
-		return linstorv1.TLSDisabled
-	}
-	return RecordedTLSDefault(c)
-}
-
-// RecordedTLSDefault is the default decided once per cluster and kept in
-// status.tls.defaultMode. Before it is recorded it is decided from the object alone,
-// so that every reader (the cluster and satellite controllers, the LINSTOR connector)
-// decides alike from whatever copy of the object it holds:
-//   - Generated for a cluster no operator has reconciled yet (no conditions, no
-//     observed generation): nothing runs that TLS could disturb;
-//   - Disabled for one an operator that did not record a default reconciled: it runs
-//     without TLS, and switching would restart the controller and every satellite at
-//     once and move the API to HTTPS under its clients. Its admin switches explicitly.
-//
-// The cluster controller records the decision in the same status write that first
-// sets conditions, so a new cluster never looks like an old one.
-func RecordedTLSDefault(c *linstorv1.LinstorCluster) linstorv1.TLSMode {
-	if st := c.Status.TLS; st != nil && st.DefaultMode != "" {
-		return st.DefaultMode
-	}
-	if len(c.Status.Conditions) > 0 || c.Status.ObservedGeneration > 0 {
-		return linstorv1.TLSDisabled
-	}
-	return linstorv1.TLSGenerated
-}
-
-// InternalTLSEnabled reports whether controller-satellite traffic uses TLS.
-func InternalTLSEnabled(c *linstorv1.LinstorCluster) bool {
-	return InternalTLSMode(c) != linstorv1.TLSDisabled
-}
-
-// APITLSEnabled reports whether the REST API is served over HTTPS with client certificates.
-func APITLSEnabled(c *linstorv1.LinstorCluster) bool {
-	return APITLSMode(c) != linstorv1.TLSDisabled
-}
-
-// internalTLS and apiTLS are the spec's channel configuration, empty when unset.
-func internalTLS(c *linstorv1.LinstorCluster) linstorv1.TLSConfig {
-	if t := c.Spec.TLS; t != nil && t.Internal != nil {
-		return *t.Internal
-	}
-	return linstorv1.TLSConfig{}
-}
-
-func apiTLS(c *linstorv1.LinstorCluster) linstorv1.TLSConfig {
-	if t := c.Spec.TLS; t != nil && t.API != nil {
-		return *t.API
-	}
-	return linstorv1.TLSConfig{}
-}
-
-// InternalTLSIssuer is the cert-manager issuer of the internal channel (mode CertManager).
-func InternalTLSIssuer(c *linstorv1.LinstorCluster) *linstorv1.IssuerReference {
-	return internalTLS(c).IssuerRef
-}
-
-// APITLSIssuer is the cert-manager issuer of the API channel (mode CertManager).
-func APITLSIssuer(c *linstorv1.LinstorCluster) *linstorv1.IssuerReference {
-	return apiTLS(c).IssuerRef
-}
-
-// InternalTLSSecretName holds ca.crt, tls.crt and tls.key shared by controller and satellites.
-func InternalTLSSecretName(c *linstorv1.LinstorCluster) string {
-	if name := internalTLS(c).SecretName; InternalTLSEnabled(c) && name != "" {
-		return name
-	}
-	return DefaultInternalTLSSecret
-}
-
-// APITLSSecretName holds the API server certificate.
-func APITLSSecretName(c *linstorv1.LinstorCluster) string {
-	if name := apiTLS(c).SecretName; APITLSEnabled(c) && name != "" {
-		return name
-	}
-	return DefaultAPITLSSecret
-}
-
-// APIClientSecretName holds the client certificate of the operator, CSI and HA controller.
-// With an external controller it is the one given there.
-func APIClientSecretName(c *linstorv1.LinstorCluster) string {
-	if ext := c.Spec.ExternalController; ext != nil && ext.ClientCertificateSecretRef != nil {
-		return ext.ClientCertificateSecretRef.Name
-	}
-	if name := apiTLS(c).ClientSecretName; APITLSEnabled(c) && name != "" {
-		return name
-	}
-	return DefaultAPIClientTLSSecret
-}
-
-// UsesAPIClientCertificate: the workloads talking to LINSTOR present a client certificate.
-func UsesAPIClientCertificate(c *linstorv1.LinstorCluster) bool {
-	if ext := c.Spec.ExternalController; ext != nil {
-		return ext.ClientCertificateSecretRef != nil
-	}
-	return APITLSEnabled(c)
-}
-
-// APIServerDNSNames are the names the API certificate must carry.
-func APIServerDNSNames(c *linstorv1.LinstorCluster) []string {
-	return []string{
-		ControllerName,
-		ControllerName + "." + c.Namespace,
-		ControllerName + "." + c.Namespace + ".svc",
-		ControllerName + "." + c.Namespace + ".svc.cluster.local",
-	}
-}
-
-// ServiceURL is where workloads in the cluster reach the controller the operator deploys.
-func ServiceURL(c *linstorv1.LinstorCluster) string {
-	if APITLSEnabled(c) {
-		return fmt.Sprintf("https://%s.%s.svc:%d", ControllerName, c.Namespace, SecureAPIPort)
-	}
-	return fmt.Sprintf("http://%s.%s.svc:%d", ControllerName, c.Namespace, APIPort)
-}
 
 // httpsTOML is the controller's HTTPS section: client certificates are verified
 // against the API CA, and plain HTTP only answers on the pod's loopback.
@@ -216,7 +58,7 @@ func satelliteTOML() string {
   trusted_certificates = %q
   truststore_password = %q
   ssl_protocol = "TLSv1.3"
-`, SatelliteSecurePort, internalJKSDir+"/keystore.jks", keystorePassword, keystorePassword, internalJKSDir+"/certificates.jks", keystorePassword)
+`, names.SatelliteSecurePort, internalJKSDir+"/keystore.jks", keystorePassword, keystorePassword, internalJKSDir+"/certificates.jks", keystorePassword)
 }
 
 // pemVolumes mounts a PEM Secret and the emptyDir the entrypoint converts it into.
@@ -269,7 +111,7 @@ func WithSecretFingerprints(objs Objects, fingerprints map[string]string) Object
 		if tmpl.Annotations == nil {
 			tmpl.Annotations = map[string]string{}
 		}
-		tmpl.Annotations[AnnotationTLSHash] = strings.Join(parts, ",")
+		tmpl.Annotations[names.AnnotationTLSHash] = strings.Join(parts, ",")
 	}
 	return objs
 }
@@ -304,36 +146,6 @@ func secretsOf(spec *corev1.PodSpec) []string {
 	return out
 }
 
-// InternalCAReference is the CA that verifies controller-satellite peers instead of the
-// ca.crt of the internal Secret: spec.tls.internal.caReference, in the modes that use it.
-func InternalCAReference(c *linstorv1.LinstorCluster) *linstorv1.CAReference {
-	if m := InternalTLSMode(c); m == linstorv1.TLSSecret || m == linstorv1.TLSCertManager {
-		return internalTLS(c).CAReference
-	}
-	return nil
-}
-
-// APICAReference is the CA that verifies the API's server and client certificates
-// instead of the ca.crt of the API Secrets: spec.tls.api.caReference, in the modes that
-// use it.
-func APICAReference(c *linstorv1.LinstorCluster) *linstorv1.CAReference {
-	if m := APITLSMode(c); m == linstorv1.TLSSecret || m == linstorv1.TLSCertManager {
-		return apiTLS(c).CAReference
-	}
-	return nil
-}
-
-// CAKey is the key of a CA reference, ca.crt when unset.
-func CAKey(ref *linstorv1.CAReference) string {
-	if ref.Key == "" {
-		return "ca.crt"
-	}
-	return ref.Key
-}
-
-// CAIsConfigMap: the reference names a ConfigMap (unset kind means Secret).
-func CAIsConfigMap(ref *linstorv1.CAReference) bool { return ref.Kind == "ConfigMap" }
-
 // WithCAReferences makes every container that verifies a TLS peer take its CA from the
 // channel's caReference: a volume of a channel Secret becomes a projected volume with
 // the Secret's certificate and key and the reference's key as ca.crt (where the LINSTOR
@@ -341,12 +153,12 @@ func CAIsConfigMap(ref *linstorv1.CAReference) bool { return ref.Kind == "Config
 // from the reference. Without a reference objs are returned as they are.
 func WithCAReferences(cluster *linstorv1.LinstorCluster, objs Objects) Objects {
 	refs := map[string]*linstorv1.CAReference{}
-	if ref := InternalCAReference(cluster); ref != nil {
-		refs[InternalTLSSecretName(cluster)] = ref
+	if ref := clustertls.InternalCAReference(cluster); ref != nil {
+		refs[clustertls.InternalTLSSecretName(cluster)] = ref
 	}
-	if ref := APICAReference(cluster); ref != nil {
-		refs[APITLSSecretName(cluster)] = ref
-		refs[APIClientSecretName(cluster)] = ref
+	if ref := clustertls.APICAReference(cluster); ref != nil {
+		refs[clustertls.APITLSSecretName(cluster)] = ref
+		refs[clustertls.APIClientSecretName(cluster)] = ref
 	}
 	if len(refs) == 0 {
 		return objs
@@ -384,16 +196,16 @@ func WithCAReferences(cluster *linstorv1.LinstorCluster, objs Objects) Objects {
 }
 
 func caProjection(ref *linstorv1.CAReference) corev1.VolumeProjection {
-	items := []corev1.KeyToPath{{Key: CAKey(ref), Path: "ca.crt"}}
-	if CAIsConfigMap(ref) {
+	items := []corev1.KeyToPath{{Key: clustertls.CAKey(ref), Path: "ca.crt"}}
+	if clustertls.CAIsConfigMap(ref) {
 		return corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name}, Items: items}}
 	}
 	return corev1.VolumeProjection{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name}, Items: items}}
 }
 
 func caEnvSource(ref *linstorv1.CAReference) *corev1.EnvVarSource {
-	if CAIsConfigMap(ref) {
-		return &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name}, Key: CAKey(ref)}}
+	if clustertls.CAIsConfigMap(ref) {
+		return &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name}, Key: clustertls.CAKey(ref)}}
 	}
-	return &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name}, Key: CAKey(ref)}}
+	return &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name}, Key: clustertls.CAKey(ref)}}
 }

@@ -4,6 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/linstor-operator/linstor-operator/pkg/clustertls"
+
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,16 +60,16 @@ func TestTLSModes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := cluster(tc.spec)
 			c.Status = tc.status
-			if got := InternalTLSMode(c); got != tc.internal {
+			if got := clustertls.InternalTLSMode(c); got != tc.internal {
 				t.Errorf("internal = %s, want %s", got, tc.internal)
 			}
-			if got := APITLSMode(c); got != tc.api {
+			if got := clustertls.APITLSMode(c); got != tc.api {
 				t.Errorf("api = %s, want %s", got, tc.api)
 			}
-			if got := RecordedTLSDefault(c); got != tc.recorded {
+			if got := clustertls.RecordedTLSDefault(c); got != tc.recorded {
 				t.Errorf("recorded default = %s, want %s", got, tc.recorded)
 			}
-			if InternalTLSEnabled(c) != (tc.internal != linstorv1.TLSDisabled) || APITLSEnabled(c) != (tc.api != linstorv1.TLSDisabled) {
+			if clustertls.InternalTLSEnabled(c) != (tc.internal != linstorv1.TLSDisabled) || clustertls.APITLSEnabled(c) != (tc.api != linstorv1.TLSDisabled) {
 				t.Error("the Enabled helpers disagree with the modes")
 			}
 		})
@@ -114,11 +118,11 @@ func TestDefaultRendersTLSEverywhere(t *testing.T) {
 			for _, p := range svc.Spec.Ports {
 				ports[p.Port] = true
 			}
-			if ports[APIPort] == tc.secure || !ports[SecureAPIPort] {
+			if ports[names.APIPort] == tc.secure || !ports[names.SecureAPIPort] {
 				t.Errorf("Service ports %v: plain 3370 must be served only without API TLS", svc.Spec.Ports)
 			}
 			mounts := secretsOf(&deploy.Spec.Template.Spec)
-			wantMounts := []string{DefaultAPITLSSecret, DefaultAPIClientTLSSecret, DefaultInternalTLSSecret} // sorted
+			wantMounts := []string{names.DefaultAPITLSSecret, names.DefaultAPIClientTLSSecret, names.DefaultInternalTLSSecret} // sorted
 			if !tc.secure {
 				wantMounts = []string{}
 			}
@@ -126,7 +130,7 @@ func TestDefaultRendersTLSEverywhere(t *testing.T) {
 				t.Errorf("controller mounts %v, want %v", mounts, wantMounts)
 			}
 
-			url := ServiceURL(c)
+			url := clustertls.ServiceURL(c)
 			if want := map[bool]string{true: "https://linstor-controller.storage.svc:3371", false: "http://linstor-controller.storage.svc:3370"}[tc.secure]; url != want {
 				t.Errorf("ServiceURL = %s, want %s", url, want)
 			}
@@ -144,7 +148,7 @@ func TestDefaultRendersTLSEverywhere(t *testing.T) {
 				default:
 					continue
 				}
-				if got := len(secretsOf(spec)) == 1 && secretsOf(spec)[0] == DefaultAPIClientTLSSecret; got != tc.secure {
+				if got := len(secretsOf(spec)) == 1 && secretsOf(spec)[0] == names.DefaultAPIClientTLSSecret; got != tc.secure {
 					t.Errorf("%s reads the client certificate: %t, want %t (%v)", o.GetName(), got, tc.secure, secretsOf(spec))
 				}
 			}
@@ -155,10 +159,10 @@ func TestDefaultRendersTLSEverywhere(t *testing.T) {
 				t.Fatal(err)
 			}
 			port := objs[0].(*appsv1.DaemonSet).Spec.Template.Spec.Containers[0].Ports[0].ContainerPort
-			if want := map[bool]int32{true: SatelliteSecurePort, false: SatellitePort}[tc.secure]; port != want {
+			if want := map[bool]int32{true: names.SatelliteSecurePort, false: names.SatellitePort}[tc.secure]; port != want {
 				t.Errorf("satellite port %d, want %d", port, want)
 			}
-			if got := hasObject(SatelliteConfig(c), SatelliteConfigName); got != tc.secure {
+			if got := hasObject(SatelliteConfig(c), names.SatelliteConfigName); got != tc.secure {
 				t.Errorf("satellite SSL configuration rendered: %t, want %t", got, tc.secure)
 			}
 		})
@@ -175,7 +179,7 @@ func TestCAReference(t *testing.T) {
 	var objs Objects
 	for _, part := range []func() (Objects, error){
 		func() (Objects, error) { return Controller(c, images.Default()) },
-		func() (Objects, error) { return CSI(c, images.Default(), ServiceURL(c)) },
+		func() (Objects, error) { return CSI(c, images.Default(), clustertls.ServiceURL(c)) },
 		func() (Objects, error) { return HAController(c, images.Default()) },
 		func() (Objects, error) {
 			return Satellite(c, &linstorv1.LinstorSatellite{ObjectMeta: metav1.ObjectMeta{Name: "n", Namespace: "storage"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}, images.Default())
@@ -219,26 +223,26 @@ func TestCAReference(t *testing.T) {
 		return "missing"
 	}
 	const internalWant = "secret:internal[tls.crt->tls.crt,tls.key->tls.key] configMap:company-ca[bundle.pem->ca.crt]"
-	ctrl := podTemplate(find[appsv1.Deployment](objs, ControllerName))
+	ctrl := podTemplate(find[appsv1.Deployment](objs, names.ControllerName))
 	for volume, want := range map[string]string{
 		"internal-tls": internalWant,
-		"api-tls":      "secret:" + DefaultAPITLSSecret + "[tls.crt->tls.crt,tls.key->tls.key] secret:api-ca[ca.crt->ca.crt]",
-		"client-tls":   "secret:" + DefaultAPIClientTLSSecret + "[tls.crt->tls.crt,tls.key->tls.key] secret:api-ca[ca.crt->ca.crt]",
+		"api-tls":      "secret:" + names.DefaultAPITLSSecret + "[tls.crt->tls.crt,tls.key->tls.key] secret:api-ca[ca.crt->ca.crt]",
+		"client-tls":   "secret:" + names.DefaultAPIClientTLSSecret + "[tls.crt->tls.crt,tls.key->tls.key] secret:api-ca[ca.crt->ca.crt]",
 	} {
 		if got := projected(ctrl, volume); got != want {
 			t.Errorf("controller volume %s: %s, want %s", volume, got, want)
 		}
 	}
-	sat := podTemplate(find[appsv1.DaemonSet](objs, SatelliteDaemonSetName("n")))
+	sat := podTemplate(find[appsv1.DaemonSet](objs, names.SatelliteDaemonSetName("n")))
 	if got := projected(sat, "internal-tls"); got != internalWant {
 		t.Errorf("satellite volume: %s, want %s", got, internalWant)
 	}
 	// A renewed channel certificate still rolls the pods that mount it.
-	if got := sat.Annotations[AnnotationTLSHash]; got != "internal=fp1" {
+	if got := sat.Annotations[names.AnnotationTLSHash]; got != "internal=fp1" {
 		t.Errorf("satellite fingerprint annotation %q", got)
 	}
 	// golinstor clients read the CA from LS_ROOT_CA.
-	for _, name := range []string{CSIControllerName, CSINodeName, HAControllerName} {
+	for _, name := range []string{names.CSIControllerName, names.CSINodeName, names.HAControllerName} {
 		var tmpl *corev1.PodTemplateSpec
 		if d := find[appsv1.Deployment](objs, name); d != nil {
 			tmpl = &d.Spec.Template
@@ -260,11 +264,11 @@ func TestCAReference(t *testing.T) {
 	// Generated certificates are verified by the operator's own CA: a reference left
 	// over from another mode changes nothing.
 	gen := cluster(linstorv1.LinstorClusterSpec{TLS: &linstorv1.TLSSpec{Internal: &linstorv1.TLSConfig{Mode: linstorv1.TLSGenerated, CAReference: cm}}})
-	if InternalCAReference(gen) != nil {
+	if clustertls.InternalCAReference(gen) != nil {
 		t.Error("a Generated channel uses a caReference")
 	}
 	plain, _ := Controller(gen, images.Default())
-	if got := projected(podTemplate(find[appsv1.Deployment](WithCAReferences(gen, plain), ControllerName)), "internal-tls"); got != "not projected" {
+	if got := projected(podTemplate(find[appsv1.Deployment](WithCAReferences(gen, plain), names.ControllerName)), "internal-tls"); got != "not projected" {
 		t.Errorf("Generated channel: %s", got)
 	}
 }

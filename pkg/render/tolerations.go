@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -17,10 +19,6 @@ import (
 // NoSchedule on a node where a DRBD resource lost quorum or forces I/O errors
 // (pkg/agent ManageOwnTaints, failoverReconciler.evictPods,
 // reconcile_force_io_error_pods.go), so that no new pod with a volume lands there.
-const (
-	TaintLostQuorum   = "drbd.linbit.com/lost-quorum"
-	TaintForceIOError = "drbd.linbit.com/force-io-error"
-)
 
 // ControllerFailoverSeconds is how long the LINSTOR controller's pod stays on a node
 // that is not ready or unreachable before it is evicted and started elsewhere.
@@ -35,8 +33,8 @@ const ControllerFailoverSeconds = 30
 // back). Any effect is tolerated: an admin's NoExecute variant must not evict storage.
 func haTaintTolerations() []corev1.Toleration {
 	return []corev1.Toleration{
-		{Key: TaintLostQuorum, Operator: corev1.TolerationOpExists},
-		{Key: TaintForceIOError, Operator: corev1.TolerationOpExists},
+		{Key: names.TaintLostQuorum, Operator: corev1.TolerationOpExists},
+		{Key: names.TaintForceIOError, Operator: corev1.TolerationOpExists},
 	}
 }
 
@@ -75,7 +73,7 @@ func SatellitePodSpec(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorS
 		return corev1.PodSpec{}, err
 	}
 	for _, o := range objs {
-		if ds, ok := o.(*appsv1.DaemonSet); ok && ds.Name == SatelliteDaemonSetName(node.Name) {
+		if ds, ok := o.(*appsv1.DaemonSet); ok && ds.Name == names.SatelliteDaemonSetName(node.Name) {
 			return ds.Spec.Template.Spec, nil
 		}
 	}

@@ -3,6 +3,8 @@ package render
 import (
 	"testing"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -15,8 +17,8 @@ import (
 )
 
 var (
-	lostQuorum   = corev1.Toleration{Key: TaintLostQuorum, Operator: corev1.TolerationOpExists}
-	forceIOError = corev1.Toleration{Key: TaintForceIOError, Operator: corev1.TolerationOpExists}
+	lostQuorum   = corev1.Toleration{Key: names.TaintLostQuorum, Operator: corev1.TolerationOpExists}
+	forceIOError = corev1.Toleration{Key: names.TaintForceIOError, Operator: corev1.TolerationOpExists}
 	notReady30   = corev1.Toleration{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](30)}
 	unreach30    = corev1.Toleration{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](30)}
 )
@@ -29,7 +31,7 @@ func TestMergeTolerations(t *testing.T) {
 	longer.TolerationSeconds = ptr.To[int64](300)
 	rackA := corev1.Toleration{Key: "rack", Operator: corev1.TolerationOpEqual, Value: "a", Effect: corev1.TaintEffectNoSchedule}
 	rackB := corev1.Toleration{Key: "rack", Operator: corev1.TolerationOpEqual, Value: "b", Effect: corev1.TaintEffectNoSchedule}
-	lostQuorumNoSchedule := corev1.Toleration{Key: TaintLostQuorum, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+	lostQuorumNoSchedule := corev1.Toleration{Key: names.TaintLostQuorum, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
 	cases := []struct {
 		name        string
 		base, extra []corev1.Toleration
@@ -92,11 +94,11 @@ func podSpecs(t *testing.T, c *linstorv1.LinstorCluster) map[string]corev1.PodSp
 func TestDefaultTolerations(t *testing.T) {
 	specs := podSpecs(t, cluster(linstorv1.LinstorClusterSpec{}))
 	want := map[string][]corev1.Toleration{
-		SatelliteDaemonSetName("node-1"): {lostQuorum, forceIOError},
-		CSINodeName:                      {lostQuorum, forceIOError},
-		HAControllerName:                 {lostQuorum, forceIOError},
-		ControllerName:                   {notReady30, unreach30},
-		CSIControllerName:                nil,
+		names.SatelliteDaemonSetName("node-1"): {lostQuorum, forceIOError},
+		names.CSINodeName:                      {lostQuorum, forceIOError},
+		names.HAControllerName:                 {lostQuorum, forceIOError},
+		names.ControllerName:                   {notReady30, unreach30},
+		names.CSIControllerName:                nil,
 	}
 	for name, w := range want {
 		spec, ok := specs[name]
@@ -128,10 +130,10 @@ func TestUserTolerationsMergeWithTheDefaults(t *testing.T) {
 	})
 	specs := podSpecs(t, c)
 	want := map[string][]corev1.Toleration{
-		SatelliteDaemonSetName("node-1"): {lostQuorum, forceIOError, storage, rack},
-		CSINodeName:                      {lostQuorum, forceIOError, storage, rack},
-		HAControllerName:                 {lostQuorum, forceIOError, storage, rack},
-		ControllerName:                   {notReady30, unreach300, rack},
+		names.SatelliteDaemonSetName("node-1"): {lostQuorum, forceIOError, storage, rack},
+		names.CSINodeName:                      {lostQuorum, forceIOError, storage, rack},
+		names.HAControllerName:                 {lostQuorum, forceIOError, storage, rack},
+		names.ControllerName:                   {notReady30, unreach300, rack},
 	}
 	for name, w := range want {
 		if got := specs[name].Tolerations; !equality.Semantic.DeepEqual(got, w) {

@@ -6,14 +6,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 )
-
-// AnnotationConfirmRemoval, set on the LinstorCluster to the number of satellites being
-// removed, lets a removal larger than MaxRemovalShare go ahead. The number bounds the
-// confirmation: it covers that many at most (the count shrinks as they go), and more
-// nodes going later need a new one.
-const AnnotationConfirmRemoval = "linstor.io/confirm-removal"
 
 // MaxRemovalShare is the share of a cluster's satellites that may be evacuated or
 // deleted at once without confirmation (LINSTOR's own auto-evict stops at 34%).
@@ -33,7 +29,7 @@ type Removal struct {
 	// a node that cannot go (a dead one not acknowledged lost) must not stop the others
 	// for ever. They still count towards MaxRemovalShare.
 	Held []string
-	// Confirmed is the AnnotationConfirmRemoval value ("" when absent).
+	// Confirmed is the names.AnnotationConfirmRemoval value ("" when absent).
 	Confirmed string
 }
 
@@ -69,7 +65,7 @@ func RemovalHeld(r Removal) string {
 	if len(removing) > allowed && len(removing) > confirmed {
 		return fmt.Sprintf("%d of %d satellites are to be removed at once (%s), more than %d%% of the cluster: "+
 			"nothing is removed until confirmed. If that is intended, annotate the LinstorCluster %s=%d; if not, fix the nodeSelector or the nodes",
-			len(removing), r.Total, listed(removing), MaxRemovalShare, AnnotationConfirmRemoval, len(removing))
+			len(removing), r.Total, listed(removing), MaxRemovalShare, names.AnnotationConfirmRemoval, len(removing))
 	}
 	if r.MaxConcurrent == nil {
 		return ""

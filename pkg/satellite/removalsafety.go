@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/linstor-operator/linstor-operator/pkg/linstorstate"
+
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	lapi "github.com/LINBIT/golinstor/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
-	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 )
 
 // RemovalSafety is what a satellite's Delete or Evacuate is judged by before it asks
@@ -39,22 +41,22 @@ type Hold struct {
 
 // DeleteHeld says whether the LINSTOR node may be deleted now: the last step of Delete
 // and of Evacuate. It waits
-//   - while the satellite is away but its DRBD still runs (linstor.RunningWhileOffline):
+//   - while the satellite is away but its DRBD still runs (linstorstate.RunningWhileOffline):
 //     a replica there may be in use, and its peers would drop it; an acknowledgement
 //     as lost does not change that (it may be stale: DRBD answering says the machine
 //     is back);
 //   - for a node acknowledged lost, while a resource on it has no surviving copy
-//     (linstor.LostNodeCopies);
+//     (linstorstate.LostNodeCopies);
 //   - while the node holds the only up-to-date, connected copy of a resource
-//     (linstor.LastCopies): LINSTOR would delete it with its data.
+//     (linstorstate.LastCopies): LINSTOR would delete it with its data.
 func DeleteHeld(in RemovalSafety) Hold {
-	if running := linstor.RunningWhileOffline(in.Node, in.ConnectionStatus, in.Resources); len(running) > 0 {
+	if running := linstorstate.RunningWhileOffline(in.Node, in.ConnectionStatus, in.Resources); len(running) > 0 {
 		return runningHold("not deleting", in, running)
 	}
 	if in.NodeLost() {
 		return lostHold(in)
 	}
-	last := linstor.LastCopies(in.Node, in.Resources)
+	last := linstorstate.LastCopies(in.Node, in.Resources)
 	if len(last) == 0 {
 		return Hold{}
 	}
@@ -62,7 +64,7 @@ func DeleteHeld(in RemovalSafety) Hold {
 	switch {
 	case gone(in.ConnectionStatus):
 		advice = "waiting for the node to come back; " + lostHint(in.Node)
-	case len(linstor.EvacuationHazards(in.Node, in.Resources)) > 0:
+	case len(linstorstate.EvacuationHazards(in.Node, in.Resources)) > 0:
 		advice = "waiting for the replication links to come back and the replicas to be UpToDate; deletionPolicy Evacuate would not move them now either"
 	default:
 		advice = "move or delete those volumes, or use deletionPolicy Evacuate, which moves them first"
@@ -78,18 +80,18 @@ func DeleteHeld(in RemovalSafety) Hold {
 //   - for a node acknowledged lost, while a resource on it has no surviving copy;
 //   - while the satellite is away and the node holds the only copy of a resource:
 //     nothing can be copied from it;
-//   - while LINSTOR's evacuation could lose data (linstor.EvacuationHazards): the
+//   - while LINSTOR's evacuation could lose data (linstorstate.EvacuationHazards): the
 //     node's replica is the last copy and not UpToDate, or a peer LINSTOR counts as
 //     UpToDate is cut off from it.
 func EvacuateHeld(in RemovalSafety) Hold {
-	if running := linstor.RunningWhileOffline(in.Node, in.ConnectionStatus, in.Resources); len(running) > 0 {
+	if running := linstorstate.RunningWhileOffline(in.Node, in.ConnectionStatus, in.Resources); len(running) > 0 {
 		return runningHold("not evacuating", in, running)
 	}
 	if in.NodeLost() {
 		return lostHold(in)
 	}
 	if in.ConnectionStatus != "ONLINE" {
-		if last := linstor.LastCopies(in.Node, in.Resources); len(last) > 0 {
+		if last := linstorstate.LastCopies(in.Node, in.Resources); len(last) > 0 {
 			msg := fmt.Sprintf("not evacuating node %s yet: its satellite is %s and the node holds the only up-to-date copy of %s, so nothing can be copied from it; waiting for the node to come back",
 				in.Node, or(in.ConnectionStatus, "not connected"), describeCopies(last))
 			if gone(in.ConnectionStatus) {
@@ -98,7 +100,7 @@ func EvacuateHeld(in RemovalSafety) Hold {
 			return Hold{Reason: linstorv1.ReasonHoldsLastReplica, Message: msg}
 		}
 	}
-	hazards := linstor.EvacuationHazards(in.Node, in.Resources)
+	hazards := linstorstate.EvacuationHazards(in.Node, in.Resources)
 	if len(hazards) == 0 {
 		return Hold{}
 	}
@@ -111,16 +113,16 @@ func EvacuateHeld(in RemovalSafety) Hold {
 }
 
 func lostHold(in RemovalSafety) Hold {
-	copies := linstor.LostNodeCopies(in.Node, in.Lost, in.Resources)
+	copies := linstorstate.LostNodeCopies(in.Node, in.Lost, in.Resources)
 	if len(copies) == 0 {
 		return Hold{}
 	}
 	return Hold{Reason: linstorv1.ReasonHoldsLastReplica, Message: fmt.Sprintf(
 		"node %s is acknowledged lost (%s), but no survivor is a safe copy of %s: removing the node would drop that data for good; bring the machine back, or delete those volumes",
-		in.Node, lifecycle.AnnotationAcknowledgeLostNodes, describeCopies(copies))}
+		in.Node, names.AnnotationAcknowledgeLostNodes, describeCopies(copies))}
 }
 
-func runningHold(what string, in RemovalSafety, running []linstor.LastCopy) Hold {
+func runningHold(what string, in RemovalSafety, running []linstorstate.LastCopy) Hold {
 	return Hold{Reason: linstorv1.ReasonNodeOffline, Message: fmt.Sprintf(
 		"%s node %s: the satellite is %s while its peers still see its DRBD connected: DRBD runs there, and whether a replica there is in use is unknown (%s); waiting for the satellite to come back",
 		what, in.Node, or(in.ConnectionStatus, "not connected"), describeCopies(running))}
@@ -132,11 +134,11 @@ func gone(status string) bool { return status == "OFFLINE" || status == "UNKNOWN
 
 func lostHint(node string) string {
 	return fmt.Sprintf("if it is gone for good, acknowledge it on the LinstorCluster (annotation %s=%s): its removal then counts the surviving UpToDate replicas as the copies",
-		lifecycle.AnnotationAcknowledgeLostNodes, node)
+		names.AnnotationAcknowledgeLostNodes, node)
 }
 
 // describeCopies names the resources and why, bounded as listed is.
-func describeCopies(copies []linstor.LastCopy) string {
+func describeCopies(copies []linstorstate.LastCopy) string {
 	names := make([]string, len(copies))
 	for i, c := range copies {
 		names[i] = fmt.Sprintf("%s (%s)", c.Resource, c.Why)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/images"
 )
 
 // Release is what one operator release knows about LINSTOR versions.
@@ -27,10 +28,12 @@ type Stone struct {
 	Why            string
 }
 
-// Current is this operator release. Keep docs/upgrades.md in step with it.
+// Current is this operator release. Keep docs/upgrades.md in step with it. Its target
+// is the LINSTOR version whose images the release pins (images.LinstorVersion), so the
+// release's version has one home.
 var Current = Release{
-	Target:   MustParse("1.33.3"),
-	Runnable: []Version{MustParse("1.33.2"), MustParse("1.33.3")},
+	Target:   MustParse(images.LinstorVersion),
+	Runnable: []Version{MustParse("1.33.2"), MustParse(images.LinstorVersion)},
 	// The oldest LINSTOR it takes over and upgrades (a cluster deployed by other means);
 	// older databases first need the migrations of an older LINSTOR.
 	Oldest: MustParse("1.29.0"),

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/pkg/bundle"
+	"github.com/linstor-operator/linstor-operator/internal/bundle"
 	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
 

@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/linstor-operator/linstor-operator/pkg/bundle"
+	"github.com/linstor-operator/linstor-operator/internal/bundle"
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
 	"github.com/linstor-operator/linstor-operator/test/envtest"
 )

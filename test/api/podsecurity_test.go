@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/linstor-operator/linstor-operator/pkg/clustertls"
+
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,18 +43,18 @@ var podSecurityTable = []struct {
 }{
 	{pod: "operator", lowest: "restricted"},
 	// runAsNonRoot: false (the image runs as root).
-	{pod: render.ControllerName, lowest: "baseline"},
+	{pod: names.ControllerName, lowest: "baseline"},
 	// No pod securityContext: neither runAsNonRoot nor a seccomp profile.
-	{pod: render.CSIControllerName, lowest: "baseline"},
+	{pod: names.CSIControllerName, lowest: "baseline"},
 	// Mounts DRBD devices into pods: privileged, the kubelet's directories and /dev.
-	{pod: render.CSINodeName, lowest: "privileged", baselineRefuses: []string{"hostPath volumes", `privileged (container "linstor-csi"`}},
+	{pod: names.CSINodeName, lowest: "privileged", baselineRefuses: []string{"hostPath volumes", `privileged (container "linstor-csi"`}},
 	// drbdsetup reads DRBD state through the host's netlink.
-	{pod: render.HAControllerName, lowest: "privileged", baselineRefuses: []string{"hostNetwork=true", `privileged (container "linstor-ha-controller"`}},
+	{pod: names.HAControllerName, lowest: "privileged", baselineRefuses: []string{"hostNetwork=true", `privileged (container "linstor-ha-controller"`}},
 	// DRBD, LVM and ZFS on the host; LINSTOR addresses the node by its own IP (so its
 	// port and drbd-reactor's metrics port are host ports); the DRBD module loader (an
 	// init container) needs SYS_MODULE; the shutdown guard (an init container) installs a
 	// systemd unit on the host (docs/satellite.md).
-	{pod: render.SatelliteComponent, lowest: "privileged", baselineRefuses: []string{
+	{pod: names.SatelliteComponent, lowest: "privileged", baselineRefuses: []string{
 		"hostNetwork=true", "hostPath volumes", `hostPort (containers "linstor-satellite", "drbd-reactor"`,
 		`privileged (containers "drbd-shutdown-guard", "linstor-satellite" must not`,
 		`non-default capabilities (container "drbd-module-loader" must not include "SYS_MODULE"`,
@@ -161,7 +165,7 @@ func podTemplates(t *testing.T) map[string]corev1.PodTemplateSpec {
 	var all render.Objects
 	for _, r := range []func() (render.Objects, error){
 		func() (render.Objects, error) { return render.Controller(cluster, imgs) },
-		func() (render.Objects, error) { return render.CSI(cluster, imgs, render.ServiceURL(cluster)) },
+		func() (render.Objects, error) { return render.CSI(cluster, imgs, clustertls.ServiceURL(cluster)) },
 		func() (render.Objects, error) { return render.HAController(cluster, imgs) },
 		func() (render.Objects, error) { return render.Satellite(cluster, sat, node, imgs) },
 	} {
@@ -177,8 +181,8 @@ func podTemplates(t *testing.T) map[string]corev1.PodTemplateSpec {
 			out[w.Name] = w.Spec.Template
 		case *appsv1.DaemonSet:
 			name := w.Name
-			if strings.HasPrefix(name, render.SatelliteDaemonSetName("")) {
-				name = render.SatelliteComponent // one DaemonSet per node
+			if strings.HasPrefix(name, names.SatelliteDaemonSetName("")) {
+				name = names.SatelliteComponent // one DaemonSet per node
 			}
 			out[name] = w.Spec.Template
 		}

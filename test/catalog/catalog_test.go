@@ -19,24 +19,12 @@ import (
 
 const current = "linstor-operator.v0.3.0"
 
-func opm(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("OPM")
-	if p == "" {
-		p = filepath.Join(envtest.RepoRoot(), "bin", "opm", "opm-v1.73.0")
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("opm not found at %s: run `hack/build-opm.sh` (make test does)", p)
-	}
-	return p
-}
-
 func catalogFile() string {
 	return filepath.Join(envtest.RepoRoot(), "catalog", "linstor-operator", "index.yaml")
 }
 
 func TestCatalogValidates(t *testing.T) {
-	out, err := exec.Command(opm(t), "validate", filepath.Join(envtest.RepoRoot(), "catalog")).CombinedOutput()
+	out, err := exec.Command(envtest.OPMBinary(t), "validate", filepath.Join(envtest.RepoRoot(), "catalog")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("opm validate: %v\n%s", err, out)
 	}
@@ -44,7 +32,7 @@ func TestCatalogValidates(t *testing.T) {
 
 func TestCatalogIsFresh(t *testing.T) {
 	tmp := t.TempDir()
-	cmd := exec.Command(filepath.Join(envtest.RepoRoot(), "hack", "render-catalog.sh"), opm(t), tmp)
+	cmd := exec.Command(filepath.Join(envtest.RepoRoot(), "hack", "render-catalog.sh"), envtest.OPMBinary(t), tmp)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("rendering: %v\n%s", err, out)
 	}

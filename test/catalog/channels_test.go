@@ -9,7 +9,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/linstor-operator/linstor-operator/pkg/bundle"
+	"github.com/linstor-operator/linstor-operator/internal/bundle"
 	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
 
@@ -31,7 +31,7 @@ func readAnnotations(t *testing.T, dir string) map[string]string {
 }
 
 // This tree's bundle says which channels it is in, and the catalog puts it in exactly
-// those (channels by LINSTOR line, pkg/bundle.Channels): a bundle annotation that
+// those (channels by LINSTOR line, internal/bundle.Channels): a bundle annotation that
 // disagrees would make a catalog built from the bundle image differ from this one.
 func TestBundleChannelsAreTheCatalogs(t *testing.T) {
 	root := envtest.RepoRoot()
@@ -56,7 +56,7 @@ func TestBundleChannelsAreTheCatalogs(t *testing.T) {
 	}
 }
 
-// The catalog's channels are the ones pkg/bundle.Channels decides for its releases, by
+// The catalog's channels are the ones internal/bundle.Channels decides for its releases, by
 // name and entries.
 func TestCatalogChannelsFollowLinstorLines(t *testing.T) {
 	raw, err := os.ReadFile(catalogFile())

@@ -12,7 +12,7 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/linstor-operator/linstor-operator/pkg/bundle"
+	"github.com/linstor-operator/linstor-operator/internal/bundle"
 	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +20,6 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
 func TestBackupStopsTheControllerAndVerifiesTheCopy(t *testing.T) {
@@ -54,7 +55,7 @@ func TestBackupStopsTheControllerAndVerifiesTheCopy(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(get(g, ns, "b1", &linstorv1.LinstorBackup{}).Status.Phase).To(Equal(linstorv1.BackupPending))
 		var d appsv1.Deployment
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: render.ControllerName}, &d)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.ControllerName}, &d)).To(Succeed())
 		g.Expect(*d.Spec.Replicas).To(BeZero())
 		c := getCluster(g, cluster)
 		g.Expect(condition(c.Status.Conditions, linstorv1.ConditionProgressing).Reason).To(Equal(linstorv1.ReasonBackupInProgress))
@@ -84,7 +85,7 @@ func TestBackupStopsTheControllerAndVerifiesTheCopy(t *testing.T) {
 	// The controller runs again.
 	g.Eventually(func(g Gomega) {
 		var d appsv1.Deployment
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: render.ControllerName}, &d)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.ControllerName}, &d)).To(Succeed())
 		g.Expect(*d.Spec.Replicas).To(Equal(int32(1)))
 		g.Expect(condition(getCluster(g, cluster).Status.Conditions, linstorv1.ConditionUpgradeable).Status).To(Equal(metav1.ConditionTrue))
 	}, timeout, tick).Should(Succeed())
@@ -128,7 +129,7 @@ func TestBackupOfAnExternalDatabaseIsRefused(t *testing.T) {
 	}, timeout, tick).Should(Succeed())
 	g.Consistently(func(g Gomega) {
 		var d appsv1.Deployment
-		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: render.ControllerName}, &d)
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.ControllerName}, &d)
 		if apierrors.IsNotFound(err) {
 			return // not rendered yet
 		}
@@ -145,14 +146,14 @@ func TestBackupDeadlineReleasesTheController(t *testing.T) {
 	ns := env.Namespace(t)
 	cluster := makeCluster(t, ns, linstorv1.LinstorClusterSpec{NodeSelector: map[string]string{"suite": "none"}})
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "linstor-controller-stuck", Namespace: ns,
-		Labels: map[string]string{render.LabelName: render.ControllerName, render.LabelInstance: cluster.Name}},
+		Labels: map[string]string{names.LabelName: names.ControllerName, names.LabelInstance: cluster.Name}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
 	g.Expect(env.Client.Create(ctx, pod)).To(Succeed())
 	g.Expect(env.Client.Create(ctx, &linstorv1.LinstorBackup{ObjectMeta: metav1.ObjectMeta{Name: "late", Namespace: ns},
 		Spec: linstorv1.LinstorBackupSpec{ClusterRef: linstorv1.ClusterReference{Name: cluster.Name}, Timeout: &metav1.Duration{Duration: 3 * time.Second}}})).To(Succeed())
 	replicas := func(g Gomega) int32 {
 		var d appsv1.Deployment
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: render.ControllerName}, &d)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.ControllerName}, &d)).To(Succeed())
 		return *d.Spec.Replicas
 	}
 	g.Eventually(replicas, timeout, tick).Should(Equal(int32(0)), "the backup should stop the controller first")

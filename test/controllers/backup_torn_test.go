@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,7 +18,6 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
 // A LINSTOR controller started while the database is copied (here: its pod appears
@@ -62,7 +63,7 @@ func TestBackupFailsWhenTheControllerStartedDuringTheCopy(t *testing.T) {
 }
 
 // holdChunkCreates holds the first creation of a backup chunk Secret (labelled with
-// dbbackup.LabelBackup) in ns whose name held accepts (holdCreates); storing is closed
+// names.LabelBackup) in ns whose name held accepts (holdCreates); storing is closed
 // when it arrives.
 func holdChunkCreates(t *testing.T, ns string, held func(secret string) bool) (storing <-chan struct{}, release func()) {
 	return holdCreates(t, admissionregistrationv1.ValidatingWebhook{
@@ -72,10 +73,10 @@ func holdChunkCreates(t *testing.T, ns string, held func(secret string) bool) (s
 		}},
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
 		ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: dbbackup.LabelBackup, Operator: metav1.LabelSelectorOpExists}}},
+			{Key: names.LabelBackup, Operator: metav1.LabelSelectorOpExists}}},
 	}, held, func(i int) client.Object {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("hold-probe-%d", i), Namespace: ns,
-			Labels: map[string]string{dbbackup.LabelBackup: "probe"}}}
+			Labels: map[string]string{names.LabelBackup: "probe"}}}
 	})
 }
 
@@ -95,8 +96,8 @@ func TestBackupSeesTheControllerStoppedOnlyWhenItsDeploymentAsksForNone(t *testi
 	}
 	g.Expect(stopped()).To(BeTrue(), "no Deployment and no pod")
 
-	labels := map[string]string{render.LabelName: render.ControllerName, render.LabelInstance: cluster.Name}
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: render.ControllerName, Namespace: ns},
+	labels := map[string]string{names.LabelName: names.ControllerName, names.LabelInstance: cluster.Name}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: names.ControllerName, Namespace: ns},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}}}

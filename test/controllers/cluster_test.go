@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -11,12 +13,12 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lapi "github.com/LINBIT/golinstor/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
 func TestClusterRunsLinstor(t *testing.T) {
@@ -55,7 +57,7 @@ func TestClusterRunsLinstor(t *testing.T) {
 		// It runs under the account that ships with the operator; the operator grants nothing.
 		g.Expect(d.Spec.Template.Spec.ServiceAccountName).To(Equal("linstor-operator-linstor-controller"))
 		var roles rbacv1.ClusterRoleList
-		g.Expect(env.Client.List(ctx, &roles, client.MatchingLabels{render.LabelManagedBy: render.ManagedBy})).To(Succeed())
+		g.Expect(env.Client.List(ctx, &roles, client.MatchingLabels{names.LabelManagedBy: names.ManagedBy})).To(Succeed())
 		g.Expect(roles.Items).To(BeEmpty())
 		// CSI driver and HA controller.
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "linstor.csi.linbit.com"}, &storagev1.CSIDriver{})).To(Succeed())
@@ -126,7 +128,7 @@ func TestClusterRunsLinstor(t *testing.T) {
 
 	// Disabling the CSI driver prunes its objects, namespaced and cluster-scoped.
 	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) {
-		c.Spec.CSI = &linstorv1.CSISpec{Enabled: ptrTo(false)}
+		c.Spec.CSI = &linstorv1.CSISpec{Enabled: ptr.To(false)}
 	})).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: "linstor.csi.linbit.com"}, &storagev1.CSIDriver{}))).To(BeTrue())

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -88,7 +90,7 @@ func storeChunks(t *testing.T, ns, name string, data []byte, counts dbbackup.Cou
 	b.Status.CRDs, b.Status.Objects = int32(counts.CRDs), int32(counts.Objects)
 	for i, chunk := range dbbackup.Split(data, 256) {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: dbbackup.ChunkName(b, i),
-			Labels: map[string]string{dbbackup.LabelBackup: name}}, Data: map[string][]byte{dbbackup.ChunkKey: chunk}}
+			Labels: map[string]string{names.LabelBackup: name}}, Data: map[string][]byte{dbbackup.ChunkKey: chunk}}
 		g.Expect(env.Client.Create(context.Background(), s)).To(Succeed())
 		b.Status.Secrets = append(b.Status.Secrets, s.Name)
 	}

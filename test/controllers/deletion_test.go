@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
@@ -164,7 +165,7 @@ func TestMaxConcurrentEvacuations(t *testing.T) {
 	g := NewWithT(t)
 	ns, _ := availableCluster(t, "maxev", linstorv1.LinstorSatelliteConfigurationSpec{
 		StoragePools: []linstorv1.StoragePool{thinPool}, DeletionPolicy: linstorv1.DeletionEvacuate,
-		MaxConcurrentEvacuations: ptrTo[int32](1),
+		MaxConcurrentEvacuations: ptr.To[int32](1),
 	}, "maxev-a", "maxev-b", "maxev-c")
 	// An evacuation runs on maxev-a and cannot finish while its resource is in use.
 	g.Expect(emu.PlaceResource("pvc-maxev", "maxev-a", "thin", true)).To(Succeed())

@@ -9,8 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/internal/emulator"
 	"github.com/linstor-operator/linstor-operator/pkg/discovery"
-	"github.com/linstor-operator/linstor-operator/pkg/linstor/emulator"
 )
 
 // Hosts as they are: besides a free NVMe, each has what LINSTOR's lsblk filter offers as

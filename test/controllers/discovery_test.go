@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/pkg/linstor/emulator"
+	"github.com/linstor-operator/linstor-operator/internal/emulator"
 )
 
 const (

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
 // setNodeReady sets the Kubernetes node's Ready condition, as its kubelet (or the node
@@ -34,7 +35,7 @@ func setNodeReady(g Gomega, name string, status corev1.ConditionStatus) {
 func runSatellitePod(t *testing.T, g Gomega, ns, node string) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
-	ds := get(g, ns, render.SatelliteDaemonSetName(node), &appsv1.DaemonSet{})
+	ds := get(g, ns, names.SatelliteDaemonSetName(node), &appsv1.DaemonSet{})
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "linstor-satellite-", Namespace: ns, Labels: ds.Spec.Selector.MatchLabels},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "linstor-satellite", Image: "x"}}}}
 	g.Expect(env.Client.Create(ctx, pod)).To(Succeed())

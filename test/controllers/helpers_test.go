@@ -5,19 +5,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	lapi "github.com/LINBIT/golinstor/client"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
+	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
 
 const (
@@ -126,14 +127,7 @@ func emulatorClient(t *testing.T) *lapi.Client {
 // updateCluster re-reads and mutates the cluster until the write does not conflict with
 // the operator's own writes.
 func updateCluster(c *linstorv1.LinstorCluster, mutate func(*linstorv1.LinstorCluster)) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur := &linstorv1.LinstorCluster{}
-		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(c), cur); err != nil {
-			return err
-		}
-		mutate(cur)
-		return env.Client.Update(context.Background(), cur)
-	})
+	return envtest.Update(context.Background(), env.Client, c, mutate)
 }
 
 // gauge reads one series from the operator's metrics registry.
@@ -168,10 +162,38 @@ func ptrKey(name string) client.ObjectKey { return client.ObjectKey{Name: name} 
 func runningControllerPod(t *testing.T, ns, name string, cluster *linstorv1.LinstorCluster) *corev1.Pod {
 	t.Helper()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
-		Labels: map[string]string{render.LabelName: render.ControllerName, render.LabelInstance: cluster.Name}},
+		Labels: map[string]string{names.LabelName: names.ControllerName, names.LabelInstance: cluster.Name}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
 	if err := env.Client.Create(context.Background(), pod); err != nil {
 		t.Fatal(err)
 	}
 	return pod
 }
+
+// availableCluster sets up nodes, a cluster and one pool, and waits for Available.
+func availableCluster(t *testing.T, prefix string, cfg linstorv1.LinstorSatelliteConfigurationSpec, nodes ...string) (string, *linstorv1.LinstorCluster) {
+	t.Helper()
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	for i, n := range nodes {
+		makeNode(t, n, "10.2.0."+string(rune('1'+i)), map[string]string{"suite": prefix})
+	}
+	g.Expect(env.Client.Create(context.Background(), &linstorv1.LinstorSatelliteConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: ns}, Spec: cfg,
+	})).To(Succeed())
+	cluster := makeCluster(t, ns, linstorv1.LinstorClusterSpec{NodeSelector: map[string]string{"suite": prefix}})
+	g.Eventually(func(g Gomega) {
+		c := getCluster(g, cluster)
+		g.Expect(condition(c.Status.Conditions, linstorv1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue), "%+v", c.Status)
+		g.Expect(c.Status.Satellites.Total).To(Equal(int32(len(nodes))))
+		// Converged: every satellite has made and observed its pools.
+		for _, n := range nodes {
+			sat := get(g, ns, n, &linstorv1.LinstorSatellite{})
+			g.Expect(condition(sat.Status.Conditions, linstorv1.ConditionProgressing).Status).To(Equal(metav1.ConditionFalse), "%s: %+v", n, sat.Status)
+			g.Expect(sat.Status.StoragePools).To(HaveLen(len(cfg.StoragePools)), "%s: %+v", n, sat.Status)
+		}
+	}, timeout, tick).Should(Succeed())
+	return ns, cluster
+}
+
+var thinPool = linstorv1.StoragePool{Name: "thin", LvmThinPool: &linstorv1.LvmThinPool{}}

@@ -11,7 +11,7 @@ import (
 
 	lapi "github.com/LINBIT/golinstor/client"
 
-	"github.com/linstor-operator/linstor-operator/pkg/linstor/emulator"
+	"github.com/linstor-operator/linstor-operator/internal/emulator"
 	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	lapi "github.com/LINBIT/golinstor/client"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/pkg/netif"
 )
 
 // interfaces renders a LINSTOR node's interfaces as "name=address[*]", sorted; * is active.
@@ -38,7 +39,7 @@ func setHostInterfaces(t *testing.T, name, value string) {
 	t.Helper()
 	node := get(NewWithT(t), "", name, &corev1.Node{})
 	patch := client.MergeFrom(node.DeepCopy())
-	node.Annotations = map[string]string{netif.HostInterfacesAnnotation: value}
+	node.Annotations = map[string]string{names.AnnotationHostInterfaces: value}
 	if err := env.Client.Patch(context.Background(), node, patch); err != nil {
 		t.Fatal(err)
 	}

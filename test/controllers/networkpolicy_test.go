@@ -3,6 +3,8 @@ package controllers
 import (
 	"testing"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	. "github.com/onsi/gomega"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,7 +25,7 @@ func TestNetworkPolicyIsAppliedAndPruned(t *testing.T) {
 	cluster := makeCluster(t, ns, linstorv1.LinstorClusterSpec{NodeSelector: map[string]string{"suite": "np"}})
 
 	policy := func(g Gomega) *networkingv1.NetworkPolicy {
-		return get(g, ns, render.NetworkPolicyName, &networkingv1.NetworkPolicy{})
+		return get(g, ns, names.NetworkPolicyName, &networkingv1.NetworkPolicy{})
 	}
 	g.Eventually(func(g Gomega) {
 		np := policy(g)
@@ -31,7 +33,7 @@ func TestNetworkPolicyIsAppliedAndPruned(t *testing.T) {
 		g.Expect(np.Spec.Ingress).To(HaveLen(1))
 		g.Expect(np.Spec.Ingress[0].Ports).To(HaveLen(1))
 		g.Expect(np.Spec.Ingress[0].Ports[0].Port.IntValue()).To(Equal(3371))
-		g.Expect(np.Spec.PodSelector.MatchLabels).To(HaveKeyWithValue(render.LabelName, render.ControllerName))
+		g.Expect(np.Spec.PodSelector.MatchLabels).To(HaveKeyWithValue(names.LabelName, names.ControllerName))
 	}, timeout, tick).Should(Succeed())
 	// What the API server stored holds everything rendered: the next pass sends nothing.
 	live, err := runtime.DefaultUnstructuredConverter.ToUnstructured(policy(g))
@@ -47,7 +49,7 @@ func TestNetworkPolicyIsAppliedAndPruned(t *testing.T) {
 
 	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) { c.Spec.NetworkPolicy = linstorv1.NetworkPolicyDisabled })).To(Succeed())
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env2Get(ns, render.NetworkPolicyName, &networkingv1.NetworkPolicy{}))
+		return apierrors.IsNotFound(env2Get(ns, names.NetworkPolicyName, &networkingv1.NetworkPolicy{}))
 	}, timeout, tick).Should(BeTrue(), "the disabled NetworkPolicy was not pruned")
 
 	// Back on, with a plain API: the policy admits the plain port.

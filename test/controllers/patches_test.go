@@ -10,12 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
@@ -47,7 +50,7 @@ func TestPatchesReachWorkloadsAndAreHeldToPolicy(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	makeNode(t, "patch-a", "10.9.1.1", map[string]string{"suite": "patch"})
-	satDS := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.SatelliteDaemonSetName("patch-a")}}
+	satDS := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.SatelliteDaemonSetName("patch-a")}}
 
 	g.Expect(env.Client.Create(ctx, &linstorv1.LinstorSatelliteConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "extra-env", Namespace: ns},
@@ -59,15 +62,15 @@ func TestPatchesReachWorkloadsAndAreHeldToPolicy(t *testing.T) {
 	cluster := makeCluster(t, ns, linstorv1.LinstorClusterSpec{
 		NodeSelector: map[string]string{"suite": "patch"},
 		Controller: &linstorv1.ControllerSpec{ComponentSpec: linstorv1.ComponentSpec{Patches: []linstorv1.Patch{{
-			Target: &linstorv1.PatchTarget{Kind: "Service", Name: render.ControllerName},
+			Target: &linstorv1.PatchTarget{Kind: "Service", Name: names.ControllerName},
 			Patch:  `[{"op":"add","path":"/metadata/annotations","value":{"example.com/patched":"yes"}}]`,
 		}}}},
 	})
 	g.Eventually(func(g Gomega) {
 		tmpl := podTemplate(g, satDS)
-		g.Expect(envValue(tmpl, render.SatelliteComponent, "LS_EXTRA")).To(Equal("from-a-patch"))
-		g.Expect(envValue(tmpl, render.SatelliteComponent, "LB_FORCE_NODE_NAME")).To(Equal("patch-a"), "the patch merged, it did not replace")
-		svc := get(g, ns, render.ControllerName, &corev1.Service{})
+		g.Expect(envValue(tmpl, names.SatelliteComponent, "LS_EXTRA")).To(Equal("from-a-patch"))
+		g.Expect(envValue(tmpl, names.SatelliteComponent, "LB_FORCE_NODE_NAME")).To(Equal("patch-a"), "the patch merged, it did not replace")
+		svc := get(g, ns, names.ControllerName, &corev1.Service{})
 		g.Expect(svc.Annotations).To(HaveKeyWithValue("example.com/patched", "yes"))
 	}, timeout, tick).Should(Succeed())
 
@@ -145,28 +148,28 @@ func TestCSISwitchesAndRepository(t *testing.T) {
 		return err == nil
 	}
 	deploy := func() *appsv1.Deployment {
-		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.CSIControllerName}}
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.CSIControllerName}}
 	}
 	node := func() *appsv1.DaemonSet {
-		return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.CSINodeName}}
+		return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.CSINodeName}}
 	}
 	driver := func() *storagev1.CSIDriver {
-		return &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: render.CSIDriverName}}
+		return &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: names.CSIDriverName}}
 	}
 	g.Eventually(func(g Gomega) {
-		ctrl := podTemplate(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.ControllerName}})
+		ctrl := podTemplate(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.ControllerName}})
 		g.Expect(ctrl.Spec.Containers[0].Image).To(Equal("mirror.example.com:5000/linstor/piraeus-server:v1.33.3"))
 		csi := podTemplate(g, deploy())
 		g.Expect(csi.Spec.Containers[0].Image).To(Equal("mirror.example.com:5000/linstor/piraeus-csi:v1.6.3"))
 		g.Expect(csi.Spec.Containers[1].Image).To(HavePrefix("mirror.example.com:5000/linstor/csi-provisioner:"))
 		g.Expect(podTemplate(g, node()).Spec.Containers[1].Image).To(Equal("other.example.com/csi:v9"), "an image the user named is used as written")
-		sat := podTemplate(g, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.SatelliteDaemonSetName("csisw-a")}})
+		sat := podTemplate(g, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.SatelliteDaemonSetName("csisw-a")}})
 		g.Expect(sat.Spec.InitContainers[0].Image).To(HavePrefix("mirror.example.com:5000/linstor/drbd9-noble:"))
 		g.Expect(exists(driver())).To(BeTrue())
 	}, timeout, tick).Should(Succeed())
 
 	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) {
-		c.Spec.CSI.Controller = &linstorv1.ComponentSpec{Enabled: ptrTo(false)}
+		c.Spec.CSI.Controller = &linstorv1.ComponentSpec{Enabled: ptr.To(false)}
 	})).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(exists(deploy())).To(BeFalse(), "the CSI controller was not pruned")
@@ -175,13 +178,13 @@ func TestCSISwitchesAndRepository(t *testing.T) {
 	}, timeout, tick).Should(Succeed())
 
 	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) {
-		c.Spec.CSI.Node.Enabled = ptrTo(false)
+		c.Spec.CSI.Node.Enabled = ptr.To(false)
 	})).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(exists(node())).To(BeFalse())
 		g.Expect(exists(driver())).To(BeFalse())
 	}, timeout, tick).Should(Succeed())
-	g.Expect(exists(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.ControllerName}})).To(BeTrue(), "pruning removed a wanted object")
+	g.Expect(exists(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.ControllerName}})).To(BeTrue(), "pruning removed a wanted object")
 }
 
 // A channel's caReference: missing, the cluster is Degraded naming the field and no
@@ -196,7 +199,7 @@ func TestCAReference(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	leaf, err := certs.Issue(ca, certs.Request{CommonName: "linstor-internal", Server: true, Client: true}, time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
-	server, err := certs.Issue(ca, certs.Request{CommonName: render.ControllerName, DNSNames: []string{render.ControllerName + "." + ns + ".svc"}, Server: true}, time.Now())
+	server, err := certs.Issue(ca, certs.Request{CommonName: names.ControllerName, DNSNames: []string{names.ControllerName + "." + ns + ".svc"}, Server: true}, time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
 	user, err := certs.Issue(ca, certs.Request{CommonName: "linstor-client", Client: true}, time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
@@ -217,7 +220,7 @@ func TestCAReference(t *testing.T) {
 		g.Expect(d.Reason).To(Equal(linstorv1.ReasonSecretMissing))
 		g.Expect(d.Message).To(ContainSubstring("spec.tls.internal.caReference: ConfigMap company-ca: not found"))
 	}, timeout, tick).Should(Succeed())
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: render.ControllerName}, &appsv1.Deployment{})).To(Satisfy(apierrors.IsNotFound),
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.ControllerName}, &appsv1.Deployment{})).To(Satisfy(apierrors.IsNotFound),
 		"a workload was started without the CA that verifies its peers")
 
 	g.Expect(env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "company-ca", Namespace: ns},
@@ -238,11 +241,11 @@ func TestCAReference(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		c := getCluster(g, cluster)
 		g.Expect(condition(c.Status.Conditions, linstorv1.ConditionDegraded).Status).To(Equal(metav1.ConditionFalse))
-		ctrl := podTemplate(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.ControllerName}})
+		ctrl := podTemplate(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.ControllerName}})
 		g.Expect(caVolume(ctrl)).To(Equal("internal-tls"))
-		sat := podTemplate(g, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.SatelliteDaemonSetName("caref-a")}})
+		sat := podTemplate(g, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.SatelliteDaemonSetName("caref-a")}})
 		g.Expect(caVolume(sat)).To(Equal("internal-tls"))
-		csi := podTemplate(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.CSIControllerName}})
+		csi := podTemplate(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.CSIControllerName}})
 		var rootCA *corev1.EnvVarSource
 		for _, e := range csi.Spec.Containers[0].Env {
 			if e.Name == "LS_ROOT_CA" {

@@ -5,13 +5,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/linstor-operator/linstor-operator/pkg/linstorstate"
+
 	"github.com/LINBIT/golinstor/devicelayerkind"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 )
 
 // Real networks: a replication link between two nodes fails while both satellites stay
@@ -51,6 +53,22 @@ func newestOn(g Gomega, rd, node string) bool {
 	return ok
 }
 
+// degradedSays: the node's satellite is Degraded for reason, and the message says every part.
+func degradedSays(g Gomega, ns, node, reason string, parts ...string) {
+	sat := get(g, ns, node, &linstorv1.LinstorSatellite{})
+	d := condition(sat.Status.Conditions, linstorv1.ConditionDegraded)
+	g.Expect(d.Reason).To(Equal(reason), d.Message)
+	for _, p := range parts {
+		g.Expect(d.Message).To(ContainSubstring(p))
+	}
+}
+
+// holds: held comes true within the timeout, then stays true for d (the removal is held, not slow).
+func holds(g Gomega, held func(Gomega), d string) {
+	g.Eventually(held, timeout, tick).Should(Succeed())
+	g.Consistently(held, d, tick).Should(Succeed())
+}
+
 // Delete: the other replica reports UpToDate but missed the writes made on the node
 // being deleted while their link was down. The deletion is held, the satellite says
 // why, and it proceeds once the link is back and the other replica has resynced.
@@ -73,14 +91,9 @@ func TestDeleteWaitsForAPartitionedReplica(t *testing.T) {
 
 	unselect(t, "part-a")
 	held := func(g Gomega) {
-		sat := get(g, ns, "part-a", &linstorv1.LinstorSatellite{})
-		d := condition(sat.Status.Conditions, linstorv1.ConditionDegraded)
-		g.Expect(d.Reason).To(Equal(linstorv1.ReasonHoldsLastReplica), d.Message)
-		g.Expect(d.Message).To(ContainSubstring("only up-to-date copy of pvc-part"))
-		g.Expect(d.Message).To(ContainSubstring("part-b is not connected to part-a (Connecting)"))
+		degradedSays(g, ns, "part-a", linstorv1.ReasonHoldsLastReplica, "only up-to-date copy of pvc-part", "part-b is not connected to part-a (Connecting)")
 	}
-	g.Eventually(held, timeout, tick).Should(Succeed())
-	g.Consistently(held, "3s", tick).Should(Succeed())
+	holds(g, held, "3s")
 	_, ok := emu.Node("part-a")
 	g.Expect(ok).To(BeTrue(), "the node holding the newest data was deleted")
 
@@ -113,17 +126,12 @@ func TestEvacuateWaitsForPartitionedReplicas(t *testing.T) {
 
 	unselect(t, "evpart-a")
 	held := func(g Gomega) {
-		sat := get(g, ns, "evpart-a", &linstorv1.LinstorSatellite{})
-		d := condition(sat.Status.Conditions, linstorv1.ConditionDegraded)
-		g.Expect(d.Reason).To(Equal(linstorv1.ReasonHoldsLastReplica), d.Message)
-		g.Expect(d.Message).To(ContainSubstring("not evacuating node evpart-a yet"))
-		g.Expect(d.Message).To(ContainSubstring("evpart-b reports UpToDate but is not connected to evpart-a (Connecting)"))
+		degradedSays(g, ns, "evpart-a", linstorv1.ReasonHoldsLastReplica, "not evacuating node evpart-a yet", "evpart-b reports UpToDate but is not connected to evpart-a (Connecting)")
 		g.Expect(emu.ResourcePlaced("pvc-evpart", "evpart-a")).To(BeTrue(), "LINSTOR dropped the replica with the newest data")
 	}
-	g.Eventually(held, timeout, tick).Should(Succeed())
-	g.Consistently(held, "3s", tick).Should(Succeed())
+	holds(g, held, "3s")
 	n, _ := emu.Node("evpart-a")
-	g.Expect(linstor.HasFlag(n.Flags, "EVACUATE")).To(BeFalse(), "LINSTOR was asked to evacuate")
+	g.Expect(linstorstate.HasFlag(n.Flags, "EVACUATE")).To(BeFalse(), "LINSTOR was asked to evacuate")
 
 	g.Expect(emu.HealLink("evpart-a", "evpart-b")).To(Succeed())
 	g.Expect(emu.HealLink("evpart-a", "evpart-c")).To(Succeed())
@@ -178,17 +186,12 @@ func TestEvacuateKeepsALastReplicaThatIsNotUpToDate(t *testing.T) {
 
 	unselect(t, "outd-a")
 	held := func(g Gomega) {
-		sat := get(g, ns, "outd-a", &linstorv1.LinstorSatellite{})
-		d := condition(sat.Status.Conditions, linstorv1.ConditionDegraded)
-		g.Expect(d.Reason).To(Equal(linstorv1.ReasonHoldsLastReplica), d.Message)
-		g.Expect(d.Message).To(ContainSubstring("not evacuating node outd-a yet"))
-		g.Expect(d.Message).To(ContainSubstring("pvc-outd (outd-a's replica is Outdated"))
+		degradedSays(g, ns, "outd-a", linstorv1.ReasonHoldsLastReplica, "not evacuating node outd-a yet", "pvc-outd (outd-a's replica is Outdated")
 		g.Expect(emu.ResourcePlaced("pvc-outd", "outd-a")).To(BeTrue(), "LINSTOR deleted the last replica")
 	}
-	g.Eventually(held, timeout, tick).Should(Succeed())
-	g.Consistently(held, "3s", tick).Should(Succeed())
+	holds(g, held, "3s")
 	n, _ := emu.Node("outd-a")
-	g.Expect(linstor.HasFlag(n.Flags, "EVACUATE")).To(BeFalse(), "LINSTOR was asked to evacuate")
+	g.Expect(linstorstate.HasFlag(n.Flags, "EVACUATE")).To(BeFalse(), "LINSTOR was asked to evacuate")
 
 	g.Expect(emu.SetDiskState("pvc-outd", "outd-a", "UpToDate")).To(Succeed())
 	g.Eventually(satelliteGone(ns, "outd-a"), timeout, tick).Should(BeTrue())
@@ -215,16 +218,11 @@ func TestDeleteWaitsWhileDRBDRunsWithoutItsSatellite(t *testing.T) {
 	t.Cleanup(func() { _ = emu.SetNodeOnline("stopped-a", true) })
 	unselect(t, "stopped-a")
 	held := func(g Gomega) {
-		sat := get(g, ns, "stopped-a", &linstorv1.LinstorSatellite{})
-		d := condition(sat.Status.Conditions, linstorv1.ConditionDegraded)
-		g.Expect(d.Reason).To(Equal(linstorv1.ReasonNodeOffline), d.Message)
-		g.Expect(d.Message).To(ContainSubstring("peers still see its DRBD connected"))
-		g.Expect(d.Message).To(ContainSubstring("pvc-stopped (stopped-b sees it Connected)"))
+		degradedSays(g, ns, "stopped-a", linstorv1.ReasonNodeOffline, "peers still see its DRBD connected", "pvc-stopped (stopped-b sees it Connected)")
 		_, ok := emu.Node("stopped-a")
 		g.Expect(ok).To(BeTrue(), "the node was deleted while DRBD ran there")
 	}
-	g.Eventually(held, timeout, tick).Should(Succeed())
-	g.Consistently(held, "3s", tick).Should(Succeed())
+	holds(g, held, "3s")
 
 	// The satellite is back: LINSTOR sees the replica in use and refuses; once the
 	// workload is gone the node goes.
@@ -244,7 +242,7 @@ func TestDeleteOfADeadNodeProceedsOnceAcknowledgedLost(t *testing.T) {
 	ctx := context.Background()
 	ns, cluster := availableCluster(t, "dead", linstorv1.LinstorSatelliteConfigurationSpec{
 		StoragePools: []linstorv1.StoragePool{thinPool}, DeletionPolicy: linstorv1.DeletionDelete,
-		MaxConcurrentEvacuations: ptrTo[int32](1),
+		MaxConcurrentEvacuations: ptr.To[int32](1),
 	}, "dead-a", "dead-b", "dead-c", "dead-d")
 	g.Expect(emu.PlaceResource("pvc-dead", "dead-a", "thin", false)).To(Succeed())
 	g.Expect(emu.PlaceResource("pvc-dead", "dead-b", "thin", false)).To(Succeed())
@@ -257,11 +255,7 @@ func TestDeleteOfADeadNodeProceedsOnceAcknowledgedLost(t *testing.T) {
 	unselect(t, "dead-a")
 	unselect(t, "dead-c")
 	held := func(g Gomega) {
-		sat := get(g, ns, "dead-a", &linstorv1.LinstorSatellite{})
-		d := condition(sat.Status.Conditions, linstorv1.ConditionDegraded)
-		g.Expect(d.Reason).To(Equal(linstorv1.ReasonHoldsLastReplica), d.Message)
-		g.Expect(d.Message).To(ContainSubstring("dead-b is not connected to dead-a (Connecting)"))
-		g.Expect(d.Message).To(ContainSubstring("linstor.io/acknowledge-lost-nodes=dead-a"))
+		degradedSays(g, ns, "dead-a", linstorv1.ReasonHoldsLastReplica, "dead-b is not connected to dead-a (Connecting)", "linstor.io/acknowledge-lost-nodes=dead-a")
 		_, ok := emu.Node("dead-a")
 		g.Expect(ok).To(BeTrue())
 	}
@@ -270,8 +264,7 @@ func TestDeleteOfADeadNodeProceedsOnceAcknowledgedLost(t *testing.T) {
 		_ = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dead-c"}, sat)
 		return "the held removal of dead-a blocks dead-c: " + condition(sat.Status.Conditions, linstorv1.ConditionDegraded).Message
 	})
-	g.Eventually(held, timeout, tick).Should(Succeed())
-	g.Consistently(held, "2s", tick).Should(Succeed())
+	holds(g, held, "2s")
 
 	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) {
 		c.Annotations = map[string]string{"linstor.io/confirm-removal": "2", "linstor.io/acknowledge-lost-nodes": "dead-a"}
@@ -298,13 +291,9 @@ func TestEvacuateOfADeadNodeProceedsOnceAcknowledgedLost(t *testing.T) {
 	g.Expect(emu.SetNodeOnline("deadev-a", false)).To(Succeed())
 	unselect(t, "deadev-a")
 	held := func(g Gomega) {
-		sat := get(g, ns, "deadev-a", &linstorv1.LinstorSatellite{})
-		d := condition(sat.Status.Conditions, linstorv1.ConditionDegraded)
-		g.Expect(d.Reason).To(Equal(linstorv1.ReasonHoldsLastReplica), d.Message)
-		g.Expect(d.Message).To(ContainSubstring("linstor.io/acknowledge-lost-nodes=deadev-a"))
+		degradedSays(g, ns, "deadev-a", linstorv1.ReasonHoldsLastReplica, "linstor.io/acknowledge-lost-nodes=deadev-a")
 	}
-	g.Eventually(held, timeout, tick).Should(Succeed())
-	g.Consistently(held, "2s", tick).Should(Succeed())
+	holds(g, held, "2s")
 
 	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) {
 		c.Annotations = map[string]string{"linstor.io/acknowledge-lost-nodes": "deadev-a"}
@@ -338,7 +327,7 @@ func TestStuckEvacuationRetriesWhileAPeerIsAway(t *testing.T) {
 	unselect(t, "away-a")
 	g.Eventually(func(g Gomega) {
 		n, _ := emu.Node("away-a")
-		g.Expect(linstor.HasFlag(n.Flags, "EVACUATE")).To(BeTrue())
+		g.Expect(linstorstate.HasFlag(n.Flags, "EVACUATE")).To(BeTrue())
 	}, timeout, tick).Should(Succeed())
 
 	makeNode(t, "away-c", "10.30.0.9", map[string]string{"suite": "away"})

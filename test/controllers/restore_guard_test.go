@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -20,7 +22,6 @@ import (
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
 	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
 // The guards around a restore (issue #29): a backup that cannot be restored is found
@@ -31,7 +32,7 @@ import (
 // controllerReplicas is what the LINSTOR controller Deployment asks for.
 func controllerReplicas(g Gomega, ns string) int32 {
 	var d appsv1.Deployment
-	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: render.ControllerName}, &d)).To(Succeed())
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: names.ControllerName}, &d)).To(Succeed())
 	g.Expect(d.Spec.Replicas).NotTo(BeNil())
 	return *d.Spec.Replicas
 }
@@ -60,7 +61,7 @@ func releaseAndDeleteBackup(ns, name string) {
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, b); err != nil {
 		return
 	}
-	if controllerutil.RemoveFinalizer(b, lifecycle.FinalizerBackupInUse) {
+	if controllerutil.RemoveFinalizer(b, names.FinalizerBackupInUse) {
 		_ = env.Client.Update(ctx, b)
 	}
 	_ = env.Client.Delete(ctx, b)
@@ -81,7 +82,7 @@ func confirmRestore(t *testing.T, cluster *linstorv1.LinstorCluster, backup stri
 		if c.Annotations == nil {
 			c.Annotations = map[string]string{}
 		}
-		c.Annotations[lifecycle.AnnotationConfirmRestore] = confirm
+		c.Annotations[names.AnnotationConfirmRestore] = confirm
 	})).To(Succeed())
 }
 
@@ -212,7 +213,7 @@ func TestBackupWaitsForARestoreAndTheRestoredBackupIsNotPruned(t *testing.T) {
 	}
 	c := getCluster(g, cluster)
 	g.Expect(restorePhase(c)).To(Equal(lifecycle.RestoreRestoring), "%+v", c.Status.Restore)
-	g.Expect(get(g, ns, "old", &linstorv1.LinstorBackup{}).Finalizers).To(ContainElement(lifecycle.FinalizerBackupInUse),
+	g.Expect(get(g, ns, "old", &linstorv1.LinstorBackup{}).Finalizers).To(ContainElement(names.FinalizerBackupInUse),
 		"the backup being restored is not protected")
 	t.Logf("restore held in Restoring %.1fs into the test", time.Since(start).Seconds())
 
@@ -255,7 +256,7 @@ func TestBackupWaitsForARestoreAndTheRestoredBackupIsNotPruned(t *testing.T) {
 		g.Expect(b.DeletionTimestamp).To(BeNil(), "the backup spec.database.restoreFrom names was pruned")
 	}, "3s", tick).Should(Succeed())
 	g.Eventually(func(g Gomega) {
-		g.Expect(get(g, ns, "old", &linstorv1.LinstorBackup{}).Finalizers).NotTo(ContainElement(lifecycle.FinalizerBackupInUse))
+		g.Expect(get(g, ns, "old", &linstorv1.LinstorBackup{}).Finalizers).NotTo(ContainElement(names.FinalizerBackupInUse))
 	}, timeout, tick).Should(Succeed(), "the finalizer outlived the restore")
 	g.Eventually(func(g Gomega) { g.Expect(controllerReplicas(g, ns)).To(Equal(int32(1))) }, timeout, tick).Should(Succeed())
 }
@@ -270,14 +271,14 @@ func TestUpgradeBackupDeletedMidUpgradeStaysUntilTheUpgradeEnds(t *testing.T) {
 	t.Cleanup(func() { releaseAndDeleteBackup(ns, backupName) })
 	b := get(g, ns, backupName, &linstorv1.LinstorBackup{})
 	g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupCompleted))
-	g.Expect(b.Finalizers).To(ContainElement(lifecycle.FinalizerBackupInUse), "the upgrade's backup is not protected")
+	g.Expect(b.Finalizers).To(ContainElement(names.FinalizerBackupInUse), "the upgrade's backup is not protected")
 	t.Logf("upgrade in Satellites with backup %s %.1fs into the test", backupName, time.Since(start).Seconds())
 
 	g.Expect(env.Client.Delete(ctx, b)).To(Succeed())
 	g.Consistently(func(g Gomega) {
 		b := get(g, ns, backupName, &linstorv1.LinstorBackup{})
 		g.Expect(b.DeletionTimestamp).NotTo(BeNil())
-		g.Expect(b.Finalizers).To(ContainElement(lifecycle.FinalizerBackupInUse))
+		g.Expect(b.Finalizers).To(ContainElement(names.FinalizerBackupInUse))
 		for _, s := range b.Status.Secrets {
 			get(g, ns, s, &corev1.Secret{})
 		}
@@ -374,7 +375,7 @@ func TestDeletionMidRestoreWaitsAndARecreatedClusterFinishesTheRestore(t *testin
 		}
 		if restorePhase(c) != lifecycle.RestoreRestored {
 			var d appsv1.Deployment
-			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: render.ControllerName}, &d); err == nil {
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.ControllerName}, &d); err == nil {
 				g.Expect(*d.Spec.Replicas).To(BeZero(), "LINSTOR was started before the adopted restore ended: %+v", c.Status.Restore)
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,18 +15,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
+	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
 
 // setTaints replaces a node's taints (and cordons it when unschedulable is set).
 func setTaints(g Gomega, name string, unschedulable bool, taints ...corev1.Taint) {
-	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n := &corev1.Node{}
-		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, n); err != nil {
-			return err
-		}
+	g.Expect(envtest.Update(context.Background(), env.Client, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, func(n *corev1.Node) {
 		n.Spec.Taints, n.Spec.Unschedulable = taints, unschedulable
-		return env.Client.Update(context.Background(), n)
 	})).To(Succeed())
 }
 
@@ -69,7 +66,7 @@ func TestUntoleratedTaintSkipsOnlyNodesWithoutASatellite(t *testing.T) {
 	satA := get(g, ns, "taint-a", &linstorv1.LinstorSatellite{})
 	setTaints(g, "taint-a", true,
 		corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule},
-		corev1.Taint{Key: render.TaintLostQuorum, Effect: corev1.TaintEffectNoSchedule},
+		corev1.Taint{Key: names.TaintLostQuorum, Effect: corev1.TaintEffectNoSchedule},
 		corev1.Taint{Key: "maintenance", Effect: corev1.TaintEffectNoExecute})
 	g.Consistently(func(g Gomega) {
 		sat := get(g, ns, "taint-a", &linstorv1.LinstorSatellite{})
@@ -77,10 +74,10 @@ func TestUntoleratedTaintSkipsOnlyNodesWithoutASatellite(t *testing.T) {
 		g.Expect(sat.DeletionTimestamp.IsZero()).To(BeTrue(), "a tainted node's satellite is being removed")
 		skippedB(g)
 	}, "3s", tick).Should(Succeed())
-	ds := get(g, ns, render.SatelliteDaemonSetName("taint-a"), &appsv1.DaemonSet{})
+	ds := get(g, ns, names.SatelliteDaemonSetName("taint-a"), &appsv1.DaemonSet{})
 	g.Expect(ds.Spec.Template.Spec.Tolerations).To(ContainElements(
-		corev1.Toleration{Key: render.TaintLostQuorum, Operator: corev1.TolerationOpExists},
-		corev1.Toleration{Key: render.TaintForceIOError, Operator: corev1.TolerationOpExists}))
+		corev1.Toleration{Key: names.TaintLostQuorum, Operator: corev1.TolerationOpExists},
+		corev1.Toleration{Key: names.TaintForceIOError, Operator: corev1.TolerationOpExists}))
 
 	// Tolerated in spec.satellite, taint-b gets its satellite and nothing is skipped.
 	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) {

@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linstor-operator/linstor-operator/pkg/clustertls"
+
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +26,6 @@ import (
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/certs"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
 // verify checks that a generated Secret holds a certificate of its CA for the usage.
@@ -82,10 +85,10 @@ func TestGeneratedTLSIsIssuedMountedAndRenewed(t *testing.T) {
 	// Certificates: signed by their CA, with the right names and usages.
 	var apiCert *x509.Certificate
 	g.Eventually(func(g Gomega) {
-		verify(g, ns, render.DefaultInternalTLSSecret, x509.ExtKeyUsageServerAuth, "")
-		verify(g, ns, render.DefaultInternalTLSSecret, x509.ExtKeyUsageClientAuth, "")
-		apiCert = verify(g, ns, render.DefaultAPITLSSecret, x509.ExtKeyUsageServerAuth, "linstor-controller."+ns+".svc")
-		verify(g, ns, render.DefaultAPIClientTLSSecret, x509.ExtKeyUsageClientAuth, "")
+		verify(g, ns, names.DefaultInternalTLSSecret, x509.ExtKeyUsageServerAuth, "")
+		verify(g, ns, names.DefaultInternalTLSSecret, x509.ExtKeyUsageClientAuth, "")
+		apiCert = verify(g, ns, names.DefaultAPITLSSecret, x509.ExtKeyUsageServerAuth, "linstor-controller."+ns+".svc")
+		verify(g, ns, names.DefaultAPIClientTLSSecret, x509.ExtKeyUsageClientAuth, "")
 		c := getCluster(g, cluster)
 		g.Expect(c.Status.Certificates).To(HaveLen(3))
 		for _, st := range c.Status.Certificates {
@@ -94,22 +97,22 @@ func TestGeneratedTLSIsIssuedMountedAndRenewed(t *testing.T) {
 		}
 	}, timeout, tick).Should(Succeed())
 	// The CAs' keys stay in their own Secrets; the leaves carry only the trust bundle.
-	g.Expect(get(g, ns, render.DefaultAPITLSSecret, &corev1.Secret{}).Data["ca.crt"]).To(Equal(get(g, ns, render.APICASecret, &corev1.Secret{}).Data["ca.crt"]))
-	internalCA := get(g, ns, render.InternalCASecret, &corev1.Secret{})
+	g.Expect(get(g, ns, names.DefaultAPITLSSecret, &corev1.Secret{}).Data["ca.crt"]).To(Equal(get(g, ns, names.APICASecret, &corev1.Secret{}).Data["ca.crt"]))
+	internalCA := get(g, ns, names.InternalCASecret, &corev1.Secret{})
 	g.Expect(internalCA.OwnerReferences).To(HaveLen(1), "generated TLS Secrets go with the cluster")
 
 	// Mounted where the LINSTOR images look for them.
 	g.Eventually(func(g Gomega) {
 		ctrl := podTemplate(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "linstor-controller"}})
-		g.Expect(mountsSecret(ctrl, render.DefaultInternalTLSSecret, "/etc/linstor/ssl-pem")).To(BeTrue())
-		g.Expect(mountsSecret(ctrl, render.DefaultAPITLSSecret, "/etc/linstor/https-pem")).To(BeTrue())
-		g.Expect(mountsSecret(ctrl, render.DefaultAPIClientTLSSecret, "/etc/linstor/client")).To(BeTrue())
-		g.Expect(ctrl.Annotations[render.AnnotationTLSHash]).To(ContainSubstring(render.DefaultAPITLSSecret + "="))
-		sat := podTemplate(g, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.SatelliteDaemonSetName("tls-a")}})
-		g.Expect(mountsSecret(sat, render.DefaultInternalTLSSecret, "/etc/linstor/ssl-pem")).To(BeTrue())
+		g.Expect(mountsSecret(ctrl, names.DefaultInternalTLSSecret, "/etc/linstor/ssl-pem")).To(BeTrue())
+		g.Expect(mountsSecret(ctrl, names.DefaultAPITLSSecret, "/etc/linstor/https-pem")).To(BeTrue())
+		g.Expect(mountsSecret(ctrl, names.DefaultAPIClientTLSSecret, "/etc/linstor/client")).To(BeTrue())
+		g.Expect(ctrl.Annotations[names.AnnotationTLSHash]).To(ContainSubstring(names.DefaultAPITLSSecret + "="))
+		sat := podTemplate(g, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.SatelliteDaemonSetName("tls-a")}})
+		g.Expect(mountsSecret(sat, names.DefaultInternalTLSSecret, "/etc/linstor/ssl-pem")).To(BeTrue())
 		g.Expect(sat.Spec.Containers[0].Ports[0].ContainerPort).To(Equal(int32(3367)))
-		g.Expect(sat.Annotations[render.AnnotationTLSHash]).To(HavePrefix(render.DefaultInternalTLSSecret + "="))
-		csi := podTemplate(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.CSIControllerName}})
+		g.Expect(sat.Annotations[names.AnnotationTLSHash]).To(HavePrefix(names.DefaultInternalTLSSecret + "="))
+		csi := podTemplate(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.CSIControllerName}})
 		var env []string
 		for _, e := range csi.Spec.Containers[0].Env {
 			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
@@ -127,7 +130,7 @@ func TestGeneratedTLSIsIssuedMountedAndRenewed(t *testing.T) {
 		var cm corev1.ConfigMap
 		g.Expect(env2Get(ns, "linstor-controller-config", &cm)).To(Succeed())
 		g.Expect(cm.Data["linstor.toml"]).To(ContainSubstring("[https]\n  enabled = true"))
-		g.Expect(env2Get(ns, render.SatelliteConfigName, &cm)).To(Succeed())
+		g.Expect(env2Get(ns, names.SatelliteConfigName, &cm)).To(Succeed())
 		g.Expect(cm.Data["linstor_satellite.toml"]).To(ContainSubstring(`type = "ssl"`))
 	}, timeout, tick).Should(Succeed())
 
@@ -141,30 +144,30 @@ func TestGeneratedTLSIsIssuedMountedAndRenewed(t *testing.T) {
 	}, timeout, tick).Should(Succeed())
 
 	// A certificate in the last third of its life is renewed, and the pods mounting it roll.
-	before := podTemplate(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "linstor-controller"}}).Annotations[render.AnnotationTLSHash]
-	caSecret := get(g, ns, render.APICASecret, &corev1.Secret{})
+	before := podTemplate(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "linstor-controller"}}).Annotations[names.AnnotationTLSHash]
+	caSecret := get(g, ns, names.APICASecret, &corev1.Secret{})
 	ca, err := certs.Parse(caSecret.Data["tls.crt"], caSecret.Data["tls.key"])
 	g.Expect(err).NotTo(HaveOccurred())
-	old, err := certs.Issue(ca, certs.Request{CommonName: render.ControllerName, DNSNames: render.APIServerDNSNames(cluster), Server: true}, time.Now().Add(-300*24*time.Hour))
+	old, err := certs.Issue(ca, certs.Request{CommonName: names.ControllerName, DNSNames: clustertls.APIServerDNSNames(cluster), Server: true}, time.Now().Add(-300*24*time.Hour))
 	g.Expect(err).NotTo(HaveOccurred())
-	server := get(g, ns, render.DefaultAPITLSSecret, &corev1.Secret{})
+	server := get(g, ns, names.DefaultAPITLSSecret, &corev1.Secret{})
 	server.Data["tls.crt"], server.Data["tls.key"] = old.CertPEM, old.KeyPEM
 	g.Expect(env.Client.Update(ctx, server)).To(Succeed())
 	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) { c.Annotations = map[string]string{"touch": "renew"} })).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		renewed := verify(g, ns, render.DefaultAPITLSSecret, x509.ExtKeyUsageServerAuth, "linstor-controller."+ns+".svc")
+		renewed := verify(g, ns, names.DefaultAPITLSSecret, x509.ExtKeyUsageServerAuth, "linstor-controller."+ns+".svc")
 		g.Expect(renewed.SerialNumber).NotTo(Equal(old.Cert.SerialNumber))
 		g.Expect(renewed.SerialNumber).NotTo(Equal(apiCert.SerialNumber))
-		after := podTemplate(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "linstor-controller"}}).Annotations[render.AnnotationTLSHash]
+		after := podTemplate(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "linstor-controller"}}).Annotations[names.AnnotationTLSHash]
 		g.Expect(after).NotTo(Equal(before), "the controller pods were not rolled")
 	}, timeout, tick).Should(Succeed())
 	// The satellites do not mount the API certificate: they are not restarted for it.
-	sat := podTemplate(g, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.SatelliteDaemonSetName("tls-a")}})
-	g.Expect(sat.Annotations[render.AnnotationTLSHash]).NotTo(ContainSubstring(render.DefaultAPITLSSecret))
+	sat := podTemplate(g, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.SatelliteDaemonSetName("tls-a")}})
+	g.Expect(sat.Annotations[names.AnnotationTLSHash]).NotTo(ContainSubstring(names.DefaultAPITLSSecret))
 
 	// The operator's own connector speaks mutual TLS with the generated client certificate
 	// to a server using the generated API certificate.
-	apiSecret := get(g, ns, render.DefaultAPITLSSecret, &corev1.Secret{})
+	apiSecret := get(g, ns, names.DefaultAPITLSSecret, &corev1.Secret{})
 	pair, err := tls.X509KeyPair(apiSecret.Data["tls.crt"], apiSecret.Data["tls.key"])
 	g.Expect(err).NotTo(HaveOccurred())
 	clientCAs := x509.NewCertPool()
@@ -265,26 +268,26 @@ func TestCertManagerModeRequestsCertificates(t *testing.T) {
 	certificate := &unstructured.Unstructured{}
 	certificate.SetGroupVersionKind(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"})
 	g.Eventually(func(g Gomega) {
-		g.Expect(env2Get(ns, render.DefaultAPITLSSecret, certificate)).To(Succeed())
+		g.Expect(env2Get(ns, names.DefaultAPITLSSecret, certificate)).To(Succeed())
 		d := condition(getCluster(g, cluster).Status.Conditions, linstorv1.ConditionDegraded)
 		g.Expect(d.Reason).To(Equal(linstorv1.ReasonSecretMissing))
 		g.Expect(d.Message).To(ContainSubstring("waiting for cert-manager to issue Secret linstor-api-tls"))
 	}, timeout, tick).Should(Succeed())
 	spec := certificate.Object["spec"].(map[string]any)
-	g.Expect(spec["secretName"]).To(Equal(render.DefaultAPITLSSecret))
+	g.Expect(spec["secretName"]).To(Equal(names.DefaultAPITLSSecret))
 	g.Expect(spec["issuerRef"]).To(Equal(map[string]any{"group": "cert-manager.io", "kind": "ClusterIssuer", "name": "storage-ca"}))
 	g.Expect(spec["dnsNames"]).To(ContainElement("linstor-controller." + ns + ".svc"))
 	g.Expect(spec["usages"]).To(ContainElement("server auth"))
 	g.Expect(certificate.GetOwnerReferences()).To(HaveLen(1))
 	client := &unstructured.Unstructured{}
 	client.SetGroupVersionKind(certificate.GroupVersionKind())
-	g.Expect(env2Get(ns, render.DefaultAPIClientTLSSecret, client)).To(Succeed())
+	g.Expect(env2Get(ns, names.DefaultAPIClientTLSSecret, client)).To(Succeed())
 	g.Expect(client.Object["spec"].(map[string]any)["usages"]).To(ContainElement("client auth"))
 
 	// "cert-manager" issues both Secrets.
 	ca, _ := certs.NewCA("storage-ca", time.Now())
-	for _, name := range []string{render.DefaultAPITLSSecret, render.DefaultAPIClientTLSSecret} {
-		leaf, err := certs.Issue(ca, certs.Request{CommonName: name, DNSNames: render.APIServerDNSNames(cluster), Server: true, Client: true}, time.Now())
+	for _, name := range []string{names.DefaultAPITLSSecret, names.DefaultAPIClientTLSSecret} {
+		leaf, err := certs.Issue(ca, certs.Request{CommonName: name, DNSNames: clustertls.APIServerDNSNames(cluster), Server: true, Client: true}, time.Now())
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Type: corev1.SecretTypeTLS,
 			Data: map[string][]byte{"ca.crt": ca.CertPEM, "tls.crt": leaf.CertPEM, "tls.key": leaf.KeyPEM}})).To(Succeed())
@@ -295,7 +298,7 @@ func TestCertManagerModeRequestsCertificates(t *testing.T) {
 		// The two API Secrets, and the internal channel's, generated by default.
 		g.Expect(c.Status.Certificates).To(HaveLen(3))
 		ctrl := podTemplate(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "linstor-controller"}})
-		g.Expect(mountsSecret(ctrl, render.DefaultAPITLSSecret, "/etc/linstor/https-pem")).To(BeTrue())
+		g.Expect(mountsSecret(ctrl, names.DefaultAPITLSSecret, "/etc/linstor/https-pem")).To(BeTrue())
 	}, timeout, tick).Should(Succeed())
 }
 
@@ -309,9 +312,9 @@ func TestTLSIsOnByDefault(t *testing.T) {
 	cluster := makeCluster(t, ns, linstorv1.LinstorClusterSpec{NodeSelector: map[string]string{"suite": "tlsd"}})
 
 	g.Eventually(func(g Gomega) {
-		verify(g, ns, render.DefaultInternalTLSSecret, x509.ExtKeyUsageServerAuth, "")
-		verify(g, ns, render.DefaultAPITLSSecret, x509.ExtKeyUsageServerAuth, "linstor-controller."+ns+".svc")
-		verify(g, ns, render.DefaultAPIClientTLSSecret, x509.ExtKeyUsageClientAuth, "")
+		verify(g, ns, names.DefaultInternalTLSSecret, x509.ExtKeyUsageServerAuth, "")
+		verify(g, ns, names.DefaultAPITLSSecret, x509.ExtKeyUsageServerAuth, "linstor-controller."+ns+".svc")
+		verify(g, ns, names.DefaultAPIClientTLSSecret, x509.ExtKeyUsageClientAuth, "")
 		c := getCluster(g, cluster)
 		g.Expect(c.Status.Certificates).To(HaveLen(3))
 		g.Expect(c.Status.TLS).To(Equal(&linstorv1.TLSStatus{DefaultMode: linstorv1.TLSGenerated, Internal: linstorv1.TLSGenerated, API: linstorv1.TLSGenerated}))
@@ -326,9 +329,9 @@ func TestTLSIsOnByDefault(t *testing.T) {
 		g.Expect(env2Get(ns, "linstor-controller", &svc)).To(Succeed())
 		g.Expect(svc.Spec.Ports).To(HaveLen(1))
 		g.Expect(svc.Spec.Ports[0].Port).To(Equal(int32(3371)))
-		sat := podTemplate(g, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.SatelliteDaemonSetName("tlsd-a")}})
+		sat := podTemplate(g, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.SatelliteDaemonSetName("tlsd-a")}})
 		g.Expect(sat.Spec.Containers[0].Ports[0].ContainerPort).To(Equal(int32(3367)))
-		g.Expect(mountsSecret(sat, render.DefaultInternalTLSSecret, "/etc/linstor/ssl-pem")).To(BeTrue())
+		g.Expect(mountsSecret(sat, names.DefaultInternalTLSSecret, "/etc/linstor/ssl-pem")).To(BeTrue())
 		n, ok := emu.Node("tlsd-a")
 		g.Expect(ok).To(BeTrue())
 		g.Expect(n.NetInterfaces).To(HaveLen(1))
@@ -355,7 +358,7 @@ func TestTLSIsOnByDefault(t *testing.T) {
 		g.Expect(warnings(g, ns, linstorv1.ReasonTLSDisabled)).To(ContainElement(ContainSubstring("spec.tls.api.mode is Disabled")))
 	}, timeout, tick).Should(Succeed())
 	// The internal channel stays as it was: the satellites are not touched.
-	sat := podTemplate(g, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.SatelliteDaemonSetName("tlsd-a")}})
+	sat := podTemplate(g, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.SatelliteDaemonSetName("tlsd-a")}})
 	g.Expect(sat.Spec.Containers[0].Ports[0].ContainerPort).To(Equal(int32(3367)))
 	// One event for the change, not one per pass (the recorder would count repeats).
 	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) { c.Annotations = map[string]string{"touch": "1"} })).To(Succeed())
@@ -405,13 +408,13 @@ func TestClusterThatRanPlainStaysPlain(t *testing.T) {
 		g.Expect(warnings(g, ns, linstorv1.ReasonTLSKeptDisabled)).To(HaveLen(1))
 	}, timeout, tick).Should(Succeed())
 	g.Consistently(func(g Gomega) {
-		sat := podTemplate(g, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.SatelliteDaemonSetName("tlsk-a")}})
+		sat := podTemplate(g, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.SatelliteDaemonSetName("tlsk-a")}})
 		g.Expect(sat.Spec.Containers[0].Ports[0].ContainerPort).To(Equal(int32(3366)))
-		g.Expect(sat.Annotations).NotTo(HaveKey(render.AnnotationTLSHash))
+		g.Expect(sat.Annotations).NotTo(HaveKey(names.AnnotationTLSHash))
 		g.Expect(csiURL(g, ns)).To(Equal("http://linstor-controller." + ns + ".svc:3370"))
 		n, _ := emu.Node("tlsk-a")
 		g.Expect(n.NetInterfaces[0].SatelliteEncryptionType).To(Equal("PLAIN"))
-		g.Expect(env2Get(ns, render.DefaultInternalTLSSecret, &corev1.Secret{})).NotTo(Succeed(), "a certificate was issued for a plain cluster")
+		g.Expect(env2Get(ns, names.DefaultInternalTLSSecret, &corev1.Secret{})).NotTo(Succeed(), "a certificate was issued for a plain cluster")
 	}, "3s", tick).Should(Succeed())
 
 	// The admin switches the internal channel on by saying so.
@@ -433,7 +436,7 @@ func TestClusterThatRanPlainStaysPlain(t *testing.T) {
 
 // csiURL is where the CSI controller is told LINSTOR is.
 func csiURL(g Gomega, ns string) string {
-	csi := podTemplate(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.CSIControllerName}})
+	csi := podTemplate(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.CSIControllerName}})
 	for _, e := range csi.Spec.Containers[0].Env {
 		if e.Name == "LS_CONTROLLERS" {
 			return e.Value

@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
 // Pinning spec.version back while the upgrade's backup is being copied cancels the
@@ -50,8 +51,8 @@ func TestUpgradeCancelledDuringBackupWaitsForTheCopy(t *testing.T) {
 		g.Expect(upgradePhase(c)).To(Equal(linstorv1.UpgradeBackup), "%+v", c.Status.Upgrade)
 		g.Expect(c.Status.Upgrade.Message).To(HavePrefix("Cancelling the upgrade"))
 		g.Expect(c.Status.Upgrade.Message).To(ContainSubstring(backup))
-		g.Expect(replicas(g, render.ControllerName)).To(BeZero(), "the LINSTOR controller started while the backup copies")
-		g.Expect(replicas(g, render.CSIControllerName)).To(BeZero(), "CSI is not fenced while the backup copies")
+		g.Expect(replicas(g, names.ControllerName)).To(BeZero(), "the LINSTOR controller started while the backup copies")
+		g.Expect(replicas(g, names.CSIControllerName)).To(BeZero(), "CSI is not fenced while the backup copies")
 		g.Expect(get(g, ns, backup, &linstorv1.LinstorBackup{}).Status.Phase).To(Equal(linstorv1.BackupRunning))
 	}
 	g.Eventually(cancelling, timeout, tick).Should(Succeed())
@@ -68,7 +69,7 @@ func TestUpgradeCancelledDuringBackupWaitsForTheCopy(t *testing.T) {
 		g.Expect(c.Status.Upgrade).To(BeNil())
 		g.Expect(c.Status.Deployed).To(Equal(&linstorv1.DeployedVersions{Controller: preflightFrom, Satellites: preflightFrom}))
 		g.Expect(eventOf(g, ns, "UpgradeCancelled", preflightFrom+" -> "+preflightTo, "Backup")).NotTo(BeNil(), "no UpgradeCancelled event")
-		g.Expect(replicas(g, render.ControllerName)).To(Equal(int32(1)))
-		g.Expect(replicas(g, render.CSIControllerName)).NotTo(BeZero())
+		g.Expect(replicas(g, names.ControllerName)).To(Equal(int32(1)))
+		g.Expect(replicas(g, names.CSIControllerName)).NotTo(BeZero())
 	}, timeout, tick).Should(Succeed())
 }

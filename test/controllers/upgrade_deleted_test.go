@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,8 +19,6 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
-	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
 // A LinstorCluster deleted in the middle of an upgrade, and the LinstorBackups the
@@ -27,11 +27,11 @@ import (
 // expectInUse expects the LinstorBackup and every one of its chunk Secrets carry the
 // lifecycle's finalizer (want), or none of them (!want).
 func expectInUse(g Gomega, b *linstorv1.LinstorBackup, want bool) {
-	g.Expect(controllerutil.ContainsFinalizer(b, lifecycle.FinalizerBackupInUse)).To(Equal(want), "LinstorBackup %s finalizers %v", b.Name, b.Finalizers)
+	g.Expect(controllerutil.ContainsFinalizer(b, names.FinalizerBackupInUse)).To(Equal(want), "LinstorBackup %s finalizers %v", b.Name, b.Finalizers)
 	g.Expect(b.Status.Secrets).NotTo(BeEmpty())
 	for _, name := range b.Status.Secrets {
 		s := get(g, b.Namespace, name, &corev1.Secret{})
-		g.Expect(controllerutil.ContainsFinalizer(s, lifecycle.FinalizerBackupInUse)).To(Equal(want), "chunk Secret %s finalizers %v", name, s.Finalizers)
+		g.Expect(controllerutil.ContainsFinalizer(s, names.FinalizerBackupInUse)).To(Equal(want), "chunk Secret %s finalizers %v", name, s.Finalizers)
 	}
 }
 
@@ -46,7 +46,7 @@ func releaseBackupAndSecrets(ns, name string) {
 	for _, s := range b.Status.Secrets {
 		secret := &corev1.Secret{}
 		if env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: s}, secret) == nil {
-			if controllerutil.RemoveFinalizer(secret, lifecycle.FinalizerBackupInUse) {
+			if controllerutil.RemoveFinalizer(secret, names.FinalizerBackupInUse) {
 				_ = env.Client.Update(ctx, secret)
 			}
 			_ = env.Client.Delete(ctx, secret)
@@ -83,7 +83,7 @@ func TestClusterDeletedMidUpgradeRollsBackWhenRecreated(t *testing.T) {
 	g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupCompleted))
 	g.Eventually(func(g Gomega) {
 		b := get(g, ns, backupName, &linstorv1.LinstorBackup{})
-		g.Expect(b.Finalizers).To(ContainElement(lifecycle.FinalizerBackupInUse))
+		g.Expect(b.Finalizers).To(ContainElement(names.FinalizerBackupInUse))
 	}, timeout, tick).Should(Succeed(), "the pre-upgrade backup is not protected")
 	// Its chunk Secrets too: a foreground deletion deletes them first, finalizer or not.
 	g.Eventually(func(g Gomega) {
@@ -113,7 +113,7 @@ func TestClusterDeletedMidUpgradeRollsBackWhenRecreated(t *testing.T) {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(cluster), &linstorv1.LinstorCluster{}))
 	}, timeout, tick).Should(BeTrue(), "the deletion did not finish")
 	t.Logf("deleted LinstorCluster gone %.1fs into the test", time.Since(start).Seconds())
-	g.Expect(get(g, ns, backupName, &linstorv1.LinstorBackup{}).Finalizers).To(ContainElement(lifecycle.FinalizerBackupInUse),
+	g.Expect(get(g, ns, backupName, &linstorv1.LinstorBackup{}).Finalizers).To(ContainElement(names.FinalizerBackupInUse),
 		"the deletion released the backup the marker names")
 	expectInUse(g, get(g, ns, backupName, &linstorv1.LinstorBackup{}), true)
 	m := get(g, ns, markerKey.Name, &corev1.ConfigMap{})
@@ -129,7 +129,7 @@ func TestClusterDeletedMidUpgradeRollsBackWhenRecreated(t *testing.T) {
 		seen[upgradePhase(c)] = true
 		if upgradePhase(c) == linstorv1.UpgradeRollingBack {
 			var d appsv1.Deployment
-			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: render.ControllerName}, &d); err == nil {
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.ControllerName}, &d); err == nil {
 				g.Expect(*d.Spec.Replicas).To(BeZero(), "LINSTOR runs while the rollback restores its database: %+v", c.Status.Upgrade)
 			}
 			// The controller is stopped; what starts after the rollback is the old one.
@@ -152,7 +152,7 @@ func TestClusterDeletedMidUpgradeRollsBackWhenRecreated(t *testing.T) {
 		g.Expect(c.Status.Deployed).NotTo(BeNil())
 		g.Expect(c.Status.Deployed.Controller).To(Equal(preflightFrom))
 		var d appsv1.Deployment
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: render.ControllerName}, &d)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.ControllerName}, &d)).To(Succeed())
 		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(HaveSuffix(":v"+preflightFrom), "the old LINSTOR controller is not deployed")
 		g.Expect(*d.Spec.Replicas).To(Equal(int32(1)))
 		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, markerKey, &corev1.ConfigMap{}))).To(BeTrue(), "the marker outlived the rollback")
@@ -180,7 +180,7 @@ func TestOrphanedInUseBackupIsReleasedUnlessTheMarkerNamesIt(t *testing.T) {
 	// inUseBackup makes a LinstorBackup of the gone cluster, in use, with three chunk
 	// Secrets it owns (as the backup controller writes them), in use too.
 	inUseBackup := func(name string) *linstorv1.LinstorBackup {
-		b := &linstorv1.LinstorBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: []string{lifecycle.FinalizerBackupInUse}},
+		b := &linstorv1.LinstorBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: []string{names.FinalizerBackupInUse}},
 			Spec: linstorv1.LinstorBackupSpec{ClusterRef: linstorv1.ClusterReference{Name: cluster}}}
 		g.Expect(env.Client.Create(ctx, b)).To(Succeed())
 		t.Cleanup(func() { releaseBackupAndSecrets(ns, name) })
@@ -192,7 +192,7 @@ func TestOrphanedInUseBackupIsReleasedUnlessTheMarkerNamesIt(t *testing.T) {
 		var secrets []string
 		for i := 0; i < 3; i++ {
 			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: dbbackup.ChunkName(b, i),
-				Labels: map[string]string{dbbackup.LabelBackup: name}, Finalizers: []string{lifecycle.FinalizerBackupInUse},
+				Labels: map[string]string{names.LabelBackup: name}, Finalizers: []string{names.FinalizerBackupInUse},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: linstorv1.GroupVersion.String(), Kind: "LinstorBackup", Name: name, UID: b.UID,
 					Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
 				Data: map[string][]byte{dbbackup.ChunkKey: []byte("chunk")}}

@@ -6,11 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/linstor-operator/linstor-operator/pkg/linstorstate"
+
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 )
 
 // From the pre-upgrade backup until the satellites run the new version, a rollback
@@ -94,7 +95,7 @@ func TestLinstorWritesWaitForTheUpgradeFence(t *testing.T) {
 		g.Expect(upgradePhase(getCluster(g, cluster))).To(Equal(linstorv1.UpgradeSatellites))
 		c, ok := emu.Node("fence-c")
 		g.Expect(ok).To(BeTrue(), "fence-c was deleted from LINSTOR during the upgrade")
-		g.Expect(linstor.HasFlag(c.Flags, "EVACUATE")).To(BeFalse(), "fence-c was evacuated during the upgrade")
+		g.Expect(linstorstate.HasFlag(c.Flags, "EVACUATE")).To(BeFalse(), "fence-c was evacuated during the upgrade")
 		g.Expect(emu.Replicas("pvc-fence")).To(SatisfyAll(HaveLen(2), HaveKey("fence-a"), HaveKey("fence-c")))
 		a, _ := emu.Node("fence-a")
 		g.Expect(a.Props).NotTo(HaveKey("Aux/fence-node"))

@@ -13,7 +13,7 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/operatorcondition"
-	"github.com/linstor-operator/linstor-operator/pkg/linstor/emulator"
+	"github.com/linstor-operator/linstor-operator/internal/emulator"
 )
 
 // The LINSTOR upgrade's Preflight on a real API server, with the emulator as LINSTOR:

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 )
 
 const crdDir = "../../config/crd/bases"
@@ -436,14 +437,14 @@ func TestRandomStringImpossible(t *testing.T) {
 
 // TestValueScalars covers schema features the CRDs do not use.
 func TestValueScalars(t *testing.T) {
-	ptr := func(f float64) *float64 { return &f }
+	f64 := func(f float64) *float64 { return &f }
 	i64 := func(i int64) *int64 { return &i }
 	s := &apiextensionsv1.JSONSchemaProps{
 		Type:     "object",
 		Required: []string{"exclusive", "number", "nullable", "duration", "map", "when", "uuid", "intEnum", "set"},
 		Properties: map[string]apiextensionsv1.JSONSchemaProps{
-			"exclusive": {Type: "integer", Minimum: ptr(1), ExclusiveMinimum: true, Maximum: ptr(3), ExclusiveMaximum: true},
-			"number":    {Type: "number", Minimum: ptr(0.5), Maximum: ptr(0.75), ExclusiveMaximum: true},
+			"exclusive": {Type: "integer", Minimum: f64(1), ExclusiveMinimum: true, Maximum: f64(3), ExclusiveMaximum: true},
+			"number":    {Type: "number", Minimum: f64(0.5), Maximum: f64(0.75), ExclusiveMaximum: true},
 			"nullable":  {Type: "string", Nullable: true, MinLength: i64(2), MaxLength: i64(2)},
 			"duration":  {Type: "string", Format: "duration"},
 			"when":      {Type: "string", Format: "date-time"},
@@ -451,9 +452,9 @@ func TestValueScalars(t *testing.T) {
 			"intEnum":   {Type: "integer", Enum: []apiextensionsv1.JSON{{Raw: []byte("3")}, {Raw: []byte("5")}}},
 			"map": {Type: "object", MinProperties: i64(2), MaxProperties: i64(4),
 				AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &apiextensionsv1.JSONSchemaProps{Type: "boolean"}}},
-			"set": {Type: "array", MinItems: i64(2), MaxItems: i64(2), XListType: ptrTo("set"),
-				Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{Type: "integer", Minimum: ptr(0), Maximum: ptr(1)}}},
-			"free": {XPreserveUnknownFields: ptrTo(true)},
+			"set": {Type: "array", MinItems: i64(2), MaxItems: i64(2), XListType: ptr.To("set"),
+				Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{Type: "integer", Minimum: f64(0), Maximum: f64(1)}}},
+			"free": {XPreserveUnknownFields: ptr.To(true)},
 		},
 	}
 	c := newChecker(t, s)
@@ -485,8 +486,6 @@ func TestValueScalars(t *testing.T) {
 		t.Error("nullable field never null")
 	}
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 func TestLoadAndSchemaErrors(t *testing.T) {
 	crd, err := Load(filepath.Join(crdDir, "linstor.io_linstorbackups.yaml"))

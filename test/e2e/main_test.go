@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -65,7 +64,7 @@ func run(m *testing.M) int {
 	}
 	code := m.Run()
 	if code != 0 {
-		showTail(logPath, 150)
+		envtest.ShowTail("e2e", logPath, 150)
 	}
 	if err := env.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: stopping:", err)
@@ -99,17 +98,4 @@ func listening(addrs []string) []string {
 		}
 	}
 	return out
-}
-
-// showTail prints the last lines of the operator's log.
-func showTail(path string, lines int) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return
-	}
-	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	fmt.Fprintf(os.Stderr, "e2e: the last %d lines of the operator log (%s):\n%s\n", len(all), path, strings.Join(all, "\n"))
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	lapi "github.com/LINBIT/golinstor/client"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -19,7 +21,6 @@ import (
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/internal/kwokcluster"
 	"github.com/linstor-operator/linstor-operator/internal/sim"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
 	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
 
@@ -45,15 +46,13 @@ func conditionStatus(conds []metav1.Condition, typ string) metav1.ConditionStatu
 	return "Missing"
 }
 
-// runningPods maps the pods of a component (app.kubernetes.io/name) to their node.
-func runningPods(g Gomega, component string) map[string]string {
-	var pods corev1.PodList
-	g.Expect(env.Client.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{render.LabelName: component})).To(Succeed())
+// runningPodNodes maps the Running pods of a component (app.kubernetes.io/name) to their node.
+func runningPodNodes(g Gomega, component string) map[string]string {
+	pods, err := envtest.RunningPods(ctx, env.Client, client.InNamespace(namespace), client.MatchingLabels{names.LabelName: component})
+	g.Expect(err).NotTo(HaveOccurred())
 	out := map[string]string{}
-	for _, p := range pods.Items {
-		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-			out[string(p.UID)] = p.Spec.NodeName
-		}
+	for _, p := range pods {
+		out[string(p.UID)] = p.Spec.NodeName
 	}
 	return out
 }
@@ -78,9 +77,9 @@ func TestInstallBecomesAvailable(t *testing.T) {
 	t.Logf("3 nodes: Available %.1fs after the samples were applied", time.Since(start).Seconds())
 
 	// The real scheduler placed the pods and kwok runs them.
-	g.Expect(runningPods(g, render.ControllerName)).To(HaveLen(1))
-	g.Expect(runningPods(g, "linstor-satellite")).To(HaveLen(3))
-	g.Expect(runningPods(g, render.CSINodeName)).To(HaveLen(3))
+	g.Expect(runningPodNodes(g, names.ControllerName)).To(HaveLen(1))
+	g.Expect(runningPodNodes(g, "linstor-satellite")).To(HaveLen(3))
+	g.Expect(runningPodNodes(g, names.CSINodeName)).To(HaveLen(3))
 	for i := 0; i < 3; i++ {
 		name := "node-" + string(rune('0'+i))
 		linstorNodeOnline(g, name)
@@ -113,13 +112,13 @@ func TestNodeTaintedByTheHAControllerKeepsItsSatellite(t *testing.T) {
 	// A node with a satellite and neither the LINSTOR nor the CSI controller, whose
 	// eviction would restart LINSTOR under the next steps.
 	busy := map[string]bool{}
-	for _, c := range []string{render.ControllerName, "linstor-csi"} {
-		for _, node := range runningPods(g, c) {
+	for _, c := range []string{names.ControllerName, "linstor-csi"} {
+		for _, node := range runningPodNodes(g, c) {
 			busy[node] = true
 		}
 	}
 	var node string
-	for _, n := range runningPods(g, "linstor-satellite") {
+	for _, n := range runningPodNodes(g, "linstor-satellite") {
 		if !busy[n] && (node == "" || n < node) {
 			node = n
 		}
@@ -127,14 +126,14 @@ func TestNodeTaintedByTheHAControllerKeepsItsSatellite(t *testing.T) {
 	g.Expect(node).NotTo(BeEmpty(), "no node runs a satellite without a controller")
 	podsOn := func(g Gomega, component string) []string {
 		var uids []string
-		for uid, n := range runningPods(g, component) {
+		for uid, n := range runningPodNodes(g, component) {
 			if n == node {
 				uids = append(uids, uid)
 			}
 		}
 		return uids
 	}
-	satellitePod, csiPod := podsOn(g, "linstor-satellite"), podsOn(g, render.CSINodeName)
+	satellitePod, csiPod := podsOn(g, "linstor-satellite"), podsOn(g, names.CSINodeName)
 	g.Expect(satellitePod).To(HaveLen(1))
 	g.Expect(csiPod).To(HaveLen(1))
 	satellite := &linstorv1.LinstorSatellite{}
@@ -157,7 +156,7 @@ func TestNodeTaintedByTheHAControllerKeepsItsSatellite(t *testing.T) {
 			}
 			var kept []corev1.Taint
 			for _, t := range n.Spec.Taints {
-				if t.Key != render.TaintLostQuorum && t.Key != render.TaintForceIOError {
+				if t.Key != names.TaintLostQuorum && t.Key != names.TaintForceIOError {
 					kept = append(kept, t)
 				}
 			}
@@ -165,8 +164,8 @@ func TestNodeTaintedByTheHAControllerKeepsItsSatellite(t *testing.T) {
 			return env.Client.Update(ctx, n)
 		})).To(Succeed())
 	}
-	setNode(true, corev1.Taint{Key: render.TaintLostQuorum, Effect: corev1.TaintEffectNoExecute},
-		corev1.Taint{Key: render.TaintForceIOError, Effect: corev1.TaintEffectNoSchedule})
+	setNode(true, corev1.Taint{Key: names.TaintLostQuorum, Effect: corev1.TaintEffectNoExecute},
+		corev1.Taint{Key: names.TaintForceIOError, Effect: corev1.TaintEffectNoSchedule})
 	t.Cleanup(func() { setNode(false) })
 	g.Eventually(func(g Gomega) {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(canary), &corev1.Pod{})
@@ -174,7 +173,7 @@ func TestNodeTaintedByTheHAControllerKeepsItsSatellite(t *testing.T) {
 	}, timeout, tick).Should(Succeed())
 	g.Consistently(func(g Gomega) {
 		g.Expect(podsOn(g, "linstor-satellite")).To(Equal(satellitePod), "the satellite pod of the tainted node was replaced or evicted")
-		g.Expect(podsOn(g, render.CSINodeName)).To(Equal(csiPod), "the CSI node plugin of the tainted node was replaced or evicted")
+		g.Expect(podsOn(g, names.CSINodeName)).To(Equal(csiPod), "the CSI node plugin of the tainted node was replaced or evicted")
 		sat := &linstorv1.LinstorSatellite{}
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: node}, sat)).To(Succeed())
 		g.Expect(sat.UID).To(Equal(satellite.UID))
@@ -244,14 +243,14 @@ func TestV1alpha1IsServedThroughTheConversionWebhook(t *testing.T) {
 // With the operator stopped, LINSTOR keeps running untouched; restarted, it catches up.
 func TestStoppedOperatorLeavesWorkloadsAloneAndCatchesUp(t *testing.T) {
 	g := NewWithT(t)
-	satellitesBefore := runningPods(g, "linstor-satellite")
-	controllerBefore := runningPods(g, render.ControllerName)
+	satellitesBefore := runningPodNodes(g, "linstor-satellite")
+	controllerBefore := runningPodNodes(g, names.ControllerName)
 	g.Expect(env.StopOperator()).To(Succeed())
 
 	g.Expect(kwokcluster.AddNodes(ctx, env.Client, "node", 4, 5)).To(Succeed())
 	g.Consistently(func(g Gomega) {
-		g.Expect(runningPods(g, "linstor-satellite")).To(Equal(satellitesBefore))
-		g.Expect(runningPods(g, render.ControllerName)).To(Equal(controllerBefore))
+		g.Expect(runningPodNodes(g, "linstor-satellite")).To(Equal(satellitesBefore))
+		g.Expect(runningPodNodes(g, names.ControllerName)).To(Equal(controllerBefore))
 		for _, node := range satellitesBefore {
 			linstorNodeOnline(g, node)
 		}
@@ -265,11 +264,11 @@ func TestStoppedOperatorLeavesWorkloadsAloneAndCatchesUp(t *testing.T) {
 		g.Expect(cluster(g).Status.Satellites).To(Equal(linstorv1.SatelliteCounts{Ready: 5, Total: 5}))
 	}, timeout, tick).Should(Succeed())
 	// The restart rolled nothing that was running.
-	after := runningPods(g, "linstor-satellite")
+	after := runningPodNodes(g, "linstor-satellite")
 	for uid := range satellitesBefore {
 		g.Expect(after).To(HaveKey(uid), "a satellite pod was replaced by the restart")
 	}
-	g.Expect(runningPods(g, render.ControllerName)).To(Equal(controllerBefore))
+	g.Expect(runningPodNodes(g, names.ControllerName)).To(Equal(controllerBefore))
 }
 
 // With deletion policy Evacuate (the samples keep the default, Retain), a node that
@@ -295,7 +294,7 @@ func TestRemovedNodeIsEvacuatedAndItsWorkloadCollected(t *testing.T) {
 		g.Expect(sat.Spec.DeletionPolicy).To(Equal(linstorv1.DeletionEvacuate))
 	}, timeout, tick).Should(Succeed())
 	var ds appsv1.DaemonSet
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: render.SatelliteDaemonSetName("node-4")}, &ds)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: names.SatelliteDaemonSetName("node-4")}, &ds)).To(Succeed())
 	g.Expect(env.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-4"}})).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		_, registered := env.Emulator.Node("node-4")
@@ -330,7 +329,7 @@ func TestDeletedClusterIsCollectedButThePassphraseKept(t *testing.T) {
 			g.Expect(env.Client.List(ctx, list, client.InNamespace(namespace))).To(Succeed())
 			g.Expect(meta.LenList(list)).To(BeZero(), "%T not collected", list)
 		}
-		g.Expect(runningPods(g, "linstor-satellite")).To(BeEmpty())
+		g.Expect(runningPodNodes(g, "linstor-satellite")).To(BeEmpty())
 	}, timeout, tick).Should(Succeed())
 	var kept corev1.Secret
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: passphrase}, &kept)).To(Succeed())

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	lapi "github.com/LINBIT/golinstor/client"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +22,6 @@ import (
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
 	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
 
 // This file runs after the scenario (scenario_test.go needs an empty cluster, and
@@ -60,7 +61,7 @@ func TestFreshClusterRestoresEveryObjectOfTheBackup(t *testing.T) {
 	t.Cleanup(func() {
 		got := &linstorv1.LinstorBackup{}
 		if env.Client.Get(ctx, client.ObjectKeyFromObject(b), got) == nil {
-			if controllerutil.RemoveFinalizer(got, lifecycle.FinalizerBackupInUse) {
+			if controllerutil.RemoveFinalizer(got, names.FinalizerBackupInUse) {
 				_ = env.Client.Update(ctx, got)
 			}
 			_ = env.Client.Delete(ctx, got)
@@ -85,7 +86,7 @@ func TestFreshClusterRestoresEveryObjectOfTheBackup(t *testing.T) {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(old), &linstorv1.LinstorCluster{}))
 	}, timeout, tick).Should(BeTrue())
 	g.Eventually(func(g Gomega) {
-		g.Expect(runningPods(g, render.ControllerName)).To(BeEmpty())
+		g.Expect(runningPodNodes(g, names.ControllerName)).To(BeEmpty())
 	}, timeout, tick).Should(Succeed())
 	before, err := dbbackup.Take(ctx, env.Client)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -170,7 +171,7 @@ watch:
 	lc, err := linstor.NewClient(env.LinstorURL, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(func(g Gomega) {
-		g.Expect(runningPods(g, render.ControllerName)).NotTo(BeEmpty())
+		g.Expect(runningPodNodes(g, names.ControllerName)).NotTo(BeEmpty())
 	}, upgradeTimeout, tick).Should(Succeed())
 	mark("LINSTOR controller pod running")
 	g.Eventually(func(g Gomega) {

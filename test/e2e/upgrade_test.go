@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	lapi "github.com/LINBIT/golinstor/client"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
@@ -25,7 +26,6 @@ import (
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
 	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
 	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
@@ -44,21 +44,15 @@ func freshLinstor(t *testing.T) {
 		}, timeout, tick).ShouldNot(Succeed())
 	}
 	g.Eventually(func(g Gomega) {
-		g.Expect(runningPods(g, render.ControllerName)).To(BeEmpty())
+		g.Expect(runningPodNodes(g, names.ControllerName)).To(BeEmpty())
 	}, timeout, tick).Should(Succeed())
 	g.Expect(dbbackup.Restore(ctx, env.Client, &dbbackup.Dump{})).To(Succeed()) // drops every table
 	env.Emulator.Reset()
 }
 
 func updateLinstorCluster(g Gomega, mutate func(*linstorv1.LinstorCluster)) {
-	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		c := &linstorv1.LinstorCluster{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "linstor"}, c); err != nil {
-			return err
-		}
-		mutate(c)
-		return env.Client.Update(ctx, c)
-	})).To(Succeed())
+	key := &linstorv1.LinstorCluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "linstor"}}
+	g.Expect(envtest.Update(ctx, env.Client, key, mutate)).To(Succeed())
 }
 
 // installAt installs the samples pinned to a LINSTOR version with the Manual policy and
@@ -370,14 +364,7 @@ func conditionOf(c *linstorv1.LinstorCluster, typ string) metav1.Condition {
 }
 
 func setTaints(g Gomega, node string, taints []corev1.Taint) {
-	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n := &corev1.Node{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
-			return err
-		}
-		n.Spec.Taints = taints
-		return env.Client.Update(ctx, n)
-	})).To(Succeed())
+	g.Expect(envtest.Update(ctx, env.Client, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, func(n *corev1.Node) { n.Spec.Taints = taints })).To(Succeed())
 }
 
 // The operator upgrade OLM performs: the previous operator release (0.2.0, LINSTOR 1.33.2)
@@ -459,17 +446,17 @@ func TestUserBackupAndRestoreRoundTrip(t *testing.T) {
 		g.Expect(c.Status.Restore).NotTo(BeNil())
 		g.Expect(c.Status.Restore.Phase).To(Equal(lifecycle.RestoreAwaitingConfirmation), c.Status.Restore.Message)
 		confirm = "snap/" + string(c.UID)
-		g.Expect(c.Status.Restore.Message).To(ContainSubstring(lifecycle.AnnotationConfirmRestore + "=" + confirm))
+		g.Expect(c.Status.Restore.Message).To(ContainSubstring(names.AnnotationConfirmRestore + "=" + confirm))
 		g.Expect(conditionOf(c, linstorv1.ConditionDegraded).Reason).To(Equal(linstorv1.ReasonRestoreNeedsConfirmation))
 	}, timeout, tick).Should(Succeed())
 	g.Consistently(func(g Gomega) {
 		g.Expect(env.Emulator.ResourcePlaced("pvc-new", "node-2")).To(BeTrue())
-		g.Expect(runningPods(g, render.ControllerName)).NotTo(BeEmpty())
+		g.Expect(runningPodNodes(g, names.ControllerName)).NotTo(BeEmpty())
 	}, "3s", tick).Should(Succeed())
 
 	start := time.Now()
 	updateLinstorCluster(g, func(c *linstorv1.LinstorCluster) {
-		c.Annotations = map[string]string{lifecycle.AnnotationConfirmRestore: confirm}
+		c.Annotations = map[string]string{names.AnnotationConfirmRestore: confirm}
 	})
 	g.Eventually(func(g Gomega) {
 		c := cluster(g)
@@ -481,7 +468,7 @@ func TestUserBackupAndRestoreRoundTrip(t *testing.T) {
 		g.Expect(env.Emulator.ResourcePlaced("pvc-new", "node-2")).To(BeFalse(), "a resource created after the backup survived the restore")
 	}, upgradeTimeout, tick).Should(Succeed())
 	t.Logf("restore: LINSTOR answering on the restored database %.1fs after the restore was confirmed", time.Since(start).Seconds())
-	g.Expect(cluster(g).Annotations).NotTo(HaveKey(lifecycle.AnnotationConfirmRestore), "the confirmation is used up")
+	g.Expect(cluster(g).Annotations).NotTo(HaveKey(names.AnnotationConfirmRestore), "the confirmation is used up")
 
 	// Restored once only: a change made now survives while the field still names the backup.
 	g.Expect(env.Emulator.PlaceResource("pvc-after", "node-2", samplePool, false)).To(Succeed())
@@ -498,7 +485,7 @@ func TestUserBackupAndRestoreRoundTrip(t *testing.T) {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(old), &linstorv1.LinstorCluster{}))
 	}, timeout, tick).Should(BeTrue())
 	again := &linstorv1.LinstorCluster{ObjectMeta: metav1.ObjectMeta{Name: old.Name, Namespace: old.Namespace, Labels: old.Labels,
-		Annotations: map[string]string{lifecycle.AnnotationConfirmRestore: confirm}}, Spec: old.Spec}
+		Annotations: map[string]string{names.AnnotationConfirmRestore: confirm}}, Spec: old.Spec}
 	g.Expect(env.Client.Create(ctx, again)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		c := cluster(g)

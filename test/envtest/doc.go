@@ -6,4 +6,7 @@
 //
 //	var env *envtest.Env
 //	func TestMain(m *testing.M) { os.Exit(envtest.Run(m, envtest.Options{}, &env)) }
+//
+// It also holds, once, the helpers several suites share (envtest stories, e2e, OLM, the
+// bundle tools, the bench): Update, RunningPods, WaitFor, ShowTail and OPMBinary.
 package envtest

@@ -3,14 +3,15 @@ package envtest
 import (
 	"context"
 	"fmt"
-	olmcrds "github.com/operator-framework/api/crds"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	olmcrds "github.com/operator-framework/api/crds"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
@@ -23,8 +24,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/linstor-operator/linstor-operator/internal/bundle"
 	"github.com/linstor-operator/linstor-operator/internal/manager"
-	"github.com/linstor-operator/linstor-operator/pkg/bundle"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 )
 

@@ -33,10 +33,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/internal/bundle"
 	"github.com/linstor-operator/linstor-operator/internal/kwokcluster"
 	"github.com/linstor-operator/linstor-operator/internal/runbundle"
 	"github.com/linstor-operator/linstor-operator/internal/sim"
-	"github.com/linstor-operator/linstor-operator/pkg/bundle"
 )
 
 const (
@@ -162,7 +162,7 @@ func startRelease(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVersion) (*
 	dep := &appsv1.Deployment{}
 	g.Eventually(func(g Gomega) {
 		g.Expect(world.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: specs[0].Name}, dep)).To(Succeed())
-		pods, err := runningPods(ctx, dep)
+		pods, err := runningPodsOf(ctx, dep)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(pods).To(HaveLen(int(*dep.Spec.Replicas)))
 		for _, p := range pods {

@@ -13,14 +13,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/linstor-operator/linstor-operator/pkg/linstor/emulator"
-	"github.com/linstor-operator/linstor-operator/pkg/render"
+	"github.com/linstor-operator/linstor-operator/internal/emulator"
+	testenv "github.com/linstor-operator/linstor-operator/test/envtest"
 )
 
 // linstor is the LINSTOR emulator standing in for the LINSTOR controller pod: it serves
@@ -107,14 +109,14 @@ func serveLinstor(c context.Context) error {
 		linstor.mu.Lock()
 		served := linstor.served
 		linstor.mu.Unlock()
-		if served != "" && (ip == "" || served != net.JoinHostPort(ip, strconv.Itoa(render.SecureAPIPort))) {
+		if served != "" && (ip == "" || served != net.JoinHostPort(ip, strconv.Itoa(names.SecureAPIPort))) {
 			stopServingLinstor() // its pod is gone
 		}
-		if ip == "" || (served != "" && served == net.JoinHostPort(ip, strconv.Itoa(render.SecureAPIPort))) {
+		if ip == "" || (served != "" && served == net.JoinHostPort(ip, strconv.Itoa(names.SecureAPIPort))) {
 			continue
 		}
 		var secret corev1.Secret
-		if err := world.client.Get(c, client.ObjectKey{Namespace: namespace, Name: render.DefaultAPITLSSecret}, &secret); err != nil {
+		if err := world.client.Get(c, client.ObjectKey{Namespace: namespace, Name: names.DefaultAPITLSSecret}, &secret); err != nil {
 			continue
 		}
 		// A failure (a Secret caught mid-update, an address not ready) is reported and
@@ -129,16 +131,16 @@ func serveLinstor(c context.Context) error {
 func serveLinstorAt(podIP string, secret *corev1.Secret) error {
 	pair, err := tls.X509KeyPair(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey])
 	if err != nil {
-		return fmt.Errorf("Secret %s: %w", render.DefaultAPITLSSecret, err)
+		return fmt.Errorf("Secret %s: %w", names.DefaultAPITLSSecret, err)
 	}
 	clientCAs := x509.NewCertPool()
 	if !clientCAs.AppendCertsFromPEM(secret.Data["ca.crt"]) {
-		return fmt.Errorf("Secret %s has no ca.crt", render.DefaultAPITLSSecret)
+		return fmt.Errorf("Secret %s has no ca.crt", names.DefaultAPITLSSecret)
 	}
 	if err := addAddress(podIP); err != nil {
 		return err
 	}
-	addr := net.JoinHostPort(podIP, strconv.Itoa(render.SecureAPIPort))
+	addr := net.JoinHostPort(podIP, strconv.Itoa(names.SecureAPIPort))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -150,7 +152,7 @@ func serveLinstorAt(podIP string, secret *corev1.Secret) error {
 	linstor.srv, linstor.served = srv, addr
 	linstor.addresses = append(linstor.addresses, addr)
 	linstor.mu.Unlock()
-	if err := setHosts(map[string]string{render.ControllerName + "." + namespace + ".svc": podIP}); err != nil {
+	if err := setHosts(map[string]string{names.ControllerName + "." + namespace + ".svc": podIP}); err != nil {
 		return err
 	}
 	linstor.servers.Add(1)
@@ -179,29 +181,29 @@ func stopServingLinstor() {
 // Deployment, "" while there is none.
 func controllerPodIP(c context.Context) (string, error) {
 	var dep appsv1.Deployment
-	if err := world.client.Get(c, client.ObjectKey{Namespace: namespace, Name: render.ControllerName}, &dep); err != nil {
+	if err := world.client.Get(c, client.ObjectKey{Namespace: namespace, Name: names.ControllerName}, &dep); err != nil {
 		return "", err
 	}
-	pods, err := runningPods(c, &dep)
+	pods, err := runningPodsOf(c, &dep)
 	if err != nil || len(pods) == 0 {
 		return "", err
 	}
 	return pods[0].Status.PodIP, nil
 }
 
-// runningPods lists the Deployment's Running pods that have an address.
-func runningPods(c context.Context, dep *appsv1.Deployment) ([]corev1.Pod, error) {
+// runningPodsOf lists the Deployment's Running pods that have an address.
+func runningPodsOf(c context.Context, dep *appsv1.Deployment) ([]corev1.Pod, error) {
 	sel, err := metav1.LabelSelectorAsSelector(dep.Spec.Selector)
 	if err != nil {
 		return nil, err
 	}
-	var pods corev1.PodList
-	if err := world.client.List(c, &pods, client.InNamespace(dep.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	running, err := testenv.RunningPods(c, world.client, client.InNamespace(dep.Namespace), client.MatchingLabelsSelector{Selector: sel})
+	if err != nil {
 		return nil, err
 	}
 	var out []corev1.Pod
-	for _, p := range pods.Items {
-		if p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" && p.DeletionTimestamp == nil {
+	for _, p := range running {
+		if p.Status.PodIP != "" {
 			out = append(out, p)
 		}
 	}

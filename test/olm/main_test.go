@@ -155,7 +155,7 @@ func inside(m *testing.M) (code int) {
 		}
 		// Nothing of the cluster may outlive the run (a few seconds to finish stopping).
 		if world.cluster != nil {
-			if err := waitFor(15*time.Second, func() (bool, error) {
+			if err := testenv.WaitFor(250*time.Millisecond, 15*time.Second, func() (bool, error) {
 				left := kwokcluster.ProcessesUnder(world.cluster.Dir())
 				return len(left) == 0, fmt.Errorf("processes %v", left)
 			}); err != nil {
@@ -173,7 +173,7 @@ func inside(m *testing.M) (code int) {
 	code = m.Run()
 	if code != 0 {
 		for _, p := range world.procs {
-			showTail(p.log, 40)
+			testenv.ShowTail("test/olm", p.log, 40)
 		}
 	}
 	return code
@@ -268,28 +268,6 @@ func tearDown() error {
 	return errors.Join(errs...)
 }
 
-// waitFor polls done every 250ms until it reports true, fails, or timeout passes.
-func waitFor(timeout time.Duration, done func() (bool, error)) error {
-	deadline := time.Now().Add(timeout)
-	var last error
-	for {
-		ok, err := done()
-		if ok {
-			return nil
-		}
-		if err != nil {
-			last = err
-		}
-		if time.Now().After(deadline) {
-			if last != nil {
-				return fmt.Errorf("timed out after %s: %w", timeout, last)
-			}
-			return fmt.Errorf("timed out after %s", timeout)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-}
-
 // process is a child the world started, its output in a log file.
 type process struct {
 	name string
@@ -348,18 +326,6 @@ func (p *process) exited() (bool, error) {
 	default:
 		return false, nil
 	}
-}
-
-func showTail(path string, lines int) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return
-	}
-	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	fmt.Fprintf(os.Stderr, "test/olm: the last %d lines of %s:\n%s\n", len(all), path, strings.Join(all, "\n"))
 }
 
 // addAddress puts a pod's address on the namespace's loopback, where its process listens.

@@ -17,6 +17,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	testenv "github.com/linstor-operator/linstor-operator/test/envtest"
 )
 
 // olmCertDir is where OLM mounts the webhook serving certificate it generated (and
@@ -50,7 +52,7 @@ type operatorPod struct {
 // certificate, a token of the pod's ServiceAccount (so only the CSV's RBAC applies), and
 // the pods' addresses on the namespace's loopback.
 func startOperatorAsPod(dep *appsv1.Deployment) (*operatorPod, error) {
-	pods, err := runningPods(ctx, dep)
+	pods, err := runningPodsOf(ctx, dep)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +133,7 @@ func startOperatorAsPod(dep *appsv1.Deployment) (*operatorPod, error) {
 		}
 	}
 	url := "http://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(port)) + probe.HTTPGet.Path
-	err = waitFor(time.Minute, func() (bool, error) {
+	err = testenv.WaitFor(250*time.Millisecond, time.Minute, func() (bool, error) {
 		if ended, err := op.proc.exited(); ended {
 			return false, fmt.Errorf("the operator exited: %v", err)
 		}

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/linstor-operator/linstor-operator/internal/bundle"
 	"github.com/linstor-operator/linstor-operator/internal/runbundle"
-	"github.com/linstor-operator/linstor-operator/pkg/bundle"
 )
 
 // The releases the scenario installs: the catalog's (bundles/<v>/, each a build of the

@@ -21,8 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/internal/bundle"
 	"github.com/linstor-operator/linstor-operator/internal/runbundle"
-	"github.com/linstor-operator/linstor-operator/pkg/bundle"
+	testenv "github.com/linstor-operator/linstor-operator/test/envtest"
 )
 
 // samplePool is the pool the samples give every node.
@@ -182,7 +183,7 @@ func upgradeThroughOLM(t *testing.T) {
 		// OLM marks the running CSV Replacing as soon as its successor exists, and keeps
 		// its Deployment.
 		g.Expect(running.Status.Phase).To(BeElementOf(operatorsv1alpha1.CSVPhaseSucceeded, operatorsv1alpha1.CSVPhaseReplacing))
-		pods, err := runningPods(ctx, dep)
+		pods, err := runningPodsOf(ctx, dep)
 		g.Expect(err).NotTo(HaveOccurred())
 		for _, p := range pods {
 			ctr, err := managerContainer(&p)
@@ -308,7 +309,7 @@ func fixForwardWhileDegraded(t *testing.T) {
 	g.Expect(before).To(HaveLen(3))
 	const keep = "olm-e2e.linstor.io/keep"
 	setLabel(g, "node-0", keep, "yes")
-	updateCluster(g, func(cl *linstorv1.LinstorCluster) { cl.Spec.NodeSelector = map[string]string{keep: "yes"} })
+	g.Expect(testenv.Update(ctx, world.client, clusterNow(g), func(cl *linstorv1.LinstorCluster) { cl.Spec.NodeSelector = map[string]string{keep: "yes"} })).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		conds := clusterNow(g).Status.Conditions
 		d := meta.FindStatusCondition(conds, linstorv1.ConditionDegraded)
@@ -348,7 +349,7 @@ func fixForwardWhileDegraded(t *testing.T) {
 		}
 	}, "3s", tick).Should(Succeed())
 	// The admin undoes the mistake.
-	updateCluster(g, func(cl *linstorv1.LinstorCluster) { cl.Spec.NodeSelector = nil })
+	g.Expect(testenv.Update(ctx, world.client, clusterNow(g), func(cl *linstorv1.LinstorCluster) { cl.Spec.NodeSelector = nil })).To(Succeed())
 	waitAvailable(g, version)
 	g.Eventually(func(g Gomega) {
 		g.Expect(meta.IsStatusConditionFalse(clusterNow(g).Status.Conditions, linstorv1.ConditionDegraded)).To(BeTrue())
@@ -649,22 +650,7 @@ func crdGenerations(g Gomega) map[string]int64 {
 }
 
 func setLabel(g Gomega, node, key, value string) {
-	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n := &corev1.Node{}
-		if err := world.client.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
-			return err
-		}
-		n.Labels[key] = value
-		return world.client.Update(ctx, n)
-	})).To(Succeed())
-}
-
-func updateCluster(g Gomega, mutate func(*linstorv1.LinstorCluster)) {
-	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cl := clusterNow(g)
-		mutate(cl)
-		return world.client.Update(ctx, cl)
-	})).To(Succeed())
+	g.Expect(testenv.Update(ctx, world.client, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, func(n *corev1.Node) { n.Labels[key] = value })).To(Succeed())
 }
 
 // The Subscription's channel decides the LINSTOR line: on stable-linstor-1.33 a release of

@@ -1,0 +1,222 @@
+// Package layering checks the project's import rules from `go list -deps`, so that the
+// layout the README describes is enforced, not hoped for:
+//   - the operator binary links only api/, pkg/, controllers/, config/crd and
+//     internal/manager: never the LINSTOR emulator, a generator or a test harness;
+//   - pkg/ is what the binary runs: every pkg/ package is linked by it, and none imports
+//     controllers/, internal/, cmd/, hack/ or test/;
+//   - the pure planners decide without I/O: neither they nor anything of this module
+//     they import reach the Kubernetes or LINSTOR client, an HTTP stack or the
+//     operator's writers;
+//   - the emulator imports the operator only for facts LINSTOR and the operator share.
+package layering
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/linstor-operator/linstor-operator"
+
+// The pure planners: decisions that can lose data, as functions of status, observations
+// and time (STYLE.md).
+var planners = []string{
+	"pkg/lifecycle", "pkg/upgrade", "pkg/discovery", "pkg/satellite", "pkg/netif",
+	"pkg/nodeconnection", "pkg/storagepool",
+}
+
+// What a planner may not reach, directly or through a package of this module: package
+// path prefixes. golinstor's client package is allowed for its plain data types
+// (lapi.Node, lapi.ResourceWithVolumes): a planner receives them, never a client.
+var plannerForbidden = []string{
+	"net/http",
+	"sigs.k8s.io/controller-runtime/pkg/client",
+	"sigs.k8s.io/controller-runtime/pkg/manager",
+	"sigs.k8s.io/controller-runtime/pkg/reconcile",
+	"k8s.io/client-go/kubernetes",
+	"k8s.io/client-go/rest",
+	"k8s.io/client-go/tools",
+	module + "/pkg/linstor/observer",
+	module + "/pkg/apply",
+	module + "/pkg/certs",
+	module + "/pkg/render",
+	module + "/controllers",
+	module + "/internal",
+}
+
+// Packages a planner may not reach, matched exactly: pkg/linstor talks to LINSTOR, but
+// its subpackage props (the property whitelist) is a pure table.
+var plannerForbiddenExact = []string{module + "/pkg/linstor"}
+
+func plannerMayNotReach(path string) (string, bool) {
+	if slices.Contains(plannerForbiddenExact, path) {
+		return path, true
+	}
+	return hasPrefix(path, plannerForbidden)
+}
+
+// The roots the operator binary may link packages of.
+var binaryAllowed = []string{"api/", "pkg/", "controllers/", "config/crd", "internal/manager"}
+
+// What the emulator may import of the operator: LINSTOR's property whitelist, the names
+// its coupling to the cluster's pods uses, LINSTOR's database CRD group, and version
+// parsing.
+var emulatorAllowed = []string{"pkg/linstor/props", "pkg/names", "pkg/dbbackup", "pkg/upgrade"}
+
+type listed struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+	Standard   bool
+}
+
+// goList runs `go list -deps -json` (or without -deps) for patterns in the module root.
+func goList(t *testing.T, deps bool, patterns ...string) []listed {
+	t.Helper()
+	args := []string{"list", "-json=ImportPath,Imports,Deps,Standard"}
+	if deps {
+		args = append(args, "-deps")
+	}
+	cmd := exec.Command("go", append(args, patterns...)...)
+	cmd.Dir = "../.."
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, stderr.String())
+	}
+	var pkgs []listed
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listed
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+func local(path string) (string, bool) {
+	if path == module {
+		return ".", true
+	}
+	rel, ok := strings.CutPrefix(path, module+"/")
+	return rel, ok
+}
+
+func hasPrefix(path string, prefixes []string) (string, bool) {
+	for _, p := range prefixes {
+		if path == p || strings.HasPrefix(path, strings.TrimSuffix(p, "/")+"/") {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+func TestTheOperatorBinaryLinksOnlyWhatItRuns(t *testing.T) {
+	linked := map[string]bool{}
+	for _, p := range goList(t, true, ".") {
+		rel, ok := local(p.ImportPath)
+		if !ok || rel == "." {
+			continue
+		}
+		linked[rel] = true
+		if _, allowed := hasPrefix(rel, binaryAllowed); !allowed {
+			t.Errorf("the operator binary links %s: only %v belong in it (move the importer, or the package)", rel, binaryAllowed)
+		}
+	}
+	if len(linked) < 10 {
+		t.Fatalf("go list found only %d packages of the module in the binary: %v", len(linked), linked)
+	}
+	for _, p := range goList(t, false, "./pkg/...") {
+		rel, _ := local(p.ImportPath)
+		if !linked[rel] {
+			t.Errorf("%s is in pkg/ but the operator binary does not link it: pkg/ is what the operator runs (move it to internal/, hack/ or test/)", rel)
+		}
+	}
+}
+
+func TestPkgImportsNeitherControllersNorInternal(t *testing.T) {
+	forbidden := []string{"controllers", "internal", "cmd", "hack", "test"}
+	for _, p := range goList(t, false, "./pkg/...") {
+		rel, _ := local(p.ImportPath)
+		for _, imp := range p.Imports {
+			irel, ok := local(imp)
+			if !ok {
+				continue
+			}
+			if root, bad := hasPrefix(irel, forbidden); bad {
+				t.Errorf("%s imports %s: pkg/ may not import %s/", rel, irel, root)
+			}
+		}
+	}
+}
+
+func TestPlannersReachNoClient(t *testing.T) {
+	all := goList(t, true, "./pkg/...")
+	byPath := map[string]listed{}
+	for _, p := range all {
+		byPath[p.ImportPath] = p
+	}
+	checked := 0
+	for _, planner := range planners {
+		root, ok := byPath[module+"/"+planner]
+		if !ok {
+			t.Errorf("planner %s does not exist (update the list)", planner)
+			continue
+		}
+		checked++
+		// The planner and every package of this module it reaches: their direct
+		// imports must avoid the forbidden prefixes.
+		reach := []string{root.ImportPath}
+		for _, d := range root.Deps {
+			if _, ok := local(d); ok {
+				reach = append(reach, d)
+			}
+		}
+		sort.Strings(reach)
+		for _, pkg := range reach {
+			rel, _ := local(pkg)
+			if bad, forbidden := plannerMayNotReach(pkg); forbidden {
+				t.Errorf("planner %s reaches %s (forbidden: %s)", planner, rel, bad)
+				continue
+			}
+			for _, imp := range byPath[pkg].Imports {
+				if bad, forbidden := plannerMayNotReach(imp); forbidden {
+					t.Errorf("planner %s: %s imports %s (forbidden: %s)", planner, rel, imp, bad)
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no planner checked")
+	}
+}
+
+func TestTheEmulatorImportsOnlySharedFacts(t *testing.T) {
+	for _, p := range goList(t, false, "./internal/emulator") {
+		var got []string
+		for _, imp := range p.Imports {
+			rel, ok := local(imp)
+			if !ok {
+				continue
+			}
+			got = append(got, rel)
+			if !slices.Contains(emulatorAllowed, rel) {
+				t.Errorf("the emulator imports %s: it may import only %v (facts LINSTOR and the operator share)", rel, emulatorAllowed)
+			}
+		}
+		if len(got) == 0 {
+			t.Error("the emulator imports nothing of the module: the list above is stale")
+		}
+	}
+}

@@ -15,7 +15,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -218,5 +220,44 @@ func TestTheEmulatorImportsOnlySharedFacts(t *testing.T) {
 		if len(got) == 0 {
 			t.Error("the emulator imports nothing of the module: the list above is stale")
 		}
+	}
+}
+
+// TestTheReadmeListsEveryPackage: the README's layout table names every package
+// directory, by its path (`pkg/names`) or, under a row for its parent (`controllers/`,
+// `cmd/`, `hack/`), by its name.
+func TestTheReadmeListsEveryPackage(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(raw), "## Layout")
+	if !ok {
+		t.Fatal("README.md has no Layout section")
+	}
+	table, _, _ = strings.Cut(table, "\n## ")
+	rows := map[string]string{} // first column's paths -> the row
+	for _, line := range strings.Split(table, "\n") {
+		cols := strings.Split(line, "|")
+		if len(cols) < 3 {
+			continue
+		}
+		for _, f := range strings.Split(cols[1], ",") {
+			rows[strings.Trim(strings.TrimSpace(f), "`")] = line
+		}
+	}
+	for _, p := range goList(t, false, "./...") {
+		rel, _ := local(p.ImportPath)
+		if rel == "." {
+			continue
+		}
+		if strings.Contains(table, "`"+rel+"`") || strings.Contains(table, "`"+rel+"/`") {
+			continue
+		}
+		parent, base := path.Split(rel)
+		if row, ok := rows[parent]; ok && strings.Contains(row, "`"+base+"`") {
+			continue
+		}
+		t.Errorf("README.md's layout table does not list %s (by path, or by name in the row of %s)", rel, parent)
 	}
 }

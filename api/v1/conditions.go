@@ -123,10 +123,5 @@ const (
 // InvalidSpec, LinstorError, LinstorWritesFenced, Reconciling.
 //
 // The LinstorBackup's conditions give its phase as their reason (BackupPending,
-// BackupRunning, BackupCompleted, BackupFailed).
-const (
-	// ReasonBackupWaiting: a LinstorBackup waits for a restore, rollback or migration.
-	// No controller reports it today (a waiting backup is Pending, its message says
-	// why); kept because the value is part of the API.
-	ReasonBackupWaiting = "BackupWaiting"
-)
+// BackupRunning, BackupCompleted, BackupFailed); a backup waiting for a restore,
+// rollback or migration is Pending and its message says why.

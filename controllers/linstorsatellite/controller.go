@@ -2,9 +2,6 @@ package linstorsatellite
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -32,11 +29,11 @@ import (
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/reconciler"
 	"github.com/linstor-operator/linstor-operator/pkg/apply"
-	"github.com/linstor-operator/linstor-operator/pkg/discovery"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
+	"github.com/linstor-operator/linstor-operator/pkg/storagepool"
 )
 
 const (
@@ -108,7 +105,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// (WrongNamespace); the operator may not run pods there and changes nothing.
 		return ctrl.Result{}, nil
 	}
-	s := &scope{sat: sat}
+	s := &scope{sat: sat, writer: &linstorWriter{observer: r.Observer, node: sat.Name}}
 	if err := r.loadCluster(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -151,15 +148,16 @@ func (r *Reconciler) loadCluster(ctx context.Context, s *scope) error {
 	}
 	s.cluster = cluster
 	s.key = client.ObjectKeyFromObject(cluster)
+	s.writer.key = s.key
 	// From the cached cluster: the fence costs no request.
-	s.fence = lifecycle.LinstorWritesFenced(&cluster.Status)
+	s.writer.fence = lifecycle.LinstorWritesFenced(&cluster.Status)
 	r.Observer.Observe(cluster)
 	conn, err := r.Linstor.Connect(ctx, cluster)
 	if err != nil {
 		s.linstorErr = err
 		return nil
 	}
-	s.lc, s.conn = conn.Client, conn
+	s.writer.conn = conn
 	return nil
 }
 
@@ -237,16 +235,11 @@ type scope struct {
 	key     types.NamespacedName // the cluster's
 	snap    *observer.Snapshot   // LINSTOR's state as last observed
 	fresh   bool                 // snap postdates this satellite's last write to LINSTOR
-	wrote   bool                 // this pass wrote to LINSTOR
 	dsReady bool                 // the satellite pod runs and is ready
 	lnode   *lapi.Node           // the LINSTOR node, when registered and fresh
-	lc      *lapi.Client
-	conn    *linstor.Connection
-	stop    bool
-	// fence says why the operator's LINSTOR writes wait now (lifecycle.LinstorWritesFenced),
-	// "" when they may run; fenced lists the writes this pass held back.
-	fence  string
-	fenced []string
+	// writer is the pass's one way to write to LINSTOR (and to read it).
+	writer *linstorWriter
+	stop   bool
 
 	node        *corev1.Node
 	transient   bool
@@ -260,22 +253,13 @@ type scope struct {
 	propsErr        error
 	netifErr        error
 	netifInvalid    bool // netifErr is a configuration the node cannot satisfy
-	poolErr         error
-	poolWaiting     string
-	poolPending     string   // pools not created yet, and why (not a fault)
-	poolCreating    []string // pools asked of LINSTOR in this pass
-	// discovery is the discovery status decided in this pass (discoverySet), nil to clear.
-	discovery           *linstorv1.DiscoveryStatus
-	discoveryPlan       discovery.Plan
-	discoverySet        bool
-	poolWaitingForDisks []string // discovery pools with no disk to claim (not a fault)
-	claimFailed         []string // discovery pools LINSTOR did not create from their disks
-	deleteWait          string
-	deleteReason        string // why deletion waits, when it is not a plain evacuation
+	// pools is what the pass found and did about the storage pools (pkg/storagepool).
+	pools        storagepool.Outcome
+	deleteWait   string
+	deleteReason string // why deletion waits, when it is not a plain evacuation
 
 	connection string
 	version    string
-	pools      []lapi.StoragePool
 
 	// podSelector selects the satellite's pods (its DaemonSet's selector).
 	podSelector map[string]string
@@ -289,30 +273,9 @@ func (r *Reconciler) poll() time.Duration { return reconciler.Poll(r.Poll, pollI
 // no watch of the LinstorCluster wakes it when the upgrade or restore moves on.
 const fenceRetry = shortPoll
 
-// mayWrite says whether the pass may write to LINSTOR. While the fence stands nothing
-// is written (a rollback or restore would undo it): the write, named by what, waits,
-// and the status says so. Reads go on.
-func (s *scope) mayWrite(what string) bool {
-	if s.fence == "" {
-		return true
-	}
-	if !slices.Contains(s.fenced, what) {
-		s.fenced = append(s.fenced, what)
-	}
-	return false
-}
-
-// fencedMessage says which writes wait and why, "" when none does.
-func (s *scope) fencedMessage() string {
-	if len(s.fenced) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("LINSTOR writes wait (%s): %s", strings.Join(s.fenced, "; "), s.fence)
-}
-
 // retryFenced looks again soon while writes wait for the fence.
 func (s *scope) retryFenced(res ctrl.Result) ctrl.Result {
-	if len(s.fenced) > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > fenceRetry) {
+	if len(s.writer.fenced) > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > fenceRetry) {
 		res.RequeueAfter = fenceRetry
 	}
 	return res

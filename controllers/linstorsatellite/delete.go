@@ -84,12 +84,11 @@ func (r *Reconciler) deleteNode(ctx context.Context, s *scope, guard bool) bool 
 	if in.NodeLost() {
 		what = "removing lost node " + s.sat.Name
 	}
-	if !s.mayWrite(what) {
+	if !s.writer.may(what) {
 		return false
 	}
 	if in.NodeLost() {
-		err = s.lc.Nodes.Lost(ctx, s.sat.Name)
-		r.wrote(s)
+		err = s.writer.send(func(lc *lapi.Client) error { return lc.Nodes.Lost(ctx, s.sat.Name) })
 		if err == nil || linstor.IsNotFound(err) {
 			r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "NodeLost", "Removed LINSTOR node %s as lost (%s): its replicas there are gone, the survivors hold the data",
 				s.sat.Name, names.AnnotationAcknowledgeLostNodes)
@@ -99,8 +98,7 @@ func (r *Reconciler) deleteNode(ctx context.Context, s *scope, guard bool) bool 
 		r.Recorder.Event(s.sat, corev1.EventTypeWarning, "NodeDeleteRefused", s.deleteWait)
 		return false
 	}
-	err = s.lc.Nodes.Delete(ctx, s.sat.Name)
-	r.wrote(s)
+	err = s.writer.send(func(lc *lapi.Client) error { return lc.Nodes.Delete(ctx, s.sat.Name) })
 	switch {
 	case err == nil:
 		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "NodeDeleted", "Deleted LINSTOR node %s", s.sat.Name)
@@ -119,7 +117,7 @@ func (r *Reconciler) deleteNode(ctx context.Context, s *scope, guard bool) bool 
 // and the nodes acknowledged lost. found is false when LINSTOR no longer has the node.
 func (r *Reconciler) removalSafety(ctx context.Context, s *scope, lnode *lapi.Node) (satellite.RemovalSafety, bool, error) {
 	if lnode == nil {
-		n, err := s.lc.Nodes.Get(ctx, s.sat.Name)
+		n, err := s.writer.read().Nodes.Get(ctx, s.sat.Name)
 		if linstor.IsNotFound(err) {
 			return satellite.RemovalSafety{}, false, nil
 		}
@@ -128,7 +126,7 @@ func (r *Reconciler) removalSafety(ctx context.Context, s *scope, lnode *lapi.No
 		}
 		lnode = &n
 	}
-	replicas, err := linstor.ReplicasOf(ctx, s.lc, s.sat.Name)
+	replicas, err := linstor.ReplicasOf(ctx, s.writer.read(), s.sat.Name)
 	if err != nil {
 		return satellite.RemovalSafety{}, false, err
 	}
@@ -168,7 +166,7 @@ func (r *Reconciler) evacuateNode(ctx context.Context, s *scope) bool {
 		s.deleteWait = s.linstorErr.Error()
 		return false
 	}
-	lnode, err := s.lc.Nodes.Get(ctx, s.sat.Name)
+	lnode, err := s.writer.read().Nodes.Get(ctx, s.sat.Name)
 	if linstor.IsNotFound(err) {
 		return true
 	}
@@ -188,7 +186,7 @@ func (r *Reconciler) evacuateNode(ctx context.Context, s *scope) bool {
 		// Evacuations copy whole volumes over the network: limit how many run at once,
 		// counting those LINSTOR runs for anyone.
 		if max := s.sat.Spec.MaxConcurrentEvacuations; max != nil {
-			all, err := s.lc.Nodes.GetAll(ctx)
+			all, err := s.writer.read().Nodes.GetAll(ctx)
 			if err != nil {
 				s.deleteWait = err.Error()
 				return false
@@ -204,11 +202,11 @@ func (r *Reconciler) evacuateNode(ctx context.Context, s *scope) bool {
 				return false
 			}
 		}
-		if !s.mayWrite("evacuating node "+s.sat.Name) || !r.evacuate(ctx, s) {
+		if !s.writer.may("evacuating node "+s.sat.Name) || !r.evacuate(ctx, s) {
 			return false
 		}
 	}
-	replicas, err := linstor.ReplicasOf(ctx, s.lc, s.sat.Name)
+	replicas, err := linstor.ReplicasOf(ctx, s.writer.read(), s.sat.Name)
 	if err != nil {
 		s.deleteWait = err.Error()
 		return false
@@ -257,7 +255,7 @@ func (r *Reconciler) evacuateNode(ctx context.Context, s *scope) bool {
 		if len(ev.Moving) == 0 {
 			if !r.evacuationSafe(ctx, s, &lnode) {
 				parts = append(parts, "not now: "+s.deleteWait)
-			} else if r.evacuationDue(s.sat.UID) && s.mayWrite("evacuating node "+s.sat.Name+" again") {
+			} else if r.evacuationDue(s.sat.UID) && s.writer.may("evacuating node "+s.sat.Name+" again") {
 				r.evacuate(ctx, s)
 			}
 		}
@@ -340,8 +338,7 @@ func (r *Reconciler) evacuationSafe(ctx context.Context, s *scope, lnode *lapi.N
 // evacuate asks LINSTOR to evacuate and reports replicas it could not place.
 func (r *Reconciler) evacuate(ctx context.Context, s *scope) bool {
 	r.markEvacuation(s.sat.UID)
-	warnings, err := linstor.Evacuate(ctx, s.conn, s.sat.Name)
-	r.wrote(s)
+	warnings, err := s.writer.evacuate(ctx)
 	if err != nil {
 		s.deleteWait = fmt.Sprintf("evacuating node %s: %v", s.sat.Name, err)
 		return false

@@ -2,10 +2,7 @@ package linstorsatellite
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -21,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -122,13 +118,14 @@ func (r *Reconciler) reconcileNode(ctx context.Context, s *scope) (ctrl.Result, 
 	if !ok {
 		// Register at the InternalIP alone; the configured NICs follow on the next pass,
 		// so a NIC that cannot be resolved never keeps a node out of LINSTOR.
-		if !s.mayWrite("registering node " + node.Name) {
+		if !s.writer.may("registering node " + node.Name) {
 			return ctrl.Result{}, nil
 		}
-		err := s.lc.Nodes.Create(ctx, lapi.Node{Name: node.Name, Type: "Satellite",
-			Props:         map[string]string{names.AuxManagedInterfaces: netif.Default},
-			NetInterfaces: []lapi.NetInterface{{Name: netif.Default, Address: addr, SatellitePort: port, SatelliteEncryptionType: encryption, IsActive: true}}})
-		r.wrote(s)
+		err := s.writer.send(func(lc *lapi.Client) error {
+			return lc.Nodes.Create(ctx, lapi.Node{Name: node.Name, Type: "Satellite",
+				Props:         map[string]string{names.AuxManagedInterfaces: netif.Default},
+				NetInterfaces: []lapi.NetInterface{{Name: netif.Default, Address: addr, SatellitePort: port, SatelliteEncryptionType: encryption, IsActive: true}}})
+		})
 		if err != nil {
 			s.nodeErr = fmt.Errorf("registering LINSTOR node: %w", err)
 			return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, nil
@@ -176,12 +173,11 @@ func (r *Reconciler) restoreEvicted(ctx context.Context, s *scope, lnode lapi.No
 		// passes here.
 		return ctrl.Result{RequeueAfter: reconciler.Poll(d.RecheckAfter, r.poll())}, nil
 	}
-	if !s.mayWrite("restoring the evicted node") {
-		s.evictedWait = "The node is back; restoring it in LINSTOR waits: " + s.fence
+	if !s.writer.may("restoring the evicted node") {
+		s.evictedWait = "The node is back; restoring it in LINSTOR waits: " + s.writer.fence
 		return ctrl.Result{}, nil
 	}
-	err = s.lc.Nodes.Restore(ctx, lnode.Name, lapi.NodeRestore{})
-	r.wrote(s)
+	err = s.writer.send(func(lc *lapi.Client) error { return lc.Nodes.Restore(ctx, lnode.Name, lapi.NodeRestore{}) })
 	if err != nil {
 		s.nodeErr = fmt.Errorf("restoring evicted node: %w", err)
 		return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, nil
@@ -220,13 +216,6 @@ func (r *Reconciler) satellitePods(ctx context.Context, s *scope) ([]corev1.Pod,
 // staleRetry: after a write, the observer's next cycle (asked for at once) shows it.
 const staleRetry = 2 * time.Second
 
-// wrote tells the observer this pass wrote to the node: its state is re-read soon, and
-// no decision is taken on a cycle older than the write.
-func (r *Reconciler) wrote(s *scope) {
-	s.wrote = true
-	r.Observer.Wrote(s.key, s.sat.Name)
-}
-
 // reconcileNetInterfaces brings the node's interfaces to the plan. An interface that
 // cannot be resolved leaves everything registered as it is and says why.
 func (r *Reconciler) reconcileNetInterfaces(ctx context.Context, s *scope, lnode lapi.Node, port int32, encryption string) (ctrl.Result, error) {
@@ -237,7 +226,7 @@ func (r *Reconciler) reconcileNetInterfaces(ctx context.Context, s *scope, lnode
 	}
 	managed := splitList(lnode.Props[names.AuxManagedInterfaces])
 	changes := netif.Diff(lnode.NetInterfaces, plan, managed, port, encryption)
-	if changes.Empty() || !s.mayWrite("network interfaces") {
+	if changes.Empty() || !s.writer.may("network interfaces") {
 		return ctrl.Result{}, nil
 	}
 	// Record ownership first: an interface created just before a crash is still ours.
@@ -246,8 +235,7 @@ func (r *Reconciler) reconcileNetInterfaces(ctx context.Context, s *scope, lnode
 		listed = append(listed, d.Name)
 	}
 	listed = append(listed, changes.Delete...)
-	r.wrote(s)
-	if err := setNodeProp(ctx, s.lc, lnode, names.AuxManagedInterfaces, joinList(listed)); err != nil {
+	if err := s.writer.setNodeProp(ctx, lnode, names.AuxManagedInterfaces, joinList(listed)); err != nil {
 		s.netifErr = err
 		return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, nil
 	}
@@ -257,25 +245,25 @@ func (r *Reconciler) reconcileNetInterfaces(ctx context.Context, s *scope, lnode
 		return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, nil
 	}
 	for _, nif := range changes.Create {
-		if err := s.lc.Nodes.CreateNetInterface(ctx, lnode.Name, nif); err != nil {
+		if err := s.writer.send(func(lc *lapi.Client) error { return lc.Nodes.CreateNetInterface(ctx, lnode.Name, nif) }); err != nil {
 			return fail("creating net interface "+nif.Name, err)
 		}
 		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "NetInterfaceCreated", "Net interface %s at %s", nif.Name, nif.Address)
 	}
 	for _, nif := range changes.Modify {
-		if err := s.lc.Nodes.ModifyNetInterface(ctx, lnode.Name, nif.Name, nif); err != nil {
+		if err := s.writer.send(func(lc *lapi.Client) error { return lc.Nodes.ModifyNetInterface(ctx, lnode.Name, nif.Name, nif) }); err != nil {
 			return fail("updating net interface "+nif.Name, err)
 		}
 		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "NetInterfaceUpdated", "Net interface %s at %s (active: %t)", nif.Name, nif.Address, nif.IsActive)
 	}
 	for _, name := range changes.Delete {
-		if err := s.lc.Nodes.DeleteNetinterface(ctx, lnode.Name, name); err != nil {
+		if err := s.writer.send(func(lc *lapi.Client) error { return lc.Nodes.DeleteNetinterface(ctx, lnode.Name, name) }); err != nil {
 			return fail("deleting net interface "+name, err)
 		}
 		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "NetInterfaceDeleted", "Net interface %s is no longer configured", name)
 	}
 	if len(changes.Delete) > 0 {
-		if err := setNodeProp(ctx, s.lc, lnode, names.AuxManagedInterfaces, joinList(listed[:len(listed)-len(changes.Delete)])); err != nil {
+		if err := s.writer.setNodeProp(ctx, lnode, names.AuxManagedInterfaces, joinList(listed[:len(listed)-len(changes.Delete)])); err != nil {
 			s.netifErr = err
 			return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, nil
 		}
@@ -289,17 +277,6 @@ func satelliteConnection(cluster *linstorv1.LinstorCluster) (int32, string) {
 		return names.SatelliteSecurePort, "SSL"
 	}
 	return names.SatellitePort, "PLAIN"
-}
-
-func setNodeProp(ctx context.Context, lc *lapi.Client, lnode lapi.Node, key, value string) error {
-	if lnode.Props[key] == value {
-		return nil
-	}
-	mod := lapi.GenericPropsModify{OverrideProps: lapi.OverrideProps{key: value}}
-	if err := lc.Nodes.Modify(ctx, lnode.Name, lapi.NodeModify{GenericPropsModify: mod}); err != nil {
-		return fmt.Errorf("recording %s: %w", key, err)
-	}
-	return nil
 }
 
 func splitList(s string) []string {
@@ -323,11 +300,12 @@ func (r *Reconciler) reconcileNodeProperties(ctx context.Context, s *scope) (ctr
 	}
 	valid, refused := linstor.ValidProperties(props.Node, desired)
 	mod := linstor.WithoutUndeletable(props.Node, linstor.PropertyDiff(lnode.Props, valid))
-	if !linstor.IsEmpty(mod) && s.mayWrite("node properties") {
-		err := linstor.ModifyProperties(mod, func(m lapi.GenericPropsModify) error {
-			return s.lc.Nodes.Modify(ctx, s.sat.Name, lapi.NodeModify{GenericPropsModify: m})
+	if !linstor.IsEmpty(mod) && s.writer.may("node properties") {
+		err := s.writer.send(func(lc *lapi.Client) error {
+			return linstor.ModifyProperties(mod, func(m lapi.GenericPropsModify) error {
+				return lc.Nodes.Modify(ctx, s.sat.Name, lapi.NodeModify{GenericPropsModify: m})
+			})
 		})
-		r.wrote(s)
 		if err != nil {
 			s.propsErr = fmt.Errorf("setting node properties: %w", err)
 			return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, nil
@@ -341,177 +319,6 @@ func (r *Reconciler) reconcileNodeProperties(ctx context.Context, s *scope) (ctr
 	return ctrl.Result{}, nil
 }
 
-// reconcileStoragePools creates missing pools, updates their properties and deletes
-// pools the operator created that are no longer wanted, never while they hold volumes.
-func (r *Reconciler) reconcileStoragePools(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.lnode == nil {
-		return ctrl.Result{}, nil // not registered yet, or its state predates our write
-	}
-	lnode, existing := *s.lnode, s.snap.Pools(s.sat.Name)
-	byName := map[string]lapi.StoragePool{} // LINSTOR's pool names ignore case
-	for _, p := range existing {
-		byName[strings.ToLower(p.StoragePoolName)] = p
-	}
-	// LINSTOR learns which storage providers a satellite supports when it connects and
-	// refuses pools on a satellite that is not ONLINE: creating waits for it.
-	online := lnode.ConnectionStatus == "ONLINE"
-	managed := sets.New(managedPools(lnode.Props)...)
-	desired := sets.New[string]()
-	var problems []string
-	exists := func(name string) bool { _, ok := byName[strings.ToLower(name)]; return ok }
-	if err := r.planDiscovery(ctx, s, exists, online); err != nil {
-		problems = append(problems, err.Error())
-	}
-	for _, want := range s.sat.Spec.StoragePools {
-		desired.Insert(want.Name)
-		kind, driverProps := satellite.Provider(&want)
-		userProps := map[string]string{}
-		for _, p := range want.Properties {
-			userProps[p.Name] = p.Value
-		}
-		userProps, refused := linstor.ValidProperties(props.StoragePool, userProps)
-		if len(refused) > 0 {
-			problems = append(problems, fmt.Sprintf("pool %s: LINSTOR does not accept properties: %s", want.Name, strings.Join(refused, "; ")))
-		}
-		cur, ok := byName[strings.ToLower(want.Name)]
-		if !ok && !online {
-			s.poolPending = fmt.Sprintf("waiting for the satellite to be ONLINE (it is %s) to create pool %s", lnode.ConnectionStatus, want.Name)
-			continue
-		}
-		if !ok && want.Source != nil && want.Source.Discover != nil {
-			created, err := r.createDiscoveryPool(ctx, s, &want, kind, driverProps, userProps)
-			switch {
-			case err != nil:
-				problems = append(problems, fmt.Sprintf("creating pool %s: %v", want.Name, err))
-			case created:
-				s.poolCreating = append(s.poolCreating, want.Name)
-				managed.Insert(want.Name)
-			}
-			continue
-		}
-		if !ok {
-			if !s.mayWrite("pool " + want.Name + ": creating it") {
-				continue
-			}
-			s.poolCreating = append(s.poolCreating, want.Name)
-			r.wrote(s)
-			var devices []string
-			if want.Source != nil {
-				devices = want.Source.HostDevices
-			}
-			if err := createPool(ctx, s.lc, s.sat.Name, &want, kind, driverProps, userProps, devices); err != nil {
-				problems = append(problems, fmt.Sprintf("creating pool %s: %v", want.Name, err))
-				continue
-			}
-			managed.Insert(want.Name)
-			r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "PoolCreated", "Created %s storage pool %s", kind, want.Name)
-			continue
-		}
-		if cur.ProviderKind != kind {
-			// Never change the type of a pool that may hold data: report it instead.
-			problems = append(problems, fmt.Sprintf("pool %s exists as %s, the spec asks for %s", want.Name, cur.ProviderKind, kind))
-			continue
-		}
-		if mod := linstor.WithoutUndeletable(props.StoragePool, linstor.PropertyDiff(cur.Props, userProps)); !linstor.IsEmpty(mod) && s.mayWrite("pool "+want.Name+": properties") {
-			r.wrote(s)
-			err := linstor.ModifyProperties(mod, func(m lapi.GenericPropsModify) error {
-				return s.lc.Nodes.ModifyStoragePool(ctx, s.sat.Name, want.Name, m)
-			})
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("pool %s properties: %v", want.Name, err))
-			}
-		}
-	}
-	for _, name := range sets.List(managed.Difference(desired)) {
-		if _, ok := byName[strings.ToLower(name)]; !ok {
-			managed.Delete(name)
-			continue
-		}
-		if !s.mayWrite("pool " + name + ": deleting it") {
-			continue
-		}
-		r.wrote(s)
-		if err := s.lc.Nodes.DeleteStoragePool(ctx, s.sat.Name, name); err != nil {
-			// LINSTOR refuses to delete a pool that holds volumes: wait, and say so.
-			s.poolWaiting = fmt.Sprintf("pool %s is no longer wanted but cannot be deleted yet: %v", name, err)
-			continue
-		}
-		managed.Delete(name)
-		r.Recorder.Eventf(s.sat, corev1.EventTypeNormal, "PoolDeleted", "Deleted storage pool %s", name)
-	}
-	if record, changed := managedPoolsRecord(lnode.Props, sets.List(managed)); changed && s.mayWrite("recording the managed pools") {
-		r.wrote(s)
-		if err := writeManagedPools(ctx, s.lc, s.sat.Name, record); err != nil {
-			problems = append(problems, err.Error())
-		}
-	}
-	if len(problems) > 0 {
-		s.poolErr = fmt.Errorf("%s", strings.Join(problems, "; "))
-		return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, nil
-	}
-	if s.poolWaiting != "" {
-		return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, nil // asked again, less and less often
-	}
-	if d := s.discovery; d != nil && d.ListedAt != nil && slices.ContainsFunc(d.Pools, func(p linstorv1.DiscoveryPoolStatus) bool { return p.State != linstorv1.PoolCreated }) {
-		// A discovery pool waits for disks (or runs dry, or waits to retry): look again
-		// when the next listing is due; disks added later are found then.
-		return ctrl.Result{RequeueAfter: max(time.Until(d.ListedAt.Add(r.relist())), time.Second)}, nil
-	}
-	return ctrl.Result{}, nil
-}
-
-// createPool creates a LINSTOR storage pool: from devices through the device-pool call
-// (which makes the volume group or zpool first), or on what already backs it.
-func createPool(ctx context.Context, lc *lapi.Client, node string, p *linstorv1.StoragePool, kind lapi.ProviderKind, driverProps, userProps map[string]string, devices []string) error {
-	props := map[string]string{}
-	for k, v := range userProps {
-		props[k] = v
-	}
-	if mod := linstor.PropertyDiff(nil, userProps); len(mod.OverrideProps) > 0 {
-		props[names.AuxLastApplied] = mod.OverrideProps[names.AuxLastApplied]
-	}
-	if len(devices) > 0 {
-		poolName := driverProps["StorDriver/LvmVg"]
-		switch kind {
-		case lapi.LVM_THIN:
-			poolName += "/" + driverProps["StorDriver/ThinPool"]
-		case lapi.ZFS, lapi.ZFS_THIN:
-			poolName = driverProps["StorDriver/ZPool"] + driverProps["StorDriver/ZPoolThin"]
-		}
-		return lc.Nodes.CreateDevicePool(ctx, node, lapi.PhysicalStorageCreate{
-			ProviderKind: kind, DevicePaths: devices, PoolName: poolName,
-			WithStoragePool: lapi.PhysicalStorageStoragePoolCreate{Name: p.Name, Props: props},
-		})
-	}
-	for k, v := range driverProps {
-		props[k] = v
-	}
-	return lc.Nodes.CreateStoragePool(ctx, node, lapi.StoragePool{StoragePoolName: p.Name, ProviderKind: kind, Props: props})
-}
-
-func managedPools(props map[string]string) []string {
-	var listed []string
-	_ = json.Unmarshal([]byte(props[names.AuxManagedPools]), &listed)
-	return listed
-}
-
-// managedPoolsRecord is the node property listing names, and whether it differs from
-// what the node holds.
-func managedPoolsRecord(props map[string]string, pools []string) (string, bool) {
-	sort.Strings(pools)
-	raw, _ := json.Marshal(pools)
-	return string(raw), props[names.AuxManagedPools] != string(raw) && (len(pools) > 0 || props[names.AuxManagedPools] != "")
-}
-
-// writeManagedPools records the managed pools (managedPoolsRecord) on the node.
-func writeManagedPools(ctx context.Context, lc *lapi.Client, node, record string) error {
-	mod := lapi.GenericPropsModify{OverrideProps: lapi.OverrideProps{names.AuxManagedPools: record}}
-	if err := lc.Nodes.Modify(ctx, node, lapi.NodeModify{GenericPropsModify: mod}); err != nil {
-		return fmt.Errorf("recording managed pools: %w", err)
-	}
-	return nil
-}
-
 // observeLinstor takes the node's state and pools for the status from the observer's
 // last cycle. While the satellite's pod runs but LINSTOR does not report it ONLINE yet,
 // the observer is asked to look often (for a while: a node that stays OFFLINE is then
@@ -520,7 +327,7 @@ func (r *Reconciler) observeLinstor(_ context.Context, s *scope) (ctrl.Result, e
 	if s.snap == nil {
 		return ctrl.Result{}, nil
 	}
-	if !s.wrote && s.fresh && problem(s) == "" && s.poolWaiting == "" {
+	if !s.writer.wrote && s.fresh && problem(s) == "" && s.pools.Waiting == "" {
 		r.Backoff.Succeeded(s.sat.UID)
 	}
 	lnode, ok := s.snap.Node(s.sat.Name)
@@ -532,10 +339,7 @@ func (r *Reconciler) observeLinstor(_ context.Context, s *scope) (ctrl.Result, e
 		// LINSTOR accepts a satellite only at the controller's exact version.
 		s.version = s.snap.Version
 	}
-	s.pools = s.snap.Pools(s.sat.Name)
-	if s.pools == nil {
-		s.pools = []lapi.StoragePool{}
-	}
+	s.pools.Observe(observedPools(s.snap.Pools(s.sat.Name)))
 	if s.connection != "ONLINE" && s.dsReady && r.settling(s.sat) {
 		// No event says when LINSTOR connects to the satellite: the observer looks
 		// every second for a while, and reports the change.

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	lapi "github.com/LINBIT/golinstor/client"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,8 +28,8 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 		switch {
 		case problem(s) != "":
 			log.Info("satellite waits", "reason", s.deleteReason, "why", problem(s))
-		case s.poolPending != "" || s.poolWaiting != "":
-			log.Info("satellite pools wait", "why", s.poolPending+s.poolWaiting)
+		case s.pools.Pending != "" || s.pools.Waiting != "":
+			log.Info("satellite pools wait", "why", s.pools.Pending+s.pools.Waiting)
 		case s.transient:
 			log.Info("LINSTOR did not answer; retrying within the grace period")
 		}
@@ -42,26 +40,11 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 			sat.Status.Version = s.version
 		}
 	}
-	if s.pools != nil {
-		sat.Status.StoragePools = nil
-		ready := 0
-		for _, p := range s.pools {
-			if p.ProviderKind == lapi.DISKLESS {
-				continue
-			}
-			sat.Status.StoragePools = append(sat.Status.StoragePools, linstorv1.StoragePoolStatus{
-				Name: p.StoragePoolName, ProviderKind: string(p.ProviderKind),
-				FreeCapacity:  resource.NewQuantity(p.FreeCapacity*1024, resource.BinarySI),
-				TotalCapacity: resource.NewQuantity(p.TotalCapacity*1024, resource.BinarySI),
-			})
-			if p.TotalCapacity > 0 {
-				ready++
-			}
-		}
-		sat.Status.PoolsSummary = fmt.Sprintf("%d/%d", ready, len(sat.Spec.StoragePools))
+	if pools, summary, ok := s.pools.Statuses(len(sat.Spec.StoragePools)); ok {
+		sat.Status.StoragePools, sat.Status.PoolsSummary = pools, summary
 	}
-	if s.discoverySet {
-		sat.Status.Discovery = s.discovery
+	if s.pools.DiscoverySet {
+		sat.Status.Discovery = s.pools.Discovery
 	}
 	setDegradedCondition(sat, s)
 	if s.transient { // keep what was last observed until a failure lasts
@@ -71,7 +54,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 		setAvailableCondition(sat, s)
 	}
 	// A fenced write is not applied yet: the generation is observed once it is.
-	if passSucceeded && problem(s) == "" && !s.transient && len(s.fenced) == 0 {
+	if passSucceeded && problem(s) == "" && !s.transient && len(s.writer.fenced) == 0 {
 		sat.Status.ObservedGeneration = sat.Generation
 	}
 	if equality.Semantic.DeepEqual(before.Status, sat.Status) {
@@ -92,10 +75,10 @@ func problem(s *scope) string {
 		return s.netifErr.Error()
 	case s.propsErr != nil:
 		return s.propsErr.Error()
-	case s.poolErr != nil:
-		return s.poolErr.Error()
-	case len(s.claimFailed) > 0:
-		return strings.Join(s.claimFailed, "; ")
+	case len(s.pools.Problems) > 0:
+		return s.pools.Problem()
+	case len(s.pools.ClaimFailed) > 0:
+		return strings.Join(s.pools.ClaimFailed, "; ")
 	case s.deleteWait != "":
 		return s.deleteWait
 	}
@@ -115,13 +98,13 @@ func setDegradedCondition(sat *linstorv1.LinstorSatellite, s *scope) {
 		reason = s.deleteReason
 	case s.deleteWait != "":
 		reason = linstorv1.ReasonWaitingForEvacuate
-	case s.poolErr == nil && len(s.claimFailed) > 0:
+	case len(s.pools.Problems) == 0 && len(s.pools.ClaimFailed) > 0:
 		reason = linstorv1.ReasonDiskClaimFailed
 	}
 	if msg := problem(s); msg != "" {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, reason, msg
-	} else if s.poolWaiting != "" {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonPoolInUse, s.poolWaiting
+	} else if s.pools.Waiting != "" {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonPoolInUse, s.pools.Waiting
 	}
 	reconciler.SetCondition(&sat.Status.Conditions, cond)
 }
@@ -133,14 +116,14 @@ func setProgressingCondition(sat *linstorv1.LinstorSatellite, s *scope) {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonReconciling, s.workloadPending
 	case s.linstorErr != nil:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonControllerNotReady, "Waiting for the LINSTOR controller: "+s.linstorErr.Error()
-	case len(s.fenced) > 0:
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonLinstorWritesFenced, s.fencedMessage()
-	case s.poolPending != "":
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonNodeOffline, s.poolPending
-	case len(s.poolWaitingForDisks) > 0:
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonWaitingForDisks, strings.Join(s.poolWaitingForDisks, "; ")
-	case len(s.poolCreating) > 0:
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonReconciling, "Creating storage pools: "+strings.Join(s.poolCreating, ", ")
+	case len(s.writer.fenced) > 0:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonLinstorWritesFenced, s.writer.fencedMessage()
+	case s.pools.Pending != "":
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonNodeOffline, s.pools.Pending
+	case len(s.pools.WaitingForDisks) > 0:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonWaitingForDisks, strings.Join(s.pools.WaitingForDisks, "; ")
+	case len(s.pools.Creating) > 0:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonReconciling, "Creating storage pools: "+strings.Join(s.pools.Creating, ", ")
 	}
 	reconciler.SetCondition(&sat.Status.Conditions, cond)
 }

@@ -2,7 +2,6 @@ package linstor_test
 
 import (
 	"context"
-	"net"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -33,12 +32,7 @@ func connect(t *testing.T) (*emulator.Emulator, *linstor.Connection) {
 
 func addNode(t *testing.T, conn *linstor.Connection, name, ip string) {
 	t.Helper()
-	ctx := context.Background()
-	err := conn.Nodes.Create(ctx, lapi.Node{Name: name, Type: "SATELLITE", NetInterfaces: []lapi.NetInterface{{Name: "default", Address: net.ParseIP(ip), SatellitePort: 3366, SatelliteEncryptionType: "PLAIN"}}})
-	if err == nil {
-		err = conn.Nodes.CreateStoragePool(ctx, name, lapi.StoragePool{StoragePoolName: "thin", ProviderKind: lapi.LVM_THIN, Props: map[string]string{"StorDriver/LvmVg": "vg", "StorDriver/ThinPool": "thin"}})
-	}
-	if err != nil {
+	if err := emulator.RegisterSatellite(context.Background(), conn.Client, name, ip); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -3,7 +3,6 @@ package observer_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -61,12 +60,7 @@ func start(t *testing.T, nodes int, interval time.Duration) *world {
 
 func addNode(t *testing.T, conn *linstor.Connection, name string) {
 	t.Helper()
-	ctx := context.Background()
-	err := conn.Nodes.Create(ctx, lapi.Node{Name: name, Type: "SATELLITE", NetInterfaces: []lapi.NetInterface{{Name: "default", Address: net.ParseIP("10.0.0.1"), SatellitePort: 3366, SatelliteEncryptionType: "PLAIN"}}})
-	if err == nil {
-		err = conn.Nodes.CreateStoragePool(ctx, name, lapi.StoragePool{StoragePoolName: "thin", ProviderKind: lapi.LVM_THIN, Props: map[string]string{"StorDriver/LvmVg": "vg", "StorDriver/ThinPool": "thin"}})
-	}
-	if err != nil {
+	if err := emulator.RegisterSatellite(context.Background(), conn.Client, name, "10.0.0.1"); err != nil {
 		t.Fatal(err)
 	}
 }

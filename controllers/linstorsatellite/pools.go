@@ -52,7 +52,7 @@ func (r *Reconciler) reconcileStoragePools(ctx context.Context, s *scope) (ctrl.
 	}
 	s.pools = plan.Outcome()
 	for _, what := range s.pools.Fenced {
-		s.writer.may(what)
+		s.writer.may(what) // the pool writes the fence holds back, named after the node's
 	}
 	if len(s.pools.Problems) > 0 || s.pools.Waiting != "" {
 		return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, nil // asked again, less and less often

@@ -103,13 +103,12 @@ func (r *Reconciler) reconcilePassphrase(ctx context.Context, s *scope) (ctrl.Re
 		return ctrl.Result{RequeueAfter: shortPoll}, nil
 	}
 	status := snap.Passphrase
+	writer := r.Observer.Writer(key, observer.Controller, s.lc)
 	switch status {
 	case linstor.PassphraseUnset:
-		err = s.lc.Encryption.Create(ctx, lapi.Passphrase{NewPassphrase: pass})
-		r.Observer.Wrote(key, observer.Controller)
+		err = writer.Send(func(lc *lapi.Client) error { return lc.Encryption.Create(ctx, lapi.Passphrase{NewPassphrase: pass}) })
 	case linstor.PassphraseLocked:
-		err = s.lc.Encryption.Enter(ctx, pass)
-		r.Observer.Wrote(key, observer.Controller)
+		err = writer.Send(func(lc *lapi.Client) error { return lc.Encryption.Enter(ctx, pass) })
 	}
 	if err != nil {
 		s.passphraseErr = fmt.Errorf("LINSTOR refused the master passphrase from Secret %s: %w", name, err)

@@ -385,8 +385,9 @@ func (r *Reconciler) reconcileLinstor(ctx context.Context, s *scope) (ctrl.Resul
 	if lifecycle.LinstorWritesFenced(&linstorv1.LinstorClusterStatus{Upgrade: s.upgradeStatus, Restore: s.restoreStatus}) != "" {
 		return ctrl.Result{RequeueAfter: lifecycle.Poll}, nil
 	}
-	err = linstor.ModifyProperties(mod, func(m lapi.GenericPropsModify) error { return conn.Controller.Modify(ctx, m) })
-	r.Observer.Wrote(key, observer.Controller)
+	err = r.Observer.Writer(key, observer.Controller, conn.Client).Send(func(lc *lapi.Client) error {
+		return linstor.ModifyProperties(mod, func(m lapi.GenericPropsModify) error { return lc.Controller.Modify(ctx, m) })
+	})
 	if err != nil {
 		s.propertiesErr = err
 		r.Recorder.Eventf(s.cluster, corev1.EventTypeWarning, "PropertiesFailed", "Setting controller properties: %v", err)

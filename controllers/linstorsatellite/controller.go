@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -95,7 +94,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=apps,namespace=system,resources=daemonsets,verbs=get;list;watch;create;update;patch;delete
 
 // Reconcile reads top-down: get, delete or finalizer, scope, phases, status.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	sat := &linstorv1.LinstorSatellite{}
 	if err := r.Client.Get(ctx, req.NamespacedName, sat); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -117,23 +116,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return ctrl.Result{}, err
 		}
 	}
-	defer func() {
-		if err := r.updateStatus(ctx, s, reterr == nil); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-			reterr = kerrors.NewAggregate([]error{reterr, err})
-		}
-	}()
-	if s.cluster == nil {
-		return ctrl.Result{RequeueAfter: shortPoll}, nil
-	}
-
-	res, err := reconciler.Run(ctx, s, reconciler.Resync, func() bool { return s.stop },
+	res, err := reconciler.Pass(ctx, s, r.saveStatus, reconciler.Resync, func() bool { return s.stop },
+		requireCluster,
 		r.reconcileWorkload,
 		r.reconcileNode,
 		r.reconcileNodeProperties,
 		r.reconcileStoragePools,
 		r.observeLinstor,
 	)
-	return s.retryFenced(res), err
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return s.retryFenced(res), nil
+}
+
+// requireCluster ends the pass of a satellite whose LinstorCluster is gone (the status
+// says so) and looks again soon.
+func requireCluster(_ context.Context, s *scope) (ctrl.Result, error) {
+	if s.cluster == nil {
+		s.stop = true
+		return ctrl.Result{RequeueAfter: shortPoll}, nil
+	}
+	return ctrl.Result{}, nil
 }
 
 // loadCluster finds the owning LinstorCluster and a LINSTOR client for it.

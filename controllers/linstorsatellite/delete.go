@@ -46,7 +46,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		done = r.evacuateNode(ctx, s)
 	}
 	if !done {
-		if err := r.updateStatus(ctx, s, false); err != nil {
+		if err := r.writeStatus(ctx, s, false); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: shortPoll}, nil

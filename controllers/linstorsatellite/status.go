@@ -6,23 +6,39 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/reconciler"
 	"github.com/linstor-operator/linstor-operator/pkg/netif"
 )
 
-// updateStatus turns the pass's observations into status with one merge patch.
-func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded bool) error {
-	sat := s.sat
+// saveStatus is the pass's deferred save: it turns the pass's observations into status
+// with one merge patch (reconciler.PatchStatus). A conflict or a satellite gone is no
+// error: the next pass starts from what is stored.
+func (r *Reconciler) saveStatus(ctx context.Context, s *scope, passErr error) error {
+	if err := r.writeStatus(ctx, s, passErr == nil); !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// writeStatus writes the status the scope says, unless it was decided on a LINSTOR
+// state older than the satellite's last write.
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope, passSucceeded bool) error {
 	if s.snap != nil && !s.fresh && s.snap.Err == nil {
 		return nil // nothing was decided on a cycle older than our last write
 	}
-	before := sat.DeepCopy()
+	_, err := reconciler.PatchStatus(ctx, r.Client, s.sat, func() { deriveStatus(ctx, s, passSucceeded) })
+	return err
+}
+
+// deriveStatus sets the satellite's status from the pass's scope.
+func deriveStatus(ctx context.Context, s *scope, passSucceeded bool) {
+	sat := s.sat
 	// The pass's decision, for whoever debugs why nothing moves (V(1), not noise).
 	if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
 		switch {
@@ -57,10 +73,6 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, passSucceeded b
 	if passSucceeded && problem(s) == "" && !s.transient && len(s.writer.fenced) == 0 {
 		sat.Status.ObservedGeneration = sat.Generation
 	}
-	if equality.Semantic.DeepEqual(before.Status, sat.Status) {
-		return nil // a write that changes nothing still costs the API server
-	}
-	return r.Client.Status().Patch(ctx, sat, client.MergeFrom(before))
 }
 
 func problem(s *scope) string {

@@ -3,7 +3,6 @@ package bundle
 import (
 	"bytes"
 	"fmt"
-	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -21,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 )
 
 // Package is the OLM package name.

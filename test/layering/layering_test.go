@@ -14,10 +14,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -260,4 +264,105 @@ func TestTheReadmeListsEveryPackage(t *testing.T) {
 		}
 		t.Errorf("README.md's layout table does not list %s (by path, or by name in the row of %s)", rel, parent)
 	}
+}
+
+// linstorServices are the golinstor client's services; a call on one whose method does
+// not start with Get or List is a write.
+var linstorServices = map[string]bool{
+	"Nodes": true, "Resources": true, "ResourceDefinitions": true, "ResourceGroups": true, "StoragePoolDefinitions": true,
+	"Controller": true, "Connections": true, "Encryption": true, "KeyValueStore": true, "Remote": true, "Backup": true,
+	"Events": true, "Vendor": true,
+}
+
+// linstorReads are methods of those services that read although their names do not
+// say so.
+var linstorReads = map[string]bool{"SyncStatus": true}
+
+// unobserved are the packages whose LINSTOR writes concern what the observer does not
+// list: the node connection controller reads the connections itself on every pass.
+var unobserved = []string{"controllers/linstornodeconnection"}
+
+// writerFiles may tell the observer of a write or evacuate a node: they are the writers.
+var writerFiles = []string{"controllers/linstorsatellite/writer.go"}
+
+// TestEveryLinstorWriteTellsTheObserver reads the controllers' source: every LINSTOR
+// write is sent inside a function given to a writer's send or Send (linstorWriter,
+// observer.Writer), which tells the observer; nothing else tells it of a write or
+// evacuates a node. A write the observer does not hear of lets a reconciler decide on
+// LINSTOR's state from before it.
+func TestEveryLinstorWriteTellsTheObserver(t *testing.T) {
+	files, err := filepath.Glob("../../controllers/*/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	writes := map[string]int{}
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		rel := strings.TrimPrefix(file, "../../")
+		f, err := parser.ParseFile(fset, file, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		isWriter := slices.Contains(writerFiles, rel)
+		var stack []ast.Node
+		ast.Inspect(f, func(n ast.Node) bool {
+			if n == nil {
+				stack = stack[:len(stack)-1]
+				return true
+			}
+			stack = append(stack, n)
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			at := fset.Position(call.Pos())
+			at.Filename = rel
+			if !isWriter && sel.Sel.Name == "Wrote" {
+				t.Errorf("%s: the observer is told of a write by hand; send the write through a writer", at)
+			}
+			if x, ok := sel.X.(*ast.Ident); ok && !isWriter && x.Name == "linstor" && sel.Sel.Name == "Evacuate" {
+				t.Errorf("%s: linstor.Evacuate outside a writer", at)
+			}
+			svc, ok := sel.X.(*ast.SelectorExpr)
+			if !ok || !linstorServices[svc.Sel.Name] || strings.HasPrefix(sel.Sel.Name, "Get") || strings.HasPrefix(sel.Sel.Name, "List") ||
+				linstorReads[sel.Sel.Name] {
+				return true
+			}
+			writes[filepath.Dir(rel)]++
+			if !insideSend(stack) && !slices.Contains(unobserved, filepath.Dir(rel)) {
+				t.Errorf("%s: LINSTOR write %s.%s is not sent through a writer", at, svc.Sel.Name, sel.Sel.Name)
+			}
+			return true
+		})
+	}
+	// The satellite: node create, restore, properties, net interfaces, pools, lost,
+	// delete; the cluster: the passphrase and the controller's properties.
+	if writes["controllers/linstorsatellite"] < 12 || writes["controllers/linstorcluster"] < 3 {
+		t.Errorf("found LINSTOR writes %v: the check no longer sees them", writes)
+	}
+}
+
+// insideSend: the innermost function literal around the node (skipping closures inside
+// it, such as ModifyProperties') is an argument of a call of send or Send.
+func insideSend(stack []ast.Node) bool {
+	for i := len(stack) - 1; i > 0; i-- {
+		if _, ok := stack[i].(*ast.FuncLit); !ok {
+			continue
+		}
+		call, ok := stack[i-1].(*ast.CallExpr)
+		if !ok {
+			continue
+		}
+		if sel, ok := call.Fun.(*ast.SelectorExpr); ok && (sel.Sel.Name == "send" || sel.Sel.Name == "Send") {
+			return true
+		}
+	}
+	return false
 }

@@ -257,6 +257,31 @@ func (o *Observer) Invalidated(key types.NamespacedName) bool {
 	return ok && !t.invalid.IsZero() && (t.snap == nil || !t.snap.Started.After(t.invalid))
 }
 
+// Writer sends one reconciler's writes about what (a node name, or Controller) to
+// LINSTOR through lc and tells the observer of each, whatever the answer: a write whose
+// answer is lost may have happened, so no decision is taken on a cycle older than it.
+// Reconcilers write to LINSTOR only through a Writer, never telling the observer by
+// hand (test/layering checks it).
+type Writer struct {
+	lc       *lapi.Client
+	observer *Observer
+	key      types.NamespacedName
+	what     string
+}
+
+// Writer returns the writer of the cluster key's what.
+func (o *Observer) Writer(key types.NamespacedName, what string, lc *lapi.Client) Writer {
+	return Writer{lc: lc, observer: o, key: key, what: what}
+}
+
+// Send sends write (one request, or several that belong together) and tells the
+// observer.
+func (w Writer) Send(write func(*lapi.Client) error) error {
+	err := write(w.lc)
+	w.observer.Wrote(w.key, w.what)
+	return err
+}
+
 // Wrote records a write to what (a node name, or Controller) and asks for a cycle: its
 // observation is stale until a cycle that started after now has been read.
 func (o *Observer) Wrote(key types.NamespacedName, what string) {

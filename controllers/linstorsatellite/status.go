@@ -75,45 +75,52 @@ func deriveStatus(ctx context.Context, s *scope, passSucceeded bool) {
 	}
 }
 
-func problem(s *scope) string {
+// degradation is why the satellite is Degraded: the reason and the message, "" when it
+// is not. One switch decides both, so the reason always names the message's cause.
+func degradation(s *scope) (reason, message string) {
+	var noAddress *netif.NoAddressError
 	switch {
 	case s.cluster == nil:
-		return fmt.Sprintf("LinstorCluster %q not found", s.sat.Spec.ClusterRef.Name)
+		return linstorv1.ReasonInvalidSpec, fmt.Sprintf("LinstorCluster %q not found", s.sat.Spec.ClusterRef.Name)
+	case errors.As(s.nodeErr, &noAddress) && len(noAddress.Have) > 0:
+		return linstorv1.ReasonNoAddressInIPFamilies, s.nodeErr.Error()
 	case s.nodeErr != nil:
-		return s.nodeErr.Error()
+		return linstorv1.ReasonInvalidSpec, s.nodeErr.Error()
 	case s.workloadErr != nil:
-		return "Satellite workload: " + s.workloadErr.Error()
+		return specOr(s.renderInvalid), "Satellite workload: " + s.workloadErr.Error()
 	case s.netifErr != nil:
-		return s.netifErr.Error()
+		return specOr(s.netifInvalid), s.netifErr.Error()
 	case s.propsErr != nil:
-		return s.propsErr.Error()
+		return linstorv1.ReasonLinstorError, s.propsErr.Error()
 	case len(s.pools.Problems) > 0:
-		return s.pools.Problem()
+		return linstorv1.ReasonLinstorError, s.pools.Problem()
 	case len(s.pools.ClaimFailed) > 0:
-		return strings.Join(s.pools.ClaimFailed, "; ")
+		return linstorv1.ReasonDiskClaimFailed, strings.Join(s.pools.ClaimFailed, "; ")
+	case s.deleteWait != "" && s.deleteReason != "":
+		return s.deleteReason, s.deleteWait
 	case s.deleteWait != "":
-		return s.deleteWait
+		return linstorv1.ReasonWaitingForEvacuate, s.deleteWait
 	}
-	return ""
+	return "", ""
+}
+
+// specOr: a problem of the spec is InvalidSpec, any other a LINSTOR error.
+func specOr(invalidSpec bool) string {
+	if invalidSpec {
+		return linstorv1.ReasonInvalidSpec
+	}
+	return linstorv1.ReasonLinstorError
+}
+
+// problem is degradation's message.
+func problem(s *scope) string {
+	_, message := degradation(s)
+	return message
 }
 
 func setDegradedCondition(sat *linstorv1.LinstorSatellite, s *scope) {
 	cond := metav1.Condition{Type: linstorv1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: sat.Generation}
-	reason := linstorv1.ReasonLinstorError
-	var noAddress *netif.NoAddressError
-	switch {
-	case errors.As(s.nodeErr, &noAddress) && len(noAddress.Have) > 0:
-		reason = linstorv1.ReasonNoAddressInIPFamilies
-	case s.cluster == nil || s.nodeErr != nil || s.netifInvalid || s.renderInvalid:
-		reason = linstorv1.ReasonInvalidSpec
-	case s.deleteReason != "":
-		reason = s.deleteReason
-	case s.deleteWait != "":
-		reason = linstorv1.ReasonWaitingForEvacuate
-	case len(s.pools.Problems) == 0 && len(s.pools.ClaimFailed) > 0:
-		reason = linstorv1.ReasonDiskClaimFailed
-	}
-	if msg := problem(s); msg != "" {
+	if reason, msg := degradation(s); msg != "" {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, reason, msg
 	} else if s.pools.Waiting != "" {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, linstorv1.ReasonPoolInUse, s.pools.Waiting

@@ -57,9 +57,8 @@ func (w *linstorWriter) fencedMessage() string {
 // send sends one write (a request, or a request and its retry) and tells the observer,
 // whatever the answer: a write whose answer is lost may have happened.
 func (w *linstorWriter) send(write func(*lapi.Client) error) error {
-	err := write(w.conn.Client)
-	w.sent()
-	return err
+	w.wrote = true
+	return w.observer.Writer(w.key, w.node, w.conn.Client).Send(write)
 }
 
 // evacuate asks LINSTOR to evacuate the node; it returns LINSTOR's warnings.

@@ -270,3 +270,35 @@ func TestExpectedNodeIsLookedForUntilOnline(t *testing.T) {
 		t.Errorf("%d cycles after the expected node came ONLINE (interval 1 h), want 0", n)
 	}
 }
+
+// A cycle that starts while a write is on its way (sent, not answered) may read LINSTOR
+// from before it: the writer tells the observer after the answer, so that cycle never
+// counts as fresh for the node written to.
+func TestWriterTellsTheObserverAfterTheAnswer(t *testing.T) {
+	w := start(t, 3, time.Hour)
+	w.next(t)
+	writer := w.obs.Writer(key, "n001", w.conn.Client)
+	err := writer.Send(func(lc *lapi.Client) error {
+		// A cycle runs while the write is in flight, before LINSTOR applied it.
+		before := w.obs.Snapshot(key).Started
+		w.obs.RefreshWithin(key, 0)
+		deadline := time.Now().Add(5 * time.Second)
+		for !w.obs.Snapshot(key).Started.After(before) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("no cycle ran within 5s")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return lc.Nodes.Modify(context.Background(), "n001", lapi.NodeModify{GenericPropsModify: lapi.GenericPropsModify{OverrideProps: lapi.OverrideProps{"Aux/x": "1"}}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap := w.obs.Fresh(key, "n001"); snap != nil {
+		n, _ := snap.Node("n001")
+		t.Errorf("the cycle that ran during the write counts as fresh (it read props %v)", n.Props)
+	}
+	if w.obs.Fresh(key, "n002") == nil {
+		t.Error("a write to n001 made n002's observation stale")
+	}
+}

@@ -132,7 +132,9 @@ func TestProgressing(t *testing.T) {
 			},
 			metav1.ConditionTrue, linstorv1.ReasonControllerNotReady, "Waiting for the LINSTOR controller: connection refused"},
 		{"a pod waiting for its certificate outranks everything",
-			func(s *scope) { s.linstorErr, s.workloadPending = errors.New("x"), "Waiting for the internal TLS certificate" },
+			func(s *scope) {
+				s.linstorErr, s.workloadPending = errors.New("x"), "Waiting for the internal TLS certificate"
+			},
 			metav1.ConditionTrue, linstorv1.ReasonReconciling, "Waiting for the internal TLS certificate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -26,7 +26,7 @@ func (e *Emulator) getVersion(w http.ResponseWriter, _ *http.Request) {
 func (e *Emulator) getControllerProps(w http.ResponseWriter, _ *http.Request) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := copyMap(e.controllerProps)
+	out := maps.Clone(e.controllerProps)
 	if e.passphrase != "" {
 		sum := sha256.Sum256([]byte(e.passphrase))
 		out["encrypted/masterhash"] = hex.EncodeToString(sum[:])
@@ -48,7 +48,7 @@ func (e *Emulator) modifyControllerProps(w http.ResponseWriter, r *http.Request)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	next := copyMap(e.controllerProps)
+	next := maps.Clone(e.controllerProps)
 	var answer []apiCallRc
 	for _, k := range slices.Sorted(maps.Keys(in.OverrideProps)) {
 		v := in.OverrideProps[k]

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lapiconst "github.com/LINBIT/golinstor"
 	lapi "github.com/LINBIT/golinstor/client"
@@ -725,7 +727,7 @@ func (e *Emulator) withNode(name string, f func(*node)) error {
 // bit, so an evicted node lists both (FlagsHelper.toStringList).
 func (e *Emulator) nodeView(n *node) lapi.Node {
 	out := n.Node
-	out.Props = copyMap(n.Props)
+	out.Props = maps.Clone(n.Props)
 	out.Flags = append([]string(nil), n.Flags...)
 	if hasFlag(n.Flags, lapiconst.FlagEvicted) {
 		out.Flags = appendFlag(out.Flags, lapiconst.FlagDelete)
@@ -876,17 +878,6 @@ func decodeTwice(w http.ResponseWriter, r *http.Request, into, also any, parseSt
 
 // maxBody bounds what the emulator reads of a request.
 const maxBody = 8 << 20
-
-func copyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
 
 // applyProps applies a GenericPropsModify to m.
 func applyProps(m map[string]string, mod lapi.GenericPropsModify) {

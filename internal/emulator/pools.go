@@ -25,7 +25,7 @@ const defaultPoolCapacityKib = 100 << 20
 // pools report Long.MAX_VALUE.
 func (e *Emulator) poolView(p *lapi.StoragePool) lapi.StoragePool {
 	out := *p
-	out.Props = copyMap(p.Props)
+	out.Props = maps.Clone(p.Props)
 	switch {
 	case !e.online(p.NodeName):
 		out.FreeCapacity, out.TotalCapacity = 0, 0
@@ -109,7 +109,7 @@ func (e *Emulator) getPool(w http.ResponseWriter, r *http.Request, n *node) {
 // (rest/v1/StoragePools.convertStorPoolProp), whatever the provider kind: the old
 // driver keys become StorDriver/StorPoolName, and a thin pool is appended to it.
 func rewriteDriverProps(in map[string]string) map[string]string {
-	out := copyMap(in)
+	out := maps.Clone(in)
 	if out == nil {
 		return map[string]string{}
 	}
@@ -348,7 +348,7 @@ func (e *Emulator) listNodeConnections(w http.ResponseWriter, r *http.Request) {
 	out := []lapi.Connection{}
 	for _, k := range keys {
 		if (a == "" || strings.EqualFold(a, k[0]) || strings.EqualFold(a, k[1])) && (b == "" || strings.EqualFold(b, k[0]) || strings.EqualFold(b, k[1])) {
-			out = append(out, lapi.Connection{NodeA: k[0], NodeB: k[1], Props: copyMap(e.nodeConns[k])})
+			out = append(out, lapi.Connection{NodeA: k[0], NodeB: k[1], Props: maps.Clone(e.nodeConns[k])})
 		}
 	}
 	if a != "" && b != "" && len(out) == 0 {

@@ -47,7 +47,7 @@ func asPropsError(err error) *props.Error {
 // under the namespace is not whitelisted). It works on a copy: on a refusal the
 // current map is untouched, as the server's transaction rolls back.
 func modifyProps(obj props.Object, current map[string]string, mod lapi.GenericPropsModify, objMask uint64) ([]apiCallRc, map[string]string, *apiCallRc) {
-	next := copyMap(current)
+	next := maps.Clone(current)
 	if next == nil {
 		next = map[string]string{}
 	}

@@ -327,7 +327,7 @@ func (e *Emulator) resourceViews(rd *resourceDefinition) []lapi.ResourceWithVolu
 	for i, nodeName := range names {
 		rep := rd.resources[nodeName]
 		view := lapi.ResourceWithVolumes{Resource: lapi.Resource{
-			Name: rd.Name, NodeName: nodeName, Flags: rep.flags, Props: copyMap(rep.props),
+			Name: rd.Name, NodeName: nodeName, Flags: rep.flags, Props: maps.Clone(rep.props),
 			Uuid:        uuid.NewSHA1(uuid.NameSpaceOID, []byte(rd.Name+"/"+nodeName)).String(),
 			LayerObject: e.layerObject(rd, nodeName, rep, int32(i)),
 		}}

@@ -9,6 +9,7 @@ package storagepool
 
 import (
 	"errors"
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -298,9 +299,9 @@ func deepCopyInput(in Input) Input {
 	for _, w := range in.Wanted {
 		c := w
 		c.Spec = *w.Spec.DeepCopy()
-		c.DriverProps, c.CreateProps = copyMap(w.DriverProps), copyMap(w.CreateProps)
+		c.DriverProps, c.CreateProps = maps.Clone(w.DriverProps), maps.Clone(w.CreateProps)
 		c.Refused = append([]string(nil), w.Refused...)
-		c.Change = PropsChange{Override: copyMap(w.Change.Override), Delete: append([]string(nil), w.Change.Delete...)}
+		c.Change = PropsChange{Override: maps.Clone(w.Change.Override), Delete: append([]string(nil), w.Change.Delete...)}
 		out.Wanted = append(out.Wanted, c)
 	}
 	out.Observed = append([]Pool(nil), in.Observed...)
@@ -319,17 +320,6 @@ func deepCopyInput(in Input) Input {
 			c.Plan.Disks = append(c.Plan.Disks, *ds.DeepCopy())
 		}
 		out.Discovery = &c
-	}
-	return out
-}
-
-func copyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
 	}
 	return out
 }

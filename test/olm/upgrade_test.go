@@ -238,7 +238,10 @@ func upgradeThroughOLM(t *testing.T) {
 	for _, p := range []linstorv1.UpgradePhase{linstorv1.UpgradeController, linstorv1.UpgradeSatellites, linstorv1.UpgradeVerify} {
 		g.Expect(phases.upgradeable(p)).To(ConsistOf(metav1.ConditionFalse), "%s: %s", p, phases)
 	}
-	g.Expect(phases.upgradeable(linstorv1.UpgradeSucceeded)).To(ContainElement(metav1.ConditionTrue), "%s", phases)
+	// The pass that saves Succeeded (a lifecycle save, Upgradeable still False) writes
+	// Upgradeable=True in its status save right after: the test may look in between.
+	g.Eventually(func() []metav1.ConditionStatus { return phases.upgradeable(linstorv1.UpgradeSucceeded) }, "20s", tick).
+		Should(ContainElement(metav1.ConditionTrue), "%s", phases)
 	addresses := linstorAddresses()
 	g.Expect(len(addresses)).To(BeNumerically(">", addressesBefore), "the LINSTOR controller pod was replaced and served at its new address")
 	t.Logf("LINSTOR served at %v", addresses)

@@ -1,10 +1,10 @@
 # linstor-operator Makefile: the kubebuilder go/v4 targets, plus the local Kubernetes
 # binaries (built from source, see hack/build-k8s-binaries.sh) and the demo.
 
-VERSION ?= 0.3.0
+VERSION ?= 0.1.0
 IMAGE_TAG_BASE ?= quay.io/linstor-operator/linstor-operator
 IMG ?= $(IMAGE_TAG_BASE):v$(VERSION)
-CHANNELS ?= stable,stable-linstor-1.33
+CHANNELS ?= stable,stable-linstor-1.31
 DEFAULT_CHANNEL ?= stable
 
 # The Kubernetes minor follows k8s.io/api in go.mod.
@@ -144,7 +144,7 @@ undeploy: kustomize ## Undeploy the operator.
 ##@ Packaging
 
 # BUNDLE_CREATED_AT is fixed per release so that regenerating the bundle is reproducible.
-BUNDLE_CREATED_AT ?= 2026-11-24T00:00:00Z
+BUNDLE_CREATED_AT ?= 2026-11-27T00:00:00Z
 # IMAGE_DIGESTS: a file of "<image reference> sha256:<digest>" lines pins every image of
 # the bundle by digest, for disconnected mirrors (docs/olm.md).
 IMAGE_DIGESTS ?=

@@ -2,7 +2,7 @@
 FROM scratch
 
 LABEL operators.operatorframework.io.bundle.channel.default.v1=stable
-LABEL operators.operatorframework.io.bundle.channels.v1=stable,stable-linstor-1.33
+LABEL operators.operatorframework.io.bundle.channels.v1=stable,stable-linstor-1.31
 LABEL operators.operatorframework.io.bundle.manifests.v1=manifests/
 LABEL operators.operatorframework.io.bundle.mediatype.v1=registry+v1
 LABEL operators.operatorframework.io.bundle.metadata.v1=metadata/

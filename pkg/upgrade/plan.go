@@ -32,8 +32,13 @@ type Stone struct {
 // is the LINSTOR version whose images the release pins (images.LinstorVersion), so the
 // release's version has one home.
 var Current = Release{
-	Target:   MustParse(images.LinstorVersion),
-	Runnable: []Version{MustParse("1.33.2"), MustParse(images.LinstorVersion)},
+	Target: MustParse(images.LinstorVersion),
+	// The newest patch of each older line it upgrades from, runnable so that a rollback
+	// from a failed hop returns to it and a cluster can be pinned to it. No stepping stone
+	// between them: LINSTOR's k8s backend runs every migration from the stored version to
+	// its newest in one start, each its own committed step (DbK8sCrd.migrate; see
+	// docs/linstor-schema-history.md §4), so 1.31.x -> 1.33.3 is one hop running 28, 29 and 30.
+	Runnable: []Version{MustParse("1.31.3"), MustParse("1.32.3"), MustParse("1.33.2"), MustParse(images.LinstorVersion)},
 	// The oldest LINSTOR it takes over and upgrades (a cluster deployed by other means);
 	// older databases first need the migrations of an older LINSTOR.
 	Oldest: MustParse("1.29.0"),

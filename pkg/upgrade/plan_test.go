@@ -53,7 +53,12 @@ func TestDecide(t *testing.T) {
 		{"pinned to the running version", Current, Input{Running: "1.33.2", Requested: "1.33.2"}, Stay, "1.33.2", ""},
 		{"downgrade", Current, Input{Running: "1.33.3", Requested: "1.33.2"}, Refuse, "1.33.3", "LINSTOR cannot downgrade"},
 		{"newer than the release", Current, Input{Running: "1.34.0"}, Refuse, "1.34.0", "cannot downgrade"},
-		{"not runnable", Current, Input{Running: "1.29.1", Requested: "1.32.0"}, Refuse, "", "spec.version 1.32.0 is not a version this operator release can run; it runs 1.33.2, 1.33.3"},
+		{"not runnable", Current, Input{Running: "1.29.1", Requested: "1.32.0"}, Refuse, "", "spec.version 1.32.0 is not a version this operator release can run; it runs 1.31.3, 1.32.3, 1.33.2, 1.33.3"},
+		// No stepping stone inside the 1.29-1.33 range: one start runs every migration.
+		{"1.31 line in one hop", Current, Input{Running: "1.31.3"}, Upgrade, "1.33.3", "Upgrading LINSTOR from 1.31.3 to 1.33.3"},
+		{"1.32 line in one hop", Current, Input{Running: "1.32.0"}, Upgrade, "1.33.3", ""},
+		{"pinned to the 1.31 line", Current, Input{Requested: "1.31.3"}, Install, "1.31.3", ""},
+		{"pinned 1.32 from 1.31", Current, Input{Running: "1.31.3", Requested: "1.32.3"}, Upgrade, "1.32.3", ""},
 		{"too old", Current, Input{Running: "1.20.3"}, Refuse, "1.20.3", "older than 1.29.0"},
 		{"bad reported version", Current, Input{Running: "garbage"}, Refuse, "", "unreadable version"},
 		{"stepping stone first", next, Input{Running: "1.29.1"}, Upgrade, "1.33.2", "Upgrading LINSTOR from 1.29.1 to 1.33.2, on the way to 1.34.0"},

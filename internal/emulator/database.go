@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -17,68 +17,57 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
 	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 )
 
-// The emulator's k8s database: like LINSTOR's k8s backend, a CRD per table in group
-// internal.linstor.linbit.com, versioned by the LINSTOR version whose schema it holds,
-// with one object per row. It is loaded when a controller starts and written while it
-// runs, so a backup and a restore of these objects really carry the state, and a
-// controller of a newer version migrates them first.
-var tables = []table{
-	{"linstorversion", "LinstorVersion"},
-	{"nodes", "Nodes"},
-	{"resourcedefinitions", "ResourceDefinitions"},
-	{"propscontainers", "PropsContainers"},
-	{"secconfiguration", "SecConfiguration"},
-	{"nodeconnections", "NodeConnections"},
+// The emulator's k8s database is LINSTOR's (docs/linstor-schema-history.md): a CRD per
+// table of the schema (schema.go), one object per row, LINSTOR's columns in spec. It is
+// loaded when a controller starts, after the migrations its version has and the
+// database lacks (migrations.go), and written while it runs, one changed row at a time.
+//
+// Rows in LINSTOR's columns: PropsContainers (the controller's, resource and volume
+// definitions' properties, one row per property), ResourceDefinitions,
+// VolumeDefinitions, LayerResourceIds, LayerDrbdResources and
+// LayerDrbdResourceDefinitions: every table migrations 28–30 read or write. Tables no
+// migration in range touches keep the emulator's own format, LINSTOR's key columns
+// plus the emulator's JSON in emulatorColumn: Nodes (node and storage pools),
+// Resources (a replica's state), NodeConnections, SecConfiguration (the passphrase).
+// ResourceDefinitions and Resources rows carry emulatorColumn too: no migration
+// rewrites them. Every other row (snapshots, other property instances, tables the
+// emulator does not model, orphans) is opaque: carried unchanged in memory, written
+// back unchanged, seen by the migrations.
+
+// emulatorColumn holds what the emulator keeps of a row beyond LINSTOR's columns.
+const emulatorColumn = "emulator"
+
+// Props instances (LinStorObject at v1.33.3: CTRL "/CTRL", RSC_DFN "/RSC_DFNS/",
+// VLM_DFN "/VLM_DFNS/"), names upper-cased as ResourceName.value.
+const ctrlPropsInstance = "/CTRL"
+
+func rscDfnInstance(rd string) string { return "/RSC_DFNS/" + strings.ToUpper(rd) }
+
+func vlmDfnInstance(rd string, nr int32) string {
+	return fmt.Sprintf("/VLM_DFNS/%s/%d", strings.ToUpper(rd), nr)
 }
 
-type table struct{ plural, kind string }
-
-// tablesOf is the table set of a LINSTOR version: every table but those a migration
-// to this version or an older one dropped (DropTableAtNextMigration). Holds e.mu.
-func (e *Emulator) tablesOf(version string) []table {
-	var out []table
-	for _, t := range tables {
-		if at, ok := e.dropped[t.plural]; ok && !older(version, at) {
-			continue
-		}
-		out = append(out, t)
-	}
-	return out
-}
-
-// onlyTables keeps the rows of the given tables.
-func onlyTables(rows map[string]string, ts []table) map[string]string {
-	kinds := map[string]bool{}
-	for _, t := range ts {
-		kinds[t.kind] = true
-	}
-	out := make(map[string]string, len(rows))
-	for key, raw := range rows {
-		if kind, _, _ := strings.Cut(key, "/"); kinds[kind] {
-			out[key] = raw
-		}
-	}
-	return out
-}
+// passphraseKey is the emulator's SecConfiguration row (entry_key, PK_FORMAT "%s").
+const passphraseKey = "EMULATOR_PASSPHRASE"
 
 // nodeRow holds what LINSTOR stores of a node. The machine's disks are not LINSTOR's
-// (disks.go); rows written before that still carry a "disks" field, which is ignored.
+// (disks.go).
 type nodeRow struct {
 	Node  lapi.Node          `json:"node"`
 	Pools []lapi.StoragePool `json:"pools"`
 }
 
+// replicaRow is the emulator's part of a Resources row.
 type replicaRow struct {
+	Node      string                            `json:"node"`
 	Pool      string                            `json:"pool"`
 	InUse     bool                              `json:"inUse,omitempty"`
 	DiskState string                            `json:"diskState"`
@@ -87,23 +76,55 @@ type replicaRow struct {
 	Layers    []devicelayerkind.DeviceLayerKind `json:"layers,omitempty"`
 }
 
-type rdRow struct {
-	RD        lapi.ResourceDefinition           `json:"rd"`
-	Volumes   []lapi.VolumeDefinition           `json:"volumes"`
-	Resources map[string]replicaRow             `json:"resources"`
-	Layers    []devicelayerkind.DeviceLayerKind `json:"layers,omitempty"`
+// Flag bits (ResourceDefinition.Flags, VolumeDefinition.Flags at v1.33.3).
+var (
+	rscDfnFlagBits = map[string]int64{"DELETE": 1, "RESTORE_TARGET": 1 << 1, "CLONING": 1 << 2, "FAILED": 1 << 3}
+	vlmDfnFlagBits = map[string]int64{"DELETE": 1, "ENCRYPTED": 1 << 1, "RESIZE": 1 << 2, "GROSS_SIZE": 1 << 3,
+		"RESIZE_SHRINK": 1<<2 | 1<<4, "DRBD_INITIALIZED": 1 << 5}
+	vlmDfnFlagOrder = []string{"DELETE", "ENCRYPTED", "RESIZE", "GROSS_SIZE", "RESIZE_SHRINK", "DRBD_INITIALIZED"}
+)
+
+func flagBits(flags []string, bits map[string]int64) int64 {
+	var out int64
+	for _, f := range flags {
+		out |= bits[f]
+	}
+	return out
 }
 
-// schemaVersion names a CRD version after a LINSTOR version: 1.33.2 -> v1-33-2.
-func schemaVersion(linstor string) string {
-	return "v" + strings.NewReplacer(".", "-").Replace(linstor)
+// vlmDfnFlags reads vlm_flags as FlagsHelper.toStringList does: every flag whose bits
+// are all set.
+func vlmDfnFlags(v int64) []string {
+	var out []string
+	for _, f := range vlmDfnFlagOrder {
+		if b := vlmDfnFlagBits[f]; v&b == b {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Initial-sync properties: ≤ 1.33.1 the rsc-dfn's DrbdPrimarySetOn
+// (InternalApiConsts.PROP_PRIMARY_SET), ≥ 1.33.2 the volume definition's
+// Linstor/Drbd/InitialUptoDateOn (KEY_LINSTOR_DRBD_INITIAL_UPTODATE_ON).
+const (
+	primarySetOnKey      = "DrbdPrimarySetOn"
+	initialUpToDateOnKey = "Linstor/Drbd/InitialUptoDateOn"
+)
+
+// drbdRscDfn is a resource definition's LayerDrbdResourceDefinitions row.
+type drbdRscDfn struct {
+	tcpPort *int64 // nil from 1.32 on: ports are per resource (tcp_port_list)
+	secret  string
 }
 
 // errStartRefused marks a controller start that fails every time it is tried.
 var errStartRefused = errors.New("controller start refused")
 
-// FailNextMigration makes the next database migration (a controller of a newer version
-// starting on an older database) fail: the controller does not come up.
+// FailNextMigration makes the next migration step (a controller starting on a database
+// its version has migrations for) fail: the step's rows are not written, the stored
+// version stays at the step, and this controller pod does not come up; the next pod
+// resumes at that step.
 func (e *Emulator) FailNextMigration() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -118,100 +139,156 @@ func (e *Emulator) FailNextStartAfterMigration() {
 	e.failStartAfterMigration = true
 }
 
-// DropTableAtNextMigration makes the next database migration drop a table as a
-// migration that removes one does (BaseK8sCrdMigration.updateCrdSchemaForAllTables
-// deletes the CRDs of tables the new version no longer has, and with them their rows).
-// From that version on the controller neither reads nor writes it; an older controller
-// still needs it and does not start while its CRD is missing.
-func (e *Emulator) DropTableAtNextMigration(plural string) error {
-	known := false
-	for _, t := range tables {
-		known = known || t.plural == plural
+// SeedRow adds one row to table (its plural or kind) as if the user's database had it,
+// committed as a change: the emulator carries it as it is, and the migrations see it
+// (e.g. an orphaned LayerDrbdResources row fails migration 28). Its name is LINSTOR's
+// (deriveKey of the primary key) where the key is modelled.
+func (e *Emulator) SeedRow(table string, spec map[string]any) error {
+	plural := strings.ToLower(table)
+	r := normalizeRow(spec)
+	name, err := rowObjectName(plural, r)
+	if err != nil {
+		return fmt.Errorf("SeedRow: %w", err)
 	}
-	if !known || plural == "linstorversion" {
-		return fmt.Errorf("DropTableAtNextMigration: plural %q is not a table a migration can drop (one of the emulator's tables but linstorversion)", plural)
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.dropAtMigration = append(e.dropAtMigration, plural)
-	return nil
+	return e.change(func() error {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.opaque == nil {
+			e.opaque = dbTables{}
+		}
+		if e.opaque[plural] == nil {
+			e.opaque[plural] = tableRows{}
+		}
+		e.opaque[plural][name] = r
+		return nil
+	})
 }
 
-// startController runs when a controller pod of version starts: it migrates the
-// database if it is older, then loads it (or creates it on a first start). A database
-// a newer version migrated is loaded as it is, as the server does: DbK8sCrd.migrate
-// runs only migrations numbered above the stored version, so none.
+// StoredVersion is the database's LinstorVersion: the last migration applied + 1, 0
+// for no database.
+func StoredVersion(ctx context.Context, c client.Client) (int, error) {
+	return readStoredMigration(ctx, c)
+}
+
+// rowObjectName is a row's object name: deriveKey of its primary key; for a table whose
+// key is not modelled, of the row's JSON (stable, and unique per content).
+func rowObjectName(plural string, r row) (string, error) {
+	if plural == "secconfiguration" {
+		return deriveKey(stringColumn(r, "entry_key")), nil
+	}
+	if _, ok := primaryKeyColumns[plural]; ok {
+		return objectName(plural, r)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return "", err
+	}
+	return deriveKey(string(b)), nil
+}
+
+// normalizeRow gives integers one type, int64, as rows read from the API server have.
+func normalizeRow(spec map[string]any) row {
+	out := make(row, len(spec))
+	for k, v := range spec {
+		switch n := v.(type) {
+		case int:
+			out[k] = int64(n)
+		case int32:
+			out[k] = int64(n)
+		case float64:
+			if n == float64(int64(n)) {
+				out[k] = int64(n)
+			} else {
+				out[k] = n
+			}
+		default:
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// startController runs when a controller pod of version starts (DbK8sCrd.migrate):
+// on no database (stored 0) it creates the tables of its schema, writes its rows and
+// stamps its last migration + 1; on an older one it runs the missing migrations, one
+// step each (migrateDatabase); on a newer one nothing runs and nothing is refused. It
+// then loads every table its schema has; a missing one fails the start
+// (K8sCachingClient lists each table), and the pod is retried.
 func (e *Emulator) startController(ctx context.Context, c client.Client, version string, alive fence) error {
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
-	stored, err := readStoredVersion(ctx, c)
+	last, err := lastMigration(version)
+	if err != nil {
+		return fmt.Errorf("%w: %w", err, errStartRefused)
+	}
+	schema, err := schemaOf(version)
+	if err != nil {
+		return fmt.Errorf("%w: %w", err, errStartRefused)
+	}
+	stored, err := readStoredMigration(ctx, c)
 	if err != nil {
 		return err
 	}
-	e.mu.Lock()
-	known := e.tablesOf(version)
-	e.mu.Unlock()
-	if stored == "" {
+	known := tablesOf(schema)
+	if stored == 0 {
 		e.mu.Lock()
-		rows := onlyTables(e.rows(version), known)
+		e.schema = schema
+		rows := e.rows()
 		e.mu.Unlock()
-		if err := writeDatabase(ctx, c, version, known, rows, nil, true, alive); err != nil {
+		if err := writeDatabase(ctx, c, schema, known, rows, nil, true, alive); err != nil {
+			return err
+		}
+		if err := alive(ctx); err != nil {
+			return err
+		}
+		if err := stampVersion(ctx, c, last+1); err != nil {
 			return err
 		}
 		e.mu.Lock()
-		e.schema, e.persisted, e.tablesAt = version, rows, version
+		e.persisted, e.tablesAt = rows, schema
 		e.mu.Unlock()
 		return nil
 	}
-	schema := version
-	switch {
-	case older(version, stored):
-		schema = stored // nothing to migrate: the newer schema stays, its rows are read as they are
-	case stored != version:
+	if stored <= last {
 		e.mu.Lock()
-		fail, drop := e.failMigration, e.dropAtMigration
-		e.failMigration, e.dropAtMigration = false, nil
-		from := e.tablesOf(stored)
+		inject := migrationHooks{failNext: e.failMigration}
+		e.failMigration = false
 		e.mu.Unlock()
-		if fail {
-			return fmt.Errorf("migrating the database from %s to %s failed (injected): %w", stored, version, errStartRefused)
-		}
-		if err := migrate(ctx, c, stored, version, from, drop, alive); err != nil {
-			return err
+		if _, err := migrateDatabase(ctx, c, stored, last, alive, inject); err != nil {
+			if ctx.Err() != nil || alive(ctx) != nil {
+				return err
+			}
+			// A failing step fails every start until the data or the image changes: the
+			// pod crash-loops (Controller.start exits 20), each start failing the same.
+			return fmt.Errorf("migrating the database from %d to %d: %w: %w", stored, last+1, err, errStartRefused)
 		}
 		e.mu.Lock()
-		for _, plural := range drop {
-			if e.dropped == nil {
-				e.dropped = map[string]string{}
-			}
-			e.dropped[plural] = version
-		}
-		known = e.tablesOf(version)
-		fail = e.failStartAfterMigration
+		fail := e.failStartAfterMigration
 		e.failStartAfterMigration = false
 		e.mu.Unlock()
 		if fail {
-			return fmt.Errorf("the database was migrated to %s, then the controller failed to start (injected): %w", version, errStartRefused)
+			return fmt.Errorf("the database was migrated to %d, then the controller failed to start (injected): %w", last+1, errStartRefused)
 		}
 	}
-	// Every table this version knows is read; one whose CRD is missing fails the start
-	// (K8sCachingClient lists each table when it is first used), and the pod is retried.
-	rows, err := readRows(ctx, c, known)
+	rows, err := readDatabaseRows(ctx, c, known)
 	if err != nil {
 		return err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.schema = schema
 	if err := e.load(rows); err != nil {
 		return err
 	}
-	e.schema, e.tablesAt = schema, ""
+	e.tablesAt = schema
 	return nil
 }
 
 // unknownRow marks a row whose content a failed commit left unknown: the next commit
 // writes (or deletes) it whatever it holds.
-const unknownRow = "\x00unknown"
+var unknownRow = row{"\x00unknown": true}
+
+func isUnknown(r row) bool { return r != nil && r["\x00unknown"] == true }
 
 // persist writes the in-memory state, the rows that changed only (the periodic save).
 func (e *Emulator) persist(ctx context.Context, c client.Client, alive fence) error {
@@ -220,17 +297,17 @@ func (e *Emulator) persist(ctx context.Context, c client.Client, alive fence) er
 	return e.commit(ctx, c, alive)
 }
 
-// commit writes the rows that differ from the last commit. Only a commit that
-// succeeded moves the baseline; a failed one marks the rows it tried as unknown, since
-// some of its writes may have landed. The caller holds commitMu.
+// commit writes the rows that differ from the last commit, through the CRD version of
+// the controller's schema (its GenCrdCurrent). Only a commit that succeeded moves the
+// baseline; a failed one marks the rows it tried as unknown, since some of its writes
+// may have landed. The caller holds commitMu.
 func (e *Emulator) commit(ctx context.Context, c client.Client, alive fence) error {
 	e.mu.Lock()
-	version := e.databaseVersion()
-	known := e.tablesOf(e.version)
-	rows := onlyTables(e.rows(version), known)
+	schema := e.writeSchema()
+	rows := e.rows()
 	prev, createdAt := e.persisted, e.tablesAt
 	e.mu.Unlock()
-	if err := writeDatabase(ctx, c, version, known, rows, prev, createdAt != version, alive); err != nil {
+	if err := writeDatabase(ctx, c, schema, tablesOf(schema), rows, prev, createdAt != schema, alive); err != nil {
 		e.mu.Lock()
 		e.tablesAt = "" // a table may be gone (a restore deletes them): create again next time
 		e.persisted = uncertain(prev, rows)
@@ -238,39 +315,68 @@ func (e *Emulator) commit(ctx context.Context, c client.Client, alive fence) err
 		return err
 	}
 	e.mu.Lock()
-	e.persisted, e.tablesAt = rows, version
+	e.persisted, e.tablesAt = rows, schema
 	e.mu.Unlock()
 	return nil
 }
 
+// writeSchema is the schema the controller reads and writes through: its
+// GenCrdCurrent. Holds e.mu.
+func (e *Emulator) writeSchema() string {
+	if e.schema != "" {
+		return e.schema
+	}
+	if s, err := schemaOf(e.version); err == nil {
+		return s
+	}
+	return newestSchema
+}
+
 // uncertain is the baseline after a failed commit of rows over prev: every row it
 // tried to change is unknown. A nil prev (nothing known) stays nil.
-func uncertain(prev, rows map[string]string) map[string]string {
+func uncertain(prev, rows dbTables) dbTables {
 	if prev == nil {
 		return nil
 	}
-	out := make(map[string]string, len(prev))
-	for key, raw := range prev {
-		out[key] = raw
-		if rows[key] != raw {
-			out[key] = unknownRow
+	out := prev.clone()
+	for plural, tr := range prev {
+		for name, r := range tr {
+			if !rowEqual(rows[plural][name], r) {
+				out[plural][name] = unknownRow
+			}
 		}
 	}
-	for key := range rows {
-		if _, ok := prev[key]; !ok {
-			out[key] = unknownRow
+	for plural, tr := range rows {
+		for name := range tr {
+			if _, ok := prev[plural][name]; !ok {
+				if out[plural] == nil {
+					out[plural] = tableRows{}
+				}
+				out[plural][name] = unknownRow
+			}
 		}
 	}
 	return out
 }
 
-// databaseVersion is the LINSTOR version whose schema the database has: the
-// controller's own, or a newer one it started on. Holds e.mu.
-func (e *Emulator) databaseVersion() string {
-	if e.schema != "" {
-		return e.schema
+func rowEqual(a, b row) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
 	}
-	return e.version
+	return reflect.DeepEqual(a, b)
+}
+
+func tablesEqual(a, b dbTables) bool {
+	for _, pair := range [2][2]dbTables{{a, b}, {b, a}} {
+		for plural, tr := range pair[0] {
+			for name, r := range tr {
+				if !rowEqual(r, pair[1][plural][name]) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // committer is the database and fence of a running controller that commits its
@@ -299,13 +405,13 @@ func (e *Emulator) inTransaction(apply func()) error {
 		return nil
 	}
 	e.mu.Lock()
-	before := e.rows(e.databaseVersion())
+	before := e.rows()
 	e.mu.Unlock()
 	apply()
 	e.mu.Lock()
-	after := e.rows(e.databaseVersion())
+	after := e.rows()
 	e.mu.Unlock()
-	if maps.Equal(before, after) {
+	if tablesEqual(before, after) {
 		return nil // nothing in the transaction is dirty: nothing to commit
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -343,121 +449,403 @@ func commitFailed(route string, err error) apiCallRc {
 // loaded from before; every other object keeps its runtime state (a resync under way,
 // an evacuation target). The baseline of the last commit and the passphrase's
 // unlocked state stay. Holds e.mu.
-func (e *Emulator) revert(before, after map[string]string) error {
+func (e *Emulator) revert(before, after dbTables) error {
 	nodes, rds, persisted, open := e.nodes, e.rds, e.persisted, e.passphraseOpen
 	if err := e.load(before); err != nil {
 		return err
 	}
 	e.persisted, e.passphraseOpen = persisted, open
-	unchanged := func(key string) bool {
-		raw, ok := before[key]
-		return ok && after[key] == raw
-	}
 	for name, n := range nodes {
-		if unchanged("Nodes/" + rowName(name)) {
+		key := deriveKey(strings.ToUpper(n.Name))
+		if _, ok := before["nodes"][key]; ok && rowEqual(before["nodes"][key], after["nodes"][key]) {
 			e.nodes[name] = n
 		}
 	}
 	for name, rd := range rds {
-		if unchanged("ResourceDefinitions/" + rowName(name)) {
+		if _, ok := e.rds[name]; ok && tablesEqual(rowsOfResource(before, rd.Name), rowsOfResource(after, rd.Name)) {
 			e.rds[name] = rd
 		}
 	}
 	return nil
 }
 
-// rows renders the state as table rows: kind/name -> spec JSON.
-func (e *Emulator) rows(version string) map[string]string {
-	out := map[string]string{"LinstorVersion/version": mustJSON(map[string]string{"version": version})}
-	for name, n := range e.nodes {
-		row := nodeRow{Node: n.Node}
-		// What a satellite reports when it connects is not in LINSTOR's database.
-		row.Node.ConnectionStatus, row.Node.StorageProviders, row.Node.ResourceLayers = "", nil, nil
-		row.Node.UnsupportedProviders, row.Node.UnsupportedLayers = nil, nil
-		for _, p := range n.pools {
-			row.Pools = append(row.Pools, *p)
+// rowsOfResource are the rows naming resource rd: its definition, volume
+// definitions, replicas, layer ids and properties.
+func rowsOfResource(db dbTables, rd string) dbTables {
+	upper := strings.ToUpper(rd)
+	out := dbTables{}
+	for plural, tr := range db {
+		for name, r := range tr {
+			inst := stringColumn(r, "props_instance")
+			if stringColumn(r, "resource_name") == upper || inst == rscDfnInstance(rd) || strings.HasPrefix(inst, "/VLM_DFNS/"+upper+"/") {
+				if out[plural] == nil {
+					out[plural] = tableRows{}
+				}
+				out[plural][name] = r
+			}
 		}
-		sort.Slice(row.Pools, func(i, j int) bool { return row.Pools[i].StoragePoolName < row.Pools[j].StoragePoolName })
-		out["Nodes/"+rowName(name)] = mustJSON(row)
-	}
-	for name, rd := range e.rds {
-		row := rdRow{RD: rd.ResourceDefinition, Volumes: rd.volumes, Resources: map[string]replicaRow{}, Layers: rd.layers}
-		for node, r := range rd.resources {
-			row.Resources[node] = replicaRow{Pool: r.pool, InUse: r.inUse, DiskState: r.diskState, Flags: r.flags, Props: r.props, Layers: r.layers}
-		}
-		out["ResourceDefinitions/"+rowName(name)] = mustJSON(row)
-	}
-	out["PropsContainers/controller"] = mustJSON(e.controllerProps)
-	out["SecConfiguration/passphrase"] = mustJSON(map[string]string{"passphrase": e.passphrase})
-	for pair, props := range e.nodeConns {
-		out["NodeConnections/"+rowName(pair[0]+"."+pair[1])] = mustJSON(map[string]any{"a": pair[0], "b": pair[1], "props": props})
 	}
 	return out
 }
 
-// load replaces the state with rows read from the database.
-func (e *Emulator) load(rows map[string]string) error {
-	nodes := map[string]*node{}
-	rds := map[string]*resourceDefinition{}
-	conns := map[[2]string]map[string]string{}
-	props := map[string]string{}
-	pass := map[string]string{}
-	for key, raw := range rows {
-		kind, _, _ := strings.Cut(key, "/")
-		var err error
-		switch kind {
-		case "Nodes":
-			var row nodeRow
-			if err = json.Unmarshal([]byte(raw), &row); err == nil {
-				n := &node{Node: row.Node, online: !e.coupled, pools: map[string]*lapi.StoragePool{}}
-				for i := range row.Pools {
-					n.pools[strings.ToLower(row.Pools[i].StoragePoolName)] = &row.Pools[i]
-				}
-				if old, ok := e.nodes[strings.ToLower(n.Name)]; ok { // a restart does not change which satellites run
-					n.online, n.satelliteVersion, n.onlineSince, n.drbdRunsAway = old.online, old.satelliteVersion, old.onlineSince, old.drbdRunsAway
-				}
-				nodes[strings.ToLower(n.Name)] = n
-			}
-		case "ResourceDefinitions":
-			var row rdRow
-			if err = json.Unmarshal([]byte(raw), &row); err == nil {
-				rd := &resourceDefinition{ResourceDefinition: row.RD, volumes: row.Volumes, resources: map[string]*replica{}, layers: row.Layers}
-				for node, r := range row.Resources {
-					rep := &replica{pool: r.Pool, inUse: r.InUse, diskState: r.DiskState, flags: r.Flags, props: r.Props, layers: r.Layers}
-					// What the replica's disk holds is the machine's, not the database's:
-					// a restart does not bring missed writes back.
-					if old, ok := e.rds[strings.ToLower(row.RD.Name)]; ok && old.resources[node] != nil {
-						rep.behind = old.resources[node].behind
-					}
-					rd.resources[node] = rep
-				}
-				rds[strings.ToLower(rd.Name)] = rd
-			}
-		case "PropsContainers":
-			err = json.Unmarshal([]byte(raw), &props)
-		case "SecConfiguration":
-			err = json.Unmarshal([]byte(raw), &pass)
-		case "NodeConnections":
-			var row struct {
-				A, B  string
-				Props map[string]string
-			}
-			if err = json.Unmarshal([]byte(raw), &row); err == nil {
-				conns[[2]string{row.A, row.B}] = row.Props
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("database row %s: %w", key, err)
-		}
-	}
-	e.nodes, e.rds, e.nodeConns, e.controllerProps = nodes, rds, conns, props
-	e.passphrase, e.passphraseOpen = pass["passphrase"], false
-	e.persisted = rows
-	return nil
+// rowSink collects rendered rows: each over the row last committed under its name, so
+// columns the emulator does not model (and a newer schema's, e.g. tcp_port_list read
+// by a 1.31 controller) are kept; defaults fill a new row's columns the emulator
+// writes once and does not model afterwards.
+type rowSink struct {
+	out  dbTables
+	base dbTables
 }
 
-func rowName(s string) string {
-	return strings.ToLower(strings.NewReplacer("_", "-", ".", "-").Replace(s))
+func (s rowSink) put(plural string, r, defaults row) {
+	name, err := rowObjectName(plural, r)
+	if err != nil {
+		panic(err) // the emulator's own rows always have their key columns
+	}
+	merged := row{}
+	if base := s.base[plural][name]; base != nil && !isUnknown(base) {
+		maps.Copy(merged, base)
+	} else {
+		for k, v := range defaults {
+			if v != nil {
+				merged[k] = v
+			}
+		}
+	}
+	for k, v := range r {
+		if v == nil {
+			delete(merged, k) // the API server prunes a null column: absent and null are one
+		} else {
+			merged[k] = v
+		}
+	}
+	if s.out[plural] == nil {
+		s.out[plural] = tableRows{}
+	}
+	s.out[plural][name] = merged
+}
+
+func prop(instance, key, value string) row {
+	return row{"props_instance": instance, "prop_key": key, "prop_value": value}
+}
+
+// rows renders the state as the database's rows: the opaque ones as they are, the
+// emulator's over them. Holds e.mu.
+func (e *Emulator) rows() dbTables {
+	s := rowSink{out: e.opaque.clone(), base: e.persisted}
+	withPortList := schemaIndex(e.writeSchema()) >= schemaIndex("v1-31-1")
+	for k, v := range e.controllerProps {
+		s.put("propscontainers", prop(ctrlPropsInstance, k, v), nil)
+	}
+	for _, n := range e.nodes {
+		row0 := nodeRow{Node: n.Node}
+		// What a satellite reports when it connects is not in LINSTOR's database.
+		row0.Node.ConnectionStatus, row0.Node.StorageProviders, row0.Node.ResourceLayers = "", nil, nil
+		row0.Node.UnsupportedProviders, row0.Node.UnsupportedLayers = nil, nil
+		for _, name := range sortedKeys(n.pools) {
+			row0.Pools = append(row0.Pools, *n.pools[name])
+		}
+		s.put("nodes", row{"node_name": strings.ToUpper(n.Name), "node_dsp_name": n.Name, emulatorColumn: mustJSON(row0)}, nil)
+	}
+	s.put("secconfiguration", row{"entry_key": passphraseKey, "entry_dsp_key": passphraseKey, "entry_value": e.passphrase}, nil)
+	for pair, props := range e.nodeConns {
+		s.put("nodeconnections", row{"node_name_src": strings.ToUpper(pair[0]), "node_name_dst": strings.ToUpper(pair[1]),
+			emulatorColumn: mustJSON(map[string]any{"a": pair[0], "b": pair[1], "props": props})}, nil)
+	}
+	for _, rd := range e.rds {
+		e.renderResourceDefinition(s, rd, withPortList)
+	}
+	return s.out
+}
+
+func (e *Emulator) renderResourceDefinition(s rowSink, rd *resourceDefinition, withPortList bool) {
+	name := strings.ToUpper(rd.Name)
+	extras := rd.ResourceDefinition
+	extras.Props = nil
+	var stack []string
+	for _, l := range rd.layers {
+		stack = append(stack, string(l))
+	}
+	s.put("resourcedefinitions", row{
+		"uuid": rd.Uuid, "resource_name": name, "snapshot_name": "", "resource_dsp_name": rd.Name, "snapshot_dsp_name": "",
+		"resource_flags": flagBits(rd.Flags, rscDfnFlagBits), "layer_stack": javaJSONList(stack),
+		"resource_group_name": strings.ToUpper(rd.ResourceGroupName), emulatorColumn: mustJSON(extras),
+	}, nil)
+	for k, v := range rd.Props {
+		s.put("propscontainers", prop(rscDfnInstance(rd.Name), k, v), nil)
+	}
+	for _, vd := range rd.volumes {
+		nr := int32(0)
+		if vd.VolumeNumber != nil {
+			nr = *vd.VolumeNumber
+		}
+		s.put("volumedefinitions", row{"uuid": vd.Uuid, "resource_name": name, "snapshot_name": "", "vlm_nr": int64(nr),
+			"vlm_size": int64(vd.SizeKib), "vlm_flags": flagBits(vd.Flags, vlmDfnFlagBits)}, nil)
+		for k, v := range vd.Props {
+			s.put("propscontainers", prop(vlmDfnInstance(rd.Name, nr), k, v), nil)
+		}
+	}
+	if rd.drbd != nil {
+		r := row{"resource_name": name, "resource_name_suffix": "", "snapshot_name": "", "secret": rd.drbd.secret, "tcp_port": nil}
+		if rd.drbd.tcpPort != nil {
+			r["tcp_port"] = *rd.drbd.tcpPort
+		}
+		// LayerDrbdRscDfnDbDriver: DEFAULT_PEER_SLOTS 7, DEFAULT_AL_STRIPES 1, DEFAULT_AL_SIZE 32, IP.
+		s.put("layerdrbdresourcedefinitions", r, row{"peer_slots": int64(7), "al_stripes": int64(1), "al_stripe_size": int64(32), "transport_type": "IP"})
+	}
+	for nodeName, rep := range rd.resources {
+		s.put("resources", row{"node_name": strings.ToUpper(nodeName), "resource_name": name, "snapshot_name": "",
+			emulatorColumn: mustJSON(replicaRow{Node: nodeName, Pool: rep.pool, InUse: rep.inUse, DiskState: rep.diskState, Flags: rep.flags, Props: rep.props, Layers: rep.layers})}, nil)
+		stack := rep.layerStack()
+		var parent any
+		for i, id := range rep.layerIDs {
+			if i >= len(stack) {
+				break
+			}
+			s.put("layerresourceids", row{"layer_resource_id": id, "node_name": strings.ToUpper(nodeName), "resource_name": name,
+				"snapshot_name": "", "layer_resource_kind": string(stack[i]), "layer_resource_parent_id": parent,
+				"layer_resource_suffix": "", "layer_resource_suspended": false}, nil)
+			parent = id
+		}
+		if len(rep.layerIDs) == 0 || stack[0] != devicelayerkind.Drbd {
+			continue
+		}
+		r := row{"layer_resource_id": rep.layerIDs[0], "node_id": rep.nodeID}
+		if withPortList {
+			r["tcp_port_list"] = nil
+			if rep.tcpPortList != nil {
+				r["tcp_port_list"] = *rep.tcpPortList
+			}
+		}
+		var flags int64
+		if !rep.diskful() {
+			flags = 1 << 2 // DrbdRscObject.DrbdRscFlags.DISKLESS (RscDrbdLayerHelper.createRscData)
+		}
+		s.put("layerdrbdresources", r, row{"peer_slots": int64(7), "al_stripes": int64(1), "al_stripe_size": int64(32), "flags": flags})
+	}
+}
+
+// javaJSONList is a string list as generateCollectionToJsonStringArrayDriver writes it
+// (Jackson): ["DRBD","STORAGE"].
+func javaJSONList(items []string) string {
+	if items == nil {
+		items = []string{}
+	}
+	return mustJSON(items)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sortStrings(out)
+	return out
+}
+
+// load replaces the state with rows read from the database; every row it does not
+// interpret is kept as opaque. Holds e.mu.
+func (e *Emulator) load(db dbTables) error {
+	opaque := db.clone()
+	take := func(plural, name string) row {
+		r := opaque[plural][name]
+		delete(opaque[plural], name)
+		return r
+	}
+	nodes := map[string]*node{}
+	for name, r := range db["nodes"] {
+		raw := stringColumn(r, emulatorColumn)
+		if raw == "" {
+			continue
+		}
+		var nr nodeRow
+		if err := json.Unmarshal([]byte(raw), &nr); err != nil {
+			return fmt.Errorf("database row nodes/%s: %w", name, err)
+		}
+		take("nodes", name)
+		n := &node{Node: nr.Node, online: !e.coupled, pools: map[string]*lapi.StoragePool{}}
+		for i := range nr.Pools {
+			n.pools[strings.ToLower(nr.Pools[i].StoragePoolName)] = &nr.Pools[i]
+		}
+		if old, ok := e.nodes[strings.ToLower(n.Name)]; ok { // a restart does not change which satellites run
+			n.online, n.satelliteVersion, n.onlineSince, n.drbdRunsAway = old.online, old.satelliteVersion, old.onlineSince, old.drbdRunsAway
+		}
+		nodes[strings.ToLower(n.Name)] = n
+	}
+	conns := map[[2]string]map[string]string{}
+	for name, r := range db["nodeconnections"] {
+		raw := stringColumn(r, emulatorColumn)
+		if raw == "" {
+			continue
+		}
+		var c struct {
+			A, B  string
+			Props map[string]string
+		}
+		if err := json.Unmarshal([]byte(raw), &c); err != nil {
+			return fmt.Errorf("database row nodeconnections/%s: %w", name, err)
+		}
+		take("nodeconnections", name)
+		conns[[2]string{c.A, c.B}] = c.Props
+	}
+	passphrase := ""
+	if r := db["secconfiguration"][deriveKey(passphraseKey)]; r != nil {
+		passphrase = stringColumn(r, "entry_value")
+		take("secconfiguration", deriveKey(passphraseKey))
+	}
+
+	rds := map[string]*resourceDefinition{} // by upper-cased name
+	for name, r := range db["resourcedefinitions"] {
+		if stringColumn(r, "snapshot_name") != "" {
+			continue
+		}
+		rd := &resourceDefinition{resources: map[string]*replica{}}
+		if raw := stringColumn(r, emulatorColumn); raw != "" {
+			if err := json.Unmarshal([]byte(raw), &rd.ResourceDefinition); err != nil {
+				return fmt.Errorf("database row resourcedefinitions/%s: %w", name, err)
+			}
+		} else {
+			rd.ResourceGroupName = stringColumn(r, "resource_group_name")
+		}
+		rd.Name, rd.Uuid, rd.Props = stringColumn(r, "resource_dsp_name"), stringColumn(r, "uuid"), nil
+		var stack []string
+		_ = json.Unmarshal([]byte(stringColumn(r, "layer_stack")), &stack)
+		for _, l := range stack {
+			rd.layers = append(rd.layers, devicelayerkind.DeviceLayerKind(l))
+		}
+		take("resourcedefinitions", name)
+		rds[stringColumn(r, "resource_name")] = rd
+	}
+	vds := map[string]*lapi.VolumeDefinition{} // by props instance
+	for name, r := range db["volumedefinitions"] {
+		rd := rds[stringColumn(r, "resource_name")]
+		if rd == nil || stringColumn(r, "snapshot_name") != "" {
+			continue
+		}
+		nr, _ := int64Column(r, "vlm_nr")
+		size, _ := int64Column(r, "vlm_size")
+		flags, _ := int64Column(r, "vlm_flags")
+		rd.volumes = append(rd.volumes, lapi.VolumeDefinition{VolumeNumber: ptrTo(int32(nr)), SizeKib: uint64(size), Flags: vlmDfnFlags(flags), Uuid: stringColumn(r, "uuid")})
+		take("volumedefinitions", name)
+	}
+	for upper, rd := range rds {
+		sortVolumes(rd.volumes)
+		for i := range rd.volumes {
+			vds[vlmDfnInstance(upper, *rd.volumes[i].VolumeNumber)] = &rd.volumes[i]
+		}
+	}
+	ctrlProps := map[string]string{}
+	for name, r := range db["propscontainers"] {
+		inst, key, value := stringColumn(r, "props_instance"), stringColumn(r, "prop_key"), stringColumn(r, "prop_value")
+		var into *map[string]string
+		switch {
+		case inst == ctrlPropsInstance:
+			into = &ctrlProps
+		case strings.HasPrefix(inst, "/RSC_DFNS/") && rds[strings.TrimPrefix(inst, "/RSC_DFNS/")] != nil:
+			into = &rds[strings.TrimPrefix(inst, "/RSC_DFNS/")].Props
+		case vds[inst] != nil:
+			into = &vds[inst].Props
+		default:
+			continue
+		}
+		if *into == nil {
+			*into = map[string]string{}
+		}
+		(*into)[key] = value
+		take("propscontainers", name)
+	}
+	for name, r := range db["layerdrbdresourcedefinitions"] {
+		rd := rds[stringColumn(r, "resource_name")]
+		if rd == nil || stringColumn(r, "snapshot_name") != "" || stringColumn(r, "resource_name_suffix") != "" {
+			continue
+		}
+		rd.drbd = &drbdRscDfn{secret: stringColumn(r, "secret")}
+		if port, ok := int64Column(r, "tcp_port"); ok {
+			rd.drbd.tcpPort = &port
+		}
+		take("layerdrbdresourcedefinitions", name)
+	}
+	for name, r := range db["resources"] {
+		rd := rds[stringColumn(r, "resource_name")]
+		raw := stringColumn(r, emulatorColumn)
+		if rd == nil || raw == "" || stringColumn(r, "snapshot_name") != "" {
+			continue
+		}
+		var rr replicaRow
+		if err := json.Unmarshal([]byte(raw), &rr); err != nil {
+			return fmt.Errorf("database row resources/%s: %w", name, err)
+		}
+		rep := &replica{pool: rr.Pool, inUse: rr.InUse, diskState: rr.DiskState, flags: rr.Flags, props: rr.Props, layers: rr.Layers}
+		// What the replica's disk holds is the machine's, not the database's: a
+		// restart does not bring missed writes back.
+		if old, ok := e.rds[strings.ToLower(rd.Name)]; ok && old.resources[rr.Node] != nil {
+			rep.behind = old.resources[rr.Node].behind
+		}
+		rd.resources[rr.Node] = rep
+		take("resources", name)
+	}
+	// Layer data: each replica's LayerResourceIds by kind, then its DRBD row.
+	type lri struct {
+		rep  *replica
+		kind string
+		name string
+	}
+	ids := map[int64]lri{}
+	for name, r := range db["layerresourceids"] {
+		rd := rds[stringColumn(r, "resource_name")]
+		if rd == nil || stringColumn(r, "snapshot_name") != "" || stringColumn(r, "layer_resource_suffix") != "" {
+			continue
+		}
+		for nodeName, rep := range rd.resources {
+			if strings.EqualFold(nodeName, stringColumn(r, "node_name")) {
+				id, _ := int64Column(r, "layer_resource_id")
+				ids[id] = lri{rep: rep, kind: stringColumn(r, "layer_resource_kind"), name: name}
+			}
+		}
+	}
+	for _, rd := range rds {
+		for _, rep := range rd.resources {
+			byKind := map[string]int64{}
+			for id, l := range ids {
+				if l.rep == rep {
+					byKind[l.kind] = id
+				}
+			}
+			for _, kind := range rep.layerStack() {
+				id, ok := byKind[string(kind)]
+				if !ok {
+					break
+				}
+				rep.layerIDs = append(rep.layerIDs, id)
+				take("layerresourceids", ids[id].name)
+			}
+		}
+	}
+	for name, r := range db["layerdrbdresources"] {
+		id, _ := int64Column(r, "layer_resource_id")
+		l, ok := ids[id]
+		if !ok || l.kind != string(devicelayerkind.Drbd) || len(l.rep.layerIDs) == 0 || l.rep.layerIDs[0] != id {
+			continue // an orphan, or a row of a resource the emulator does not model: opaque
+		}
+		l.rep.nodeID, _ = int64Column(r, "node_id")
+		if list, ok := r["tcp_port_list"].(string); ok {
+			l.rep.tcpPortList = &list
+		}
+		take("layerdrbdresources", name)
+	}
+	for plural, tr := range opaque {
+		if len(tr) == 0 {
+			delete(opaque, plural)
+		}
+	}
+	e.nodes, e.nodeConns, e.controllerProps = nodes, conns, ctrlProps
+	e.rds = map[string]*resourceDefinition{}
+	for _, rd := range rds {
+		e.rds[strings.ToLower(rd.Name)] = rd
+	}
+	e.passphrase, e.passphraseOpen = passphrase, false
+	e.opaque, e.persisted = opaque, db
+	return nil
 }
 
 func mustJSON(v any) string {
@@ -468,60 +856,33 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-func readStoredVersion(ctx context.Context, c client.Client) (string, error) {
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	err := c.Get(ctx, client.ObjectKey{Name: "linstorversion." + dbbackup.Group}, crd)
-	if apierrors.IsNotFound(err) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	rows, err := readTable(ctx, c, crd, "LinstorVersion")
-	if err != nil {
-		return "", err
-	}
-	var v map[string]string
-	if raw, ok := rows["LinstorVersion/version"]; ok {
-		_ = json.Unmarshal([]byte(raw), &v)
-	}
-	return v["version"], nil
-}
-
-func readRows(ctx context.Context, c client.Client, tables []table) (map[string]string, error) {
-	out := map[string]string{}
+// readDatabaseRows reads every row of tables, through each CRD's storage version.
+func readDatabaseRows(ctx context.Context, c client.Client, tables []schemaTable) (dbTables, error) {
+	out := dbTables{}
 	for _, t := range tables {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := c.Get(ctx, client.ObjectKey{Name: t.plural + "." + dbbackup.Group}, crd); err != nil {
 			return nil, err
 		}
-		rows, err := readTable(ctx, c, crd, t.kind)
-		if err != nil {
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion(dbbackup.Group + "/" + storageVersion(crd))
+		list.SetKind(t.kind + "List")
+		if err := c.List(ctx, list); err != nil {
 			return nil, err
 		}
-		for k, v := range rows {
-			out[k] = v
+		rows := tableRows{}
+		for _, o := range list.Items {
+			spec, _, _ := unstructured.NestedMap(o.Object, "spec")
+			rows[o.GetName()] = normalizeRow(spec)
+		}
+		if len(rows) > 0 {
+			out[t.plural] = rows
 		}
 	}
 	return out, nil
 }
 
-func readTable(ctx context.Context, c client.Client, crd *apiextensionsv1.CustomResourceDefinition, kind string) (map[string]string, error) {
-	list := &unstructured.UnstructuredList{}
-	list.SetAPIVersion(dbbackup.Group + "/" + storage(crd))
-	list.SetKind(kind + "List")
-	if err := c.List(ctx, list); err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, o := range list.Items {
-		raw, _, _ := unstructured.NestedString(o.Object, "spec", "data")
-		out[kind+"/"+o.GetName()] = raw
-	}
-	return out, nil
-}
-
-func storage(crd *apiextensionsv1.CustomResourceDefinition) string {
+func storageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
 	for _, v := range crd.Spec.Versions {
 		if v.Storage {
 			return v.Name
@@ -537,48 +898,60 @@ func storage(crd *apiextensionsv1.CustomResourceDefinition) string {
 // overwritten by the process that was stopped.
 type fence func(context.Context) error
 
-// writeDatabase creates the tables at version when missing and writes rows that differ
-// from prev (nil: all), deleting rows no longer present.
-func writeDatabase(ctx context.Context, c client.Client, version string, tables []table, rows, prev map[string]string, createTables bool, alive fence) error {
+// writeDatabase creates the tables of schema when asked (those missing: a first
+// start, or after a restore deleted them) and writes rows that differ from prev (nil:
+// all), deleting rows no longer present, through schema's CRD version.
+func writeDatabase(ctx context.Context, c client.Client, schema string, tables []schemaTable, rows, prev dbTables, createTables bool, alive fence) error {
+	kinds := map[string]string{}
 	for _, t := range tables {
+		kinds[t.plural] = t.kind
 		if !createTables {
-			break // created by an earlier write at this version: not asked again each commit
-		}
-		if err := alive(ctx); err != nil {
-			return err
-		}
-		if err := ensureTable(ctx, c, t.plural, t.kind, version); err != nil {
-			return err
-		}
-	}
-	for key, raw := range rows {
-		if prev != nil && prev[key] == raw {
 			continue
 		}
 		if err := alive(ctx); err != nil {
 			return err
 		}
-		kind, name, _ := strings.Cut(key, "/")
-		if _, existed := prev[key]; existed {
-			// One request for a row known to exist, as a database driver updating it.
-			if err := patchRow(ctx, c, version, kind, name, raw); err == nil {
-				continue
-			}
-		}
-		if err := upsertRow(ctx, c, version, kind, name, raw); err != nil {
+		if err := c.Create(ctx, tableCRD(t, schema)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 	}
-	for key := range prev {
-		if _, ok := rows[key]; !ok {
+	for plural, tr := range rows {
+		kind, ok := kinds[plural]
+		if !ok {
+			continue // a table this schema does not have: never loaded, never written
+		}
+		for name, r := range tr {
+			old, existed := prev[plural][name]
+			if prev != nil && existed && rowEqual(old, r) {
+				continue
+			}
 			if err := alive(ctx); err != nil {
 				return err
 			}
-			kind, name, _ := strings.Cut(key, "/")
-			u := &unstructured.Unstructured{}
-			u.SetAPIVersion(dbbackup.Group + "/" + schemaVersion(version))
-			u.SetKind(kind)
-			u.SetName(name)
+			if existed && !isUnknown(old) {
+				// One request for a row known to exist, as a database driver updating it.
+				if err := replaceRow(ctx, c, schema, kind, name, r); err == nil {
+					continue
+				}
+			}
+			if err := upsertRow(ctx, c, schema, kind, name, r); err != nil {
+				return err
+			}
+		}
+	}
+	for plural, tr := range prev {
+		kind, ok := kinds[plural]
+		if !ok {
+			continue
+		}
+		for name := range tr {
+			if _, ok := rows[plural][name]; ok {
+				continue
+			}
+			if err := alive(ctx); err != nil {
+				return err
+			}
+			u := rowObject(schema, kind, name, nil)
 			if err := c.Delete(ctx, u); client.IgnoreNotFound(err) != nil {
 				return err
 			}
@@ -587,58 +960,51 @@ func writeDatabase(ctx context.Context, c client.Client, version string, tables 
 	return nil
 }
 
-func ensureTable(ctx context.Context, c client.Client, plural, kind, version string) error {
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + dbbackup.Group},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: dbbackup.Group, Scope: apiextensionsv1.ClusterScoped,
-			Names:    apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Singular: strings.ToLower(kind), Kind: kind, ListKind: kind + "List"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{tableVersion(version, true)},
-		},
+func rowObject(schema, kind, name string, r row) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	if r != nil {
+		u.Object["spec"] = map[string]any(maps.Clone(r))
 	}
-	err := c.Create(ctx, crd)
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	return err
-}
-
-func tableVersion(version string, storage bool) apiextensionsv1.CustomResourceDefinitionVersion {
-	return apiextensionsv1.CustomResourceDefinitionVersion{Name: schemaVersion(version), Served: true, Storage: storage,
-		Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-			Type: "object", XPreserveUnknownFields: ptr.To(true)}}}
-}
-
-// patchRow replaces an existing row's data.
-func patchRow(ctx context.Context, c client.Client, version, kind, name, raw string) error {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(dbbackup.Group + "/" + schemaVersion(version))
+	u.SetAPIVersion(dbbackup.Group + "/" + schema)
 	u.SetKind(kind)
 	u.SetName(name)
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"data": raw, "schema": version}})
+	return u
+}
+
+// replaceRow replaces an existing row's spec (a merge patch that also removes the
+// columns the row no longer has).
+func replaceRow(ctx context.Context, c client.Client, schema, kind, name string, r row) error {
+	cur := rowObject(schema, kind, name, nil)
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, cur); err != nil {
+		return err
+	}
+	spec := map[string]any{}
+	if old, ok := cur.Object["spec"].(map[string]any); ok {
+		for k := range old {
+			spec[k] = nil
+		}
+	}
+	maps.Copy(spec, r)
+	patch, err := json.Marshal(map[string]any{"spec": spec})
 	if err != nil {
 		return err
 	}
-	return c.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch))
+	return c.Patch(ctx, cur, client.RawPatch(types.MergePatchType, patch))
 }
 
-func upsertRow(ctx context.Context, c client.Client, version, kind, name, raw string) error {
-	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"data": raw, "schema": version}}}
-	u.SetAPIVersion(dbbackup.Group + "/" + schemaVersion(version))
-	u.SetKind(kind)
-	u.SetName(name)
+func upsertRow(ctx context.Context, c client.Client, schema, kind, name string, r row) error {
+	u := rowObject(schema, kind, name, r)
 	for attempt := 0; attempt < 50; attempt++ {
 		err := c.Create(ctx, u)
 		if apierrors.IsAlreadyExists(err) {
-			cur := &unstructured.Unstructured{}
-			cur.SetGroupVersionKind(u.GroupVersionKind())
+			cur := rowObject(schema, kind, name, nil)
 			if err := c.Get(ctx, client.ObjectKey{Name: name}, cur); err != nil {
 				return err
 			}
 			u.SetResourceVersion(cur.GetResourceVersion())
 			return c.Update(ctx, u)
 		}
-		// A new table or table version is not in discovery, or not served, yet.
+		// A new table is not in discovery, or not served, yet.
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 			waitBriefly(ctx)
 			continue
@@ -646,54 +1012,6 @@ func upsertRow(ctx context.Context, c client.Client, version, kind, name, raw st
 		return err
 	}
 	return fmt.Errorf("table %s never appeared in discovery", kind)
-}
-
-// migrate rewrites the database for a newer version: every table gets the new schema
-// version as storage version and every row is rewritten in it. The tables in drop are
-// deleted, rows and all, as BaseK8sCrdMigration.updateCrdSchemaForAllTables deletes the
-// CRDs of tables the new version no longer has.
-func migrate(ctx context.Context, c client.Client, from, to string, tables []table, drop []string, alive fence) error {
-	all := map[string]string{}
-	for _, t := range tables {
-		if err := alive(ctx); err != nil {
-			return err
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := c.Get(ctx, client.ObjectKey{Name: t.plural + "." + dbbackup.Group}, crd); err != nil {
-			return err
-		}
-		if slices.Contains(drop, t.plural) {
-			if err := c.Delete(ctx, crd); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("dropping table %s: %w", t.plural, err)
-			}
-			continue
-		}
-		rows, err := readTable(ctx, c, crd, t.kind)
-		if err != nil {
-			return err
-		}
-		for k, v := range rows {
-			all[k] = v
-		}
-		for i := range crd.Spec.Versions {
-			crd.Spec.Versions[i].Storage = false
-		}
-		crd.Spec.Versions = append(crd.Spec.Versions, tableVersion(to, true))
-		if err := c.Update(ctx, crd); err != nil {
-			return fmt.Errorf("migrating table %s: %w", t.plural, err)
-		}
-	}
-	all["LinstorVersion/version"] = mustJSON(map[string]string{"version": to})
-	for key, raw := range all {
-		if err := alive(ctx); err != nil {
-			return err
-		}
-		kind, name, _ := strings.Cut(key, "/")
-		if err := upsertRow(ctx, c, to, kind, name, raw); err != nil {
-			return fmt.Errorf("migrating %s: %w", key, err)
-		}
-	}
-	return nil
 }
 
 func waitBriefly(ctx context.Context) {
@@ -708,4 +1026,10 @@ func older(a, b string) bool {
 	va, err1 := upgrade.Parse(a)
 	vb, err2 := upgrade.Parse(b)
 	return err1 == nil && err2 == nil && va.Less(vb)
+}
+
+func sortStrings(s []string) { sort.Strings(s) }
+
+func sortVolumes(vds []lapi.VolumeDefinition) {
+	sort.Slice(vds, func(i, j int) bool { return *vds[i].VolumeNumber < *vds[j].VolumeNumber })
 }

@@ -2,7 +2,6 @@ package emulator_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"os"
 	"reflect"
@@ -376,12 +375,7 @@ func TestDisksOutliveLinstor(t *testing.T) {
 	inVG("after the restore")
 
 	// Rows of an older emulator still carry the node's disks: loadable, ignored.
-	var row map[string]any
-	must(t, json.Unmarshal([]byte(backup["Nodes/n1"]), &row))
-	row["disks"] = []map[string]any{{"device": "/dev/vdz", "size": 10 * gib}}
-	old, _ := json.Marshal(row)
-	backup["Nodes/n1"] = string(old)
-	must(t, h.emu.LoadDatabaseRows(backup))
+	must(t, h.emu.LoadDatabaseRows(emulator.WithNodeRowField(backup, "n1", "disks", []map[string]any{{"device": "/dev/vdz", "size": 10 * gib}})))
 	if disks := h.emu.NodeDisks("n1"); len(disks) != 1 || disks[0].Device != "/dev/vdb" {
 		t.Errorf("disks after loading an old row = %+v", disks)
 	}

@@ -56,11 +56,10 @@ type Emulator struct {
 	controllerStarting      bool // the database of the current pod is not loaded yet
 	failMigration           bool
 	failStartAfterMigration bool
-	dropAtMigration         []string          // tables the next migration drops (DropTableAtNextMigration)
-	dropped                 map[string]string // table plural -> the version whose migration dropped it
-	persisted               map[string]string // database rows as last committed; unknownRow where a failed commit left it unknown
-	schema                  string            // the LINSTOR version the database's schema is at ("" before the first start)
-	tablesAt                string            // version whose tables the last write created
+	persisted               dbTables // database rows as last committed; unknownRow where a failed commit left it unknown
+	opaque                  dbTables // rows the emulator does not interpret, carried as they are (database.go)
+	schema                  string   // the schema the controller reads and writes through ("" before the first start)
+	tablesAt                string   // schema whose tables the last write created
 	// commitMu is the one committer: every write of the database (a start, a migration,
 	// a request's commit, the periodic save) holds it, as the server commits one
 	// transaction at a time (ControllerK8sCrdTransactionMgr.commit, synchronized).
@@ -105,6 +104,8 @@ type resourceDefinition struct {
 	// layers is the definition's layer stack: from its layer_data, else the stack of its
 	// first resource (ResourceControllerFactory.create); empty until then.
 	layers []devicelayerkind.DeviceLayerKind
+	// drbd is the definition's DRBD layer data, from its first DRBD resource on.
+	drbd *drbdRscDfn
 }
 
 // replica is a resource on one node.
@@ -126,6 +127,11 @@ type replica struct {
 	// UpToDate (noteWrites). Only a resync after the link heals clears it. LINSTOR
 	// cannot see this; HasNewestData tells tests.
 	behind bool
+	// layerIDs are the LayerResourceIds of the stack's layers, top first; nodeID and
+	// tcpPortList the DRBD layer's (tcp_port_list as stored, nil before schema v1-31-1).
+	layerIDs    []int64
+	nodeID      int64
+	tcpPortList *string
 }
 
 // layerStack is the replica's layer stack, top first.
@@ -553,6 +559,7 @@ func (e *Emulator) placeResource(rd, nodeName, pool string, inUse bool, layers [
 		def.layers = rep.layerStack()
 	}
 	def.resources[n.Name] = rep
+	e.addLayerData(def, n.Name, rep)
 	e.noteWrites()
 	return nil
 }
@@ -956,7 +963,7 @@ func (e *Emulator) Reset() {
 	e.passphrase, e.passphraseOpen, e.persisted, e.tablesAt = "", false, nil, ""
 	e.controllerPod, e.controllerFailure, e.controllerStarting = "", "", false
 	e.failMigration, e.failStartAfterMigration = false, false
-	e.schema, e.dropped, e.dropAtMigration = "", nil, nil
+	e.schema, e.opaque = "", nil
 	e.endStreams()
 }
 

@@ -150,6 +150,7 @@ func (e *Emulator) placeReplacement(rd *resourceDefinition, rep *replica, from s
 		return ""
 	}
 	rd.resources[best.node] = &replica{pool: best.pool, diskState: "UpToDate", syncUntil: e.now().Add(e.timing.Resync), layers: rep.layers}
+	e.addLayerData(rd, best.node, rd.resources[best.node])
 	return best.node
 }
 

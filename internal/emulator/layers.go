@@ -1,12 +1,14 @@
 package emulator
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
 	lapiconst "github.com/LINBIT/golinstor"
 	lapi "github.com/LINBIT/golinstor/client"
 	"github.com/LINBIT/golinstor/devicelayerkind"
+	"github.com/google/uuid"
 )
 
 // defaultLayers is the stack of a resource created without a layer list when its
@@ -201,4 +203,154 @@ func (e *Emulator) drbdConnection(nodeName, peer string) lapi.DrbdConnection {
 		return lapi.DrbdConnection{Connected: true, Message: "Connected"}
 	}
 	return lapi.DrbdConnection{Connected: false, Message: "Connecting"}
+}
+
+// tcpPortRange is the controller's default TcpPortAutoRange, 7000-7999
+// (NumberPoolModule, CtrlConfig).
+const tcpPortMin, tcpPortMax = 7000, 7999
+
+// addLayerData gives a new replica its layer data as the server's layer factory does
+// (CtrlRscLayerDataFactory, RscDrbdLayerHelper): a LayerResourceIds id per layer (the
+// lowest free, layerRscIdPool.autoAllocate); for DRBD the lowest node id free in the
+// definition (getNodeId), the definition's DRBD data with its first DRBD resource
+// (createRscDfnData: a shared secret), and TCP ports by version: up to 1.31 one port
+// per definition (LayerDrbdRscDfnDbDriver tcp_port from the controller's TCP_PORT_POOL),
+// from 1.32 one per resource from its node's pool (Node.getTcpPortPool,
+// LayerDrbdRscDbDriver tcp_port_list; the definition's tcp_port stays null unless given).
+// A diskful DRBD replica also records the initial sync source (setInitialSyncSource).
+// Holds e.mu.
+func (e *Emulator) addLayerData(rd *resourceDefinition, nodeName string, rep *replica) {
+	used := e.usedLayerIDs()
+	for range rep.layerStack() {
+		id := int64(0)
+		for used[id] {
+			id++
+		}
+		used[id] = true
+		rep.layerIDs = append(rep.layerIDs, id)
+	}
+	if !rep.drbd() {
+		return
+	}
+	nodeIDs := map[int64]bool{}
+	for other, r := range rd.resources {
+		if other != nodeName && r.drbd() && len(r.layerIDs) > 0 {
+			nodeIDs[r.nodeID] = true
+		}
+	}
+	for rep.nodeID = 0; nodeIDs[rep.nodeID]; rep.nodeID++ {
+	}
+	portsPerResource := !older(e.version, "1.32.0")
+	if rd.drbd == nil {
+		rd.drbd = &drbdRscDfn{secret: uuid.NewString()[:20]}
+		if !portsPerResource {
+			taken := map[int64]bool{}
+			for _, other := range e.rds {
+				if other.drbd != nil && other.drbd.tcpPort != nil {
+					taken[*other.drbd.tcpPort] = true
+				}
+			}
+			rd.drbd.tcpPort = ptrTo(lowestFreePort(taken))
+		}
+	}
+	if portsPerResource {
+		taken := map[int64]bool{}
+		for _, other := range e.rds {
+			for n, r := range other.resources {
+				if strings.EqualFold(n, nodeName) && r.tcpPortList != nil {
+					for _, p := range parsePortList(*r.tcpPortList) {
+						taken[p] = true
+					}
+				}
+			}
+		}
+		rep.tcpPortList = ptrTo(fmt.Sprintf("[%d]", lowestFreePort(taken)))
+	}
+	if rep.diskful() {
+		e.setInitialSyncSource(rd, nodeName)
+	}
+}
+
+// setInitialSyncSource records which replica DRBD initializes the others from. Up to
+// 1.33.1 the satellite of the first diskful resource asks to become primary and the
+// controller sets the definition's DrbdPrimarySetOn to that node once
+// (RscDfnInternalCallHandler.handlePrimaryResourceRequest@v1.31.3). From 1.33.2 each
+// volume definition gets Linstor/Drbd/InitialUptoDateOn (the node of a resource in
+// use, else this one; RscDrbdLayerHelper.createVlmLayerData@v1.33.2) and, once that
+// node reports UpToDate, the DRBD_INITIALIZED flag
+// (VlmDfnInternalCallHandler.handleSetUpToDate@v1.33.2): at once here, the first
+// diskful replica being UpToDate. Node names are stored upper-cased (NodeName.value).
+// Holds e.mu.
+func (e *Emulator) setInitialSyncSource(rd *resourceDefinition, nodeName string) {
+	if older(e.version, "1.33.2") {
+		if rd.Props[primarySetOnKey] == "" {
+			if rd.Props == nil {
+				rd.Props = map[string]string{}
+			}
+			rd.Props[primarySetOnKey] = strings.ToUpper(nodeName)
+		}
+		return
+	}
+	winner := nodeName
+	for n, r := range rd.resources {
+		if r.inUse && n != nodeName {
+			winner = n
+		}
+	}
+	for i := range rd.volumes {
+		vd := &rd.volumes[i]
+		if vd.Props[initialUpToDateOnKey] != "" {
+			continue
+		}
+		if vd.Props == nil {
+			vd.Props = map[string]string{}
+		}
+		vd.Props[initialUpToDateOnKey] = strings.ToUpper(winner)
+		if !hasFlag(vd.Flags, "DRBD_INITIALIZED") {
+			vd.Flags = append(vd.Flags, "DRBD_INITIALIZED")
+		}
+	}
+}
+
+// usedLayerIDs are the LayerResourceIds ids in use, the opaque rows' included (the
+// server's pool holds every id it loaded). Holds e.mu.
+func (e *Emulator) usedLayerIDs() map[int64]bool {
+	used := map[int64]bool{}
+	for _, rd := range e.rds {
+		for _, r := range rd.resources {
+			for _, id := range r.layerIDs {
+				used[id] = true
+			}
+		}
+	}
+	for _, plural := range []string{"layerresourceids", "layerdrbdresources"} {
+		for _, r := range e.opaque[plural] {
+			if id, ok := int64Column(r, "layer_resource_id"); ok {
+				used[id] = true
+			}
+		}
+	}
+	return used
+}
+
+func lowestFreePort(taken map[int64]bool) int64 {
+	p := int64(tcpPortMin)
+	for taken[p] && p < tcpPortMax {
+		p++
+	}
+	return p
+}
+
+// parsePortList reads a tcp_port_list ("[7000]", or "[null]" after migration 28 on a
+// definition without a port): the ports it names.
+func parsePortList(s string) []int64 {
+	var ports []*int64
+	_ = json.Unmarshal([]byte(s), &ports)
+	var out []int64
+	for _, p := range ports {
+		if p != nil {
+			out = append(out, *p)
+		}
+	}
+	return out
 }

@@ -243,6 +243,7 @@ func (e *Emulator) createResource(w http.ResponseWriter, r *http.Request) {
 		rep.syncUntil = e.now().Add(e.timing.Resync)
 	}
 	rd.resources[n.Name] = rep
+	e.addLayerData(rd, n.Name, rep)
 	writeRC(w, http.StatusCreated, rc(lapiconst.Created|crtRsc, "New resource '%s' on node '%s' registered.", rd.Name, n.Name).withRefs(refs...))
 }
 
@@ -329,7 +330,7 @@ func (e *Emulator) resourceViews(rd *resourceDefinition) []lapi.ResourceWithVolu
 		view := lapi.ResourceWithVolumes{Resource: lapi.Resource{
 			Name: rd.Name, NodeName: nodeName, Flags: rep.flags, Props: maps.Clone(rep.props),
 			Uuid:        uuid.NewSHA1(uuid.NameSpaceOID, []byte(rd.Name+"/"+nodeName)).String(),
-			LayerObject: e.layerObject(rd, nodeName, rep, int32(i)),
+			LayerObject: e.layerObject(rd, nodeName, rep, viewNodeID(rep, i)),
 		}}
 		if e.online(nodeName) {
 			view.State = &lapi.ResourceState{InUse: e.reportedInUse(nodeName, rep)}
@@ -368,4 +369,13 @@ func itoa(i int) string {
 		b = append([]byte{byte('0' + i%10)}, b...)
 	}
 	return string(b)
+}
+
+// viewNodeID is the replica's DRBD node id: the one its layer data holds, else (a
+// replica loaded without layer rows) its position.
+func viewNodeID(rep *replica, position int) int32 {
+	if len(rep.layerIDs) > 0 {
+		return int32(rep.nodeID)
+	}
+	return int32(position)
 }

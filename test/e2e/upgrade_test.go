@@ -179,7 +179,7 @@ func watchUpgrade(g Gomega, onPhase func(linstorv1.UpgradePhase), final ...linst
 // Verify. The operator is killed and restarted as each phase begins: it resumes.
 func TestUpgradeWithApprovalSurvivesOperatorRestarts(t *testing.T) {
 	g := NewWithT(t)
-	installAt(t, "1.33.2")
+	installAt(t, "1.32.3")
 
 	// Following the release (no pin) offers 1.33.3; the Manual policy waits.
 	updateLinstorCluster(g, func(c *linstorv1.LinstorCluster) { c.Spec.Version = "" })
@@ -190,7 +190,7 @@ func TestUpgradeWithApprovalSurvivesOperatorRestarts(t *testing.T) {
 		g.Expect(st.Message).To(ContainSubstring("set spec.version to 1.33.3"))
 	}, timeout, tick).Should(Succeed())
 	g.Consistently(func(g Gomega) {
-		g.Expect(cluster(g).Status.Version).To(Equal("1.33.2"))
+		g.Expect(cluster(g).Status.Version).To(Equal("1.32.3"))
 	}, "3s", tick).Should(Succeed())
 
 	// A node registered as CONTROLLER has no satellite and is always OFFLINE; real LINSTOR
@@ -217,7 +217,7 @@ func TestUpgradeWithApprovalSurvivesOperatorRestarts(t *testing.T) {
 	g.Consistently(func(g Gomega) {
 		c := cluster(g)
 		g.Expect(c.Status.Upgrade.Phase).To(Equal(linstorv1.UpgradePreflight))
-		g.Expect(c.Status.Deployed.Controller).To(Equal("1.33.2"))
+		g.Expect(c.Status.Deployed.Controller).To(Equal("1.32.3"))
 	}, "3s", tick).Should(Succeed())
 
 	start := time.Now()
@@ -236,7 +236,7 @@ func TestUpgradeWithApprovalSurvivesOperatorRestarts(t *testing.T) {
 			g.Expect(env.StartOperator()).To(Succeed())
 		}
 	}, linstorv1.UpgradeSucceeded)
-	t.Logf("1.33.2 -> 1.33.3 in %.1fs after preflight cleared, with %d operator restarts; phases %v", time.Since(start).Seconds(), len(phases)-1, phases)
+	t.Logf("1.32.3 -> 1.33.3 in %.1fs after preflight cleared, with %d operator restarts; phases %v", time.Since(start).Seconds(), len(phases)-1, phases)
 	g.Expect(phases).To(ContainElements(linstorv1.UpgradePreflight, linstorv1.UpgradeBackup, linstorv1.UpgradeController,
 		linstorv1.UpgradeSatellites, linstorv1.UpgradeVerify, linstorv1.UpgradeSucceeded))
 	g.Expect(upgradeableFalse).To(BeTrue(), "the cluster stayed Upgradeable during its upgrade")
@@ -248,10 +248,10 @@ func TestUpgradeWithApprovalSurvivesOperatorRestarts(t *testing.T) {
 		g.Expect(c.Status.Satellites.Ready).To(Equal(int32(4)))
 		g.Expect(conditionStatus(c.Status.Conditions, linstorv1.ConditionUpgradeable)).To(Equal(metav1.ConditionTrue))
 	}, timeout, tick).Should(Succeed())
-	// The backup holds the 1.33.2 database exactly as it was.
+	// The backup holds the 1.32.3 database exactly as it was.
 	var b linstorv1.LinstorBackup
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: st.BackupName}, &b)).To(Succeed())
-	g.Expect(b.Status.LinstorVersion).To(Equal("1.33.2"))
+	g.Expect(b.Status.LinstorVersion).To(Equal("1.32.3"))
 	g.Expect(b.Status.Checksum).NotTo(BeEmpty())
 	_, err = dbbackup.Load(ctx, env.Client, &b)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -261,7 +261,7 @@ func TestUpgradeWithApprovalSurvivesOperatorRestarts(t *testing.T) {
 	g.Expect(env.Emulator.ResourcePlaced("pvc-keep", "node-1")).To(BeTrue())
 
 	// Downgrades are refused, and nothing changes.
-	updateLinstorCluster(g, func(c *linstorv1.LinstorCluster) { c.Spec.Version = "1.33.2" })
+	updateLinstorCluster(g, func(c *linstorv1.LinstorCluster) { c.Spec.Version = "1.32.3" })
 	g.Eventually(func(g Gomega) {
 		c := cluster(g)
 		g.Expect(c.Status.Upgrade.Phase).To(Equal(linstorv1.UpgradeRefused))
@@ -280,7 +280,10 @@ func TestUpgradeWithApprovalSurvivesOperatorRestarts(t *testing.T) {
 // the old version runs again; a retry succeeds.
 func TestFailedMigrationRollsBackToTheBackup(t *testing.T) {
 	g := NewWithT(t)
-	installAt(t, "1.33.2")
+	installAt(t, "1.31.3")
+	before, err := envtest.ReadLinstorDatabase(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(before.StoredVersion()).To(Equal(int64(28)))
 	env.Emulator.FailNextMigration()
 	updateLinstorCluster(g, func(c *linstorv1.LinstorCluster) { c.Spec.Version = "1.33.3" })
 	var phases []linstorv1.UpgradePhase
@@ -300,7 +303,7 @@ func TestFailedMigrationRollsBackToTheBackup(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: st.BackupName}, &b)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		c := cluster(g)
-		g.Expect(c.Status.Version).To(Equal("1.33.2"))
+		g.Expect(c.Status.Version).To(Equal("1.31.3"))
 		g.Expect(c.Status.Satellites.Ready).To(Equal(int32(4)))
 		g.Expect(conditionOf(c, linstorv1.ConditionDegraded).Reason).To(Equal(linstorv1.ReasonUpgradeFailed))
 	}, upgradeTimeout, tick).Should(Succeed())
@@ -319,11 +322,10 @@ func TestFailedMigrationRollsBackToTheBackup(t *testing.T) {
 		g.Expect(cluster(g).Status.Upgrade.Phase).To(Equal(linstorv1.UpgradeRolledBack))
 	}, "3s", tick).Should(Succeed())
 
-	// The retry migrates the database (its tables get the 1.33.3 schema as storage
-	// version, and one table is dropped, as BaseK8sCrdMigration deletes the CRD of a
-	// dropped table), then the controller fails: the rollback undoes the migration too,
-	// creating the dropped table again from the backup.
-	g.Expect(env.Emulator.DropTableAtNextMigration("propscontainers")).To(Succeed())
+	// The retry migrates the database (28 gives every table schema v1-31-1 as its storage
+	// version and rewrites the DRBD resources' rows, 29 and 30 add and move properties),
+	// then the controller fails: the rollback undoes the migrations too, the CRDs' versions
+	// included (the checksum covers them).
 	env.Emulator.FailNextStartAfterMigration()
 	updateLinstorCluster(g, func(c *linstorv1.LinstorCluster) {
 		c.Annotations = map[string]string{linstorcluster.AnnotationRetryUpgrade: "1.33.3"}
@@ -335,7 +337,7 @@ func TestFailedMigrationRollsBackToTheBackup(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: st.BackupName}, &b)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		c := cluster(g)
-		g.Expect(c.Status.Version).To(Equal("1.33.2"))
+		g.Expect(c.Status.Version).To(Equal("1.31.3"))
 		g.Expect(c.Status.Satellites.Ready).To(Equal(int32(4)))
 	}, upgradeTimeout, tick).Should(Succeed())
 	g.Expect(env.StopOperator()).To(Succeed())
@@ -352,6 +354,12 @@ func TestFailedMigrationRollsBackToTheBackup(t *testing.T) {
 	})
 	watchUpgrade(g, func(linstorv1.UpgradePhase) {}, linstorv1.UpgradeSucceeded)
 	g.Eventually(func(g Gomega) { g.Expect(cluster(g).Status.Version).To(Equal("1.33.3")) }, timeout, tick).Should(Succeed())
+	// One hop from 1.31.3 ran 28, 29 and 30: the database is what they make of the one
+	// the cluster had before the first attempt (the rollbacks restored it each time).
+	after, err := envtest.ReadLinstorDatabase(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(after.StoredVersion()).To(Equal(int64(31)))
+	g.Expect(envtest.MigrationProblems(before, after)).To(BeEmpty())
 }
 
 func conditionOf(c *linstorv1.LinstorCluster, typ string) metav1.Condition {

@@ -37,6 +37,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/internal/kwokcluster"
 	"github.com/linstor-operator/linstor-operator/internal/runbundle"
 	"github.com/linstor-operator/linstor-operator/internal/sim"
+	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 )
 
 const (
@@ -61,20 +62,23 @@ func requireInstalled(t *testing.T) {
 	}
 }
 
-// The previous release, subscribed to in channel stable of the project's catalog with
-// Manual approval through make run-bundle's code (which approves its InstallPlan and waits
-// for the CSV), the operator binary built from that release's commit running as the pod
-// OLM created, the LinstorCluster created from that release's samples: Available.
+// The release of the oldest LINSTOR line in the catalog (0.1.0, LINSTOR 1.31.3),
+// subscribed to in that line's channel of the project's catalog with Manual approval
+// through make run-bundle's code (which approves its InstallPlan and waits for the CSV),
+// the operator binary built from that release's commit running as the pod OLM created,
+// the LinstorCluster created from that release's samples: Available. Then data in every
+// table LINSTOR's migrations 28-30 read or write, as that LINSTOR writes it.
 func installThroughOLM(t *testing.T) {
 	g := NewWithT(t)
 	c := world.client
-	previous, err := previousRelease()
+	previous, err := oldestRelease()
 	g.Expect(err).NotTo(HaveOccurred())
 
 	// Nodes for the operator's pods (and later LINSTOR's).
 	g.Expect(kwokcluster.AddNodes(ctx, c, "node", 0, 3)).To(Succeed())
 	opts := runBundleOptions(logWriter{t})
 	opts.BundleDir = previous.Dir
+	opts.Channel = bundle.LineChannel(upgrade.MustParse(previous.CSV.Annotations[bundle.LinstorVersionAnnotation]))
 	start := time.Now()
 	rec := startRecorder(t, start, "the subscription")
 	res, err := runbundle.Install(ctx, opts)
@@ -126,28 +130,29 @@ func installThroughOLM(t *testing.T) {
 		up := operatorUpgradeable(g, csv.Name)
 		g.Expect(up.Status).To(Equal(metav1.ConditionTrue), "nothing upgrades or backs up: %+v", up)
 	}, timeout, tick).Should(Succeed())
+	seedOldLineData(g)
 }
 
-// previousRelease is the newest frozen release: the one this tree's release replaces.
-func previousRelease() (*runbundle.Bundle, error) {
+// oldestRelease is the oldest frozen release: the one on the oldest LINSTOR line.
+func oldestRelease() (*runbundle.Bundle, error) {
 	dirs, err := filepath.Glob(filepath.Join(world.root, "bundles", "*"))
 	if err != nil {
 		return nil, err
 	}
-	var newest *runbundle.Bundle
+	var oldest *runbundle.Bundle
 	for _, dir := range dirs {
 		b, err := runbundle.ReadBundle(dir)
 		if err != nil {
 			return nil, err
 		}
-		if newest == nil || b.CSV.Spec.Version.GT(newest.CSV.Spec.Version.Version) {
-			newest = b
+		if oldest == nil || b.CSV.Spec.Version.LT(oldest.CSV.Spec.Version.Version) {
+			oldest = b
 		}
 	}
-	if newest == nil {
+	if oldest == nil {
 		return nil, fmt.Errorf("no release in %s", filepath.Join(world.root, "bundles"))
 	}
-	return newest, nil
+	return oldest, nil
 }
 
 // startRelease waits for the pods of the Deployment OLM made for csv to run csv's image,

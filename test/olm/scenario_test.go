@@ -9,7 +9,8 @@ func TestOLM(t *testing.T) {
 		name string
 		run  func(*testing.T)
 	}{
-		{"InstallThePreviousRelease", installThroughOLM},
+		{"InstallTheOldestLinstorLine", installThroughOLM},
+		{"NextLinstorLineWithARollback", nextLineWithARollback},
 		{"UpgradeHoldsTheNextReleaseOnlyFromBackupOn", upgradeThroughOLM},
 		{"FixForwardOnADegradedCluster", fixForwardWhileDegraded},
 		{"ChannelSwitchMovesTheLinstorLine", channelSwitchMovesTheLine},

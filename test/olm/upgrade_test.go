@@ -72,6 +72,8 @@ func upgradeThroughOLM(t *testing.T) {
 		holdVerify <- linstor.emu.SetDiskState("pvc-data", "node-1", "Outdated")
 	}, linstorv1.UpgradeSatellites, linstorv1.UpgradeVerify, linstorv1.UpgradeSucceeded)
 	addressesBefore := len(linstorAddresses())
+	before := readLinstorDatabase(g)
+	expectRowsInMigratedTables(g, before)
 	approved := time.Now()
 	rec := startRecorder(t, approved, "approving "+current.CSV.Name)
 	defer rec.stop()
@@ -223,6 +225,12 @@ func upgradeThroughOLM(t *testing.T) {
 		availableAt = time.Since(approved)
 	}
 	t.Logf("LinstorCluster Available on LINSTOR %s: %.1fs after approving %s", to, availableAt.Seconds(), csv.Name)
+	// LINSTOR's database is what migrations 29 and 30 make of the one before the hop.
+	after := readLinstorDatabase(g)
+	g.Expect(after.StoredVersion()).To(Equal(int64(31)), "%s ran migrations 29 and 30", to)
+	g.Expect(testenv.MigrationProblems(before, after)).To(BeEmpty())
+	t.Logf("the database after the hop: stored version %d (from %d); every resource definition has Linstor/Drbd/auto-block-size=False, no DrbdPrimarySetOn is left, each volume definition it named has InitialUptoDateOn and the DRBD_INIT flag",
+		after.StoredVersion(), before.StoredVersion())
 
 	// Every phase was seen, and OLM was held exactly from Backup on: the LinstorCluster's
 	// Upgradeable (which the OperatorCondition aggregates) was never False in Preflight,

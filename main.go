@@ -25,6 +25,7 @@ import (
 
 	"github.com/linstor-operator/linstor-operator/internal/manager"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
+	"github.com/linstor-operator/linstor-operator/pkg/rehearsal"
 )
 
 var setupLog logr.Logger
@@ -34,6 +35,10 @@ var setupLog logr.Logger
 const defaultWebhookCertDir = "/tmp/k8s-webhook-server/serving-certs"
 
 func main() {
+	// The migration rehearsal's Job runs steps of this binary (pkg/rehearsal).
+	if len(os.Args) > 1 && os.Args[1] == "rehearsal" {
+		os.Exit(rehearsal.Main(os.Args[2:], os.Stderr))
+	}
 	var (
 		metricsAddr, probeAddr, logLevel, logFormat, linstorURL string
 		namespace, webhookCertDir                               string

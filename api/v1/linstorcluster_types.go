@@ -383,8 +383,8 @@ type UpgradeSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Policy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Automatic","urn:alm:descriptor:com.tectonic.ui:select:Manual"}
 	Policy UpgradePolicy `json:"policy,omitempty"`
 
-	// phaseTimeout bounds each upgrade phase that waits (Backup, Controller,
-	// Satellites): past it, a Backup ends the upgrade with nothing changed, and a
+	// phaseTimeout bounds each upgrade phase that waits (Backup, Rehearsal, Controller,
+	// Satellites): past it, a Backup or Rehearsal ends the upgrade with nothing changed, and a
 	// Controller or Satellites phase rolls back. Large databases or slow image pulls
 	// want more than the 10 minutes default. Verify has no timeout.
 	// +kubebuilder:validation:Type=string
@@ -392,6 +392,16 @@ type UpgradeSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Phase Timeout",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	PhaseTimeout *metav1.Duration `json:"phaseTimeout,omitempty"`
+
+	// rehearsal, on by default, runs the new LINSTOR version's database migrations on
+	// a copy of the pre-upgrade backup, in a Job with a scratch Kubernetes API of its
+	// own, before the real migration (phase Rehearsal). A failed rehearsal ends the
+	// upgrade with nothing changed. Off, or with an external database, the phase is
+	// skipped.
+	// +kubebuilder:default=true
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Rehearse the Migration",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
+	Rehearsal *bool `json:"rehearsal,omitempty"`
 }
 
 // LinstorClusterStatus is the observed state of the LINSTOR cluster.
@@ -513,7 +523,7 @@ type DeployedVersions struct {
 }
 
 // UpgradePhase is a step of a LINSTOR upgrade.
-// +kubebuilder:validation:Enum=AwaitingApproval;Refused;Preflight;Backup;Controller;Satellites;Verify;Succeeded;RollingBack;RolledBack
+// +kubebuilder:validation:Enum=AwaitingApproval;Refused;Preflight;Backup;Rehearsal;Controller;Satellites;Verify;Succeeded;RollingBack;RolledBack
 type UpgradePhase string
 
 const (
@@ -521,6 +531,9 @@ const (
 	UpgradeRefused          UpgradePhase = "Refused"
 	UpgradePreflight        UpgradePhase = "Preflight"
 	UpgradeBackup           UpgradePhase = "Backup"
+	// UpgradeRehearsal: the new version migrates a copy of the pre-upgrade backup in
+	// a Job with a scratch API server; the live database is untouched.
+	UpgradeRehearsal UpgradePhase = "Rehearsal"
 	UpgradeController       UpgradePhase = "Controller"
 	UpgradeSatellites       UpgradePhase = "Satellites"
 	UpgradeVerify           UpgradePhase = "Verify"

@@ -26,6 +26,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/controllers/reconciler"
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
 	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
+	"github.com/linstor-operator/linstor-operator/pkg/render"
 	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 )
 
@@ -144,8 +145,12 @@ func (r *Reconciler) lifecycleSpec(c *linstorv1.LinstorCluster) lifecycle.Spec {
 		PhaseTimeout: r.UpgradePhaseTimeout,
 	}
 	spec.ConfirmDatabaseRestored = c.Annotations[names.AnnotationConfirmDatabaseRestored]
+	if r.Images.Operator() == "" {
+		spec.RehearsalUnavailable = render.ErrNoOperatorImage.Error()
+	}
 	if u := c.Spec.Upgrade; u != nil {
 		spec.Policy = u.Policy
+		spec.RehearsalOff = u.Rehearsal != nil && !*u.Rehearsal
 		if u.PhaseTimeout != nil {
 			spec.PhaseTimeout = u.PhaseTimeout.Duration
 		}
@@ -272,6 +277,13 @@ func (r *Reconciler) observeLifecycle(ctx context.Context, c *linstorv1.LinstorC
 			return obs, err
 		}
 		obs.DatabaseEmpty = &empty
+	}
+	if need.Rehearsal != "" {
+		rh, err := r.observeRehearsal(ctx, c.Namespace, need.Rehearsal)
+		if err != nil {
+			return obs, err
+		}
+		obs.Rehearsal = rh
 	}
 	if need.ControllerStopped {
 		stopped, err := dbbackup.ControllerStopped(ctx, r.Direct, c)
@@ -404,6 +416,10 @@ func (r *Reconciler) act(ctx context.Context, c *linstorv1.LinstorCluster, a lif
 			return fmt.Errorf("creating the pre-upgrade backup %s: %w", a.Backup, err)
 		}
 		return nil
+	case lifecycle.CreateRehearsal:
+		return r.createRehearsal(ctx, c, a)
+	case lifecycle.DeleteRehearsal:
+		return r.deleteRehearsal(ctx, c.Namespace, a.Job)
 	case lifecycle.RecordMarker:
 		return r.writeMarker(ctx, r.Client, c, *a.Marker)
 	case lifecycle.ClearMarker:

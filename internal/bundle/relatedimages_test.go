@@ -6,10 +6,12 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/linstor-operator/linstor-operator/pkg/clustertls"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -60,10 +62,17 @@ func renderedImages(t *testing.T, set images.Set) map[string][]string {
 			add(render.Satellite(cluster, sat, node, imgs))
 		}
 	}
+	// The upgrade rehearsal's Job (it runs the operator's image only when the set knows it).
+	if set.Operator() != "" {
+		job, err := render.RehearsalJob(cluster, set, render.Rehearsal{Name: "linstor-rehearse", Backup: "b", To: upgrade.Current.Target.String(), Timeout: time.Minute})
+		add(render.Objects{job}, err)
+	}
 	used := map[string][]string{}
 	for _, o := range objs {
 		var spec *corev1.PodSpec
 		switch w := o.(type) {
+		case *batchv1.Job:
+			spec = &w.Spec.Template.Spec
 		case *appsv1.Deployment:
 			spec = &w.Spec.Template.Spec
 		case *appsv1.DaemonSet:
@@ -99,6 +108,7 @@ func TestRelatedImagesAreExactlyWhatRuns(t *testing.T) {
 	for _, r := range images.Default().Related() {
 		env = append(env, r[0]+"=registry.test/"+strings.ToLower(strings.TrimPrefix(r[0], "RELATED_IMAGE_"))+":v0")
 	}
+	env = append(env, "RELATED_IMAGE_OPERATOR=registry.test/linstor-operator:v0") // the rehearsal Job runs it
 	distinct, err := images.FromEnv(env)
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +132,11 @@ func TestRelatedImagesAreExactlyWhatRuns(t *testing.T) {
 	if len(upgrade.Current.Runnable) > 1 && len(rollback) == 0 {
 		t.Error("the release runs other LINSTOR versions, but the CSV lists no image for them")
 	}
-	used = renderedImages(t, images.Default())
+	real, err := images.FromEnv([]string{"RELATED_IMAGE_OPERATOR=registry.test/linstor-operator:v0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	used = renderedImages(t, real)
 	var unused []string
 	for img, name := range csv {
 		if name == "operator" {

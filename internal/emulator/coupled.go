@@ -154,6 +154,9 @@ func (e *Emulator) SyncWithCluster(ctx context.Context, k Cluster) error {
 	e.mu.Lock()
 	e.controllerDown = !external && (controllerPod == "" || e.controllerFailure != "")
 	e.mu.Unlock()
+	if k.Database != nil {
+		dbErr = errors.Join(dbErr, e.playRehearsals(ctx, k.Database, k.Namespace))
+	}
 	if k.DisksFromNodes {
 		return errors.Join(dbErr, e.syncNodeDisks(ctx, k.Reader))
 	}

@@ -298,3 +298,17 @@ func TestMigrateDatabaseFailsOnDataAndDropsOpenflexTables(t *testing.T) {
 		t.Fatalf("again: stored %d, err %v", got, err)
 	}
 }
+
+// The operator may back up, restore and roll back only the tables it knows
+// (dbbackup.Tables, and the RBAC generated from the same list): every table of every
+// LINSTOR k8s schema must be among them, or every rollback on a real database is refused
+// (S3Remotes, in every schema since v1-15-0, was missing until #31).
+func TestTheOperatorKnowsEveryTable(t *testing.T) {
+	for _, s := range schemas {
+		for _, tb := range tablesOf(s) {
+			if !slices.Contains(dbbackup.Tables, tb.plural) {
+				t.Errorf("table %s of schema %s is not in dbbackup.Tables", tb.plural, s)
+			}
+		}
+	}
+}

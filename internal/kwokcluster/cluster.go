@@ -78,7 +78,11 @@ func Create(ctx context.Context, root, name string, extra ...string) (*Cluster, 
 		"--kube-controller-manager-binary", filepath.Join(k8s, "kube-controller-manager"),
 		"--kube-scheduler-binary", filepath.Join(k8s, "kube-scheduler"),
 		"--etcd-binary", filepath.Join(k8s, "etcd"),
-		"--kwok-controller-binary", filepath.Join(kwok, "kwok")}, extra...)
+		"--kwok-controller-binary", filepath.Join(kwok, "kwok"),
+		// No job controller: the LINSTOR emulator plays the Jobs (the upgrade rehearsal
+		// runs LINSTOR's migration tool), which kwok would otherwise complete on its own
+		// whatever LINSTOR would have answered.
+		"--extra-args", "kube-controller-manager=controllers=*,-job-controller"}, extra...)
 	err := c.run(ctx, args...)
 	if err != nil {
 		_ = c.Delete()

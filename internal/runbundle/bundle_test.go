@@ -225,8 +225,9 @@ func TestCatalogHolds(t *testing.T) {
 	}{
 		{"linstor-operator", "stable", "linstor-operator.v0.2.0", ""},
 		{"linstor-operator", "stable-linstor-1.33", "linstor-operator.v0.3.0", ""},
-		{"linstor-operator", "stable", "linstor-operator.v0.1.0", "channel stable of package linstor-operator does not hold linstor-operator.v0.1.0"},
-		{"linstor-operator", "fast", "linstor-operator.v0.2.0", "no channel fast of package linstor-operator (it has stable,stable-linstor-1.33)"},
+		{"linstor-operator", "stable-linstor-1.31", "linstor-operator.v0.1.0", ""},
+		{"linstor-operator", "stable-linstor-1.31", "linstor-operator.v0.2.0", "channel stable-linstor-1.31 of package linstor-operator does not hold linstor-operator.v0.2.0"},
+		{"linstor-operator", "fast", "linstor-operator.v0.2.0", "no channel fast of package linstor-operator (it has stable,stable-linstor-1.31,stable-linstor-1.32,stable-linstor-1.33)"},
 		{"other", "stable", "linstor-operator.v0.2.0", "no channel of package other"},
 	} {
 		err := CatalogHolds(rendered, tc.pkg, tc.channel, tc.csv)

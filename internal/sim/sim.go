@@ -149,6 +149,10 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	return e, nil
 }
 
+// OperatorImage is the operator image the simulated operator says it runs as (the Job
+// of an upgrade rehearsal names it; no image is ever pulled in a simulated cluster).
+const OperatorImage = "quay.io/linstor-operator/linstor-operator:local"
+
 // StartOperator runs the operator (webhooks and controllers) until StopOperator.
 func (e *Env) StartOperator() error { return e.StartOperatorRelease(nil) }
 
@@ -159,8 +163,14 @@ func (e *Env) StartOperatorRelease(release *upgrade.Release) error {
 		return errors.New("the operator is already running")
 	}
 	wh := e.installer.WebhookInstallOptions
+	// The operator knows its own image, as in the bundle (RELATED_IMAGE_OPERATOR): the
+	// upgrade rehearsal's Job runs it, and the emulator plays that Job.
+	imgs, err := images.FromEnv([]string{"RELATED_IMAGE_OPERATOR=" + OperatorImage})
+	if err != nil {
+		return err
+	}
 	mgr, err := manager.New(e.operatorConfig, manager.Options{
-		Webhooks: true, Images: images.Default(), LinstorURL: e.LinstorURL, LinstorPoll: e.opts.LinstorPoll, Namespace: e.opts.Namespace,
+		Webhooks: true, Images: imgs, LinstorURL: e.LinstorURL, LinstorPoll: e.opts.LinstorPoll, Namespace: e.opts.Namespace,
 		UpgradePhaseTimeout: e.opts.UpgradePhaseTimeout, Release: release,
 		Manager: ctrl.Options{
 			Scheme:  e.Client.Scheme(),

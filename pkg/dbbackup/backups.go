@@ -97,6 +97,16 @@ func Load(ctx context.Context, c client.Reader, b *linstorv1.LinstorBackup) (*Du
 	return ReadAll(Open(ctx, c, b))
 }
 
+// LoadNamed reads LinstorBackup namespace/name and loads it (Load): what the upgrade
+// rehearsal's "load" step reads.
+func LoadNamed(ctx context.Context, c client.Reader, namespace, name string) (*Dump, error) {
+	b := &linstorv1.LinstorBackup{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, b); err != nil {
+		return nil, fmt.Errorf("reading LinstorBackup %s: %w", name, err)
+	}
+	return Load(ctx, c, b)
+}
+
 // Unsupported says why the cluster's database cannot be backed up by the operator.
 func Unsupported(c *linstorv1.LinstorCluster) string {
 	switch {

@@ -20,7 +20,7 @@ var Tables = []string{
 	"nodeconnections", "nodenetinterfaces", "nodes", "nodestorpool",
 	"propscontainers",
 	"resourceconnections", "resourcedefinitions", "resourcegroups", "resources", "rollback",
-	"satellitescapacity", "schedules",
+	"s3remotes", "satellitescapacity", "schedules",
 	"secaccesstypes", "secaclmap", "secconfiguration", "secdfltroles", "secidentities", "secidrolemap",
 	"secobjectprotection", "secroles", "sectyperules", "sectypes",
 	"spacehistory", "storpooldefinitions", "trackingdate",

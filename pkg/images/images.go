@@ -11,23 +11,29 @@ import (
 type Component string
 
 const (
-	LinstorController    Component = "LINSTOR_CONTROLLER"
-	LinstorSatellite     Component = "LINSTOR_SATELLITE"
-	LinstorCSI           Component = "LINSTOR_CSI"
-	HAController         Component = "HA_CONTROLLER"
-	DRBDShutdownGuard    Component = "DRBD_SHUTDOWN_GUARD"
-	DRBDReactor          Component = "DRBD_REACTOR"
-	CSIAttacher          Component = "CSI_ATTACHER"
-	CSILivenessProbe     Component = "CSI_LIVENESSPROBE"
-	CSIProvisioner       Component = "CSI_PROVISIONER"
-	CSISnapshotter       Component = "CSI_SNAPSHOTTER"
-	CSIResizer           Component = "CSI_RESIZER"
-	CSINodeRegistrar     Component = "CSI_NODE_DRIVER_REGISTRAR"
-	CSIHealthMonitor     Component = "CSI_EXTERNAL_HEALTH_MONITOR"
+	LinstorController Component = "LINSTOR_CONTROLLER"
+	LinstorSatellite  Component = "LINSTOR_SATELLITE"
+	LinstorCSI        Component = "LINSTOR_CSI"
+	HAController      Component = "HA_CONTROLLER"
+	DRBDShutdownGuard Component = "DRBD_SHUTDOWN_GUARD"
+	DRBDReactor       Component = "DRBD_REACTOR"
+	CSIAttacher       Component = "CSI_ATTACHER"
+	CSILivenessProbe  Component = "CSI_LIVENESSPROBE"
+	CSIProvisioner    Component = "CSI_PROVISIONER"
+	CSISnapshotter    Component = "CSI_SNAPSHOTTER"
+	CSIResizer        Component = "CSI_RESIZER"
+	CSINodeRegistrar  Component = "CSI_NODE_DRIVER_REGISTRAR"
+	CSIHealthMonitor  Component = "CSI_EXTERNAL_HEALTH_MONITOR"
+	// Etcd and KubeAPIServer run the migration rehearsal's scratch API server on the
+	// rehearsal pod's loopback (render.RehearsalJob). It serves LINSTOR's CRDs only, so
+	// one pinned version serves every cluster (and a mirror lists exact images).
+	Etcd                 Component = "ETCD"
+	KubeAPIServer        Component = "KUBE_APISERVER"
 	drbdLoaderPrefix               = "DRBD_MODULE_LOADER_"
 	relatedImagePrefix             = "RELATED_IMAGE_"
 	piraeus                        = "quay.io/piraeusdatastore/"
 	sigStorage                     = "registry.k8s.io/sig-storage/"
+	k8sRegistry                    = "registry.k8s.io/"
 	drbdVersion                    = "v9.2.11"
 	fallbackLoaderDistro           = "noble"
 )
@@ -50,6 +56,9 @@ var defaults = map[Component]string{
 	CSIResizer:        sigStorage + "csi-resizer:v1.12.0",
 	CSINodeRegistrar:  sigStorage + "csi-node-driver-registrar:v2.12.0",
 	CSIHealthMonitor:  sigStorage + "csi-external-health-monitor-controller:v0.13.0",
+	// An etcd of the 3.6 series, which Kubernetes 1.34 runs on.
+	Etcd:          k8sRegistry + "etcd:3.6.4-0",
+	KubeAPIServer: k8sRegistry + "kube-apiserver:v1.34.2",
 }
 
 // retired are components earlier releases listed and nothing renders any more. Their
@@ -92,6 +101,9 @@ type Set struct {
 	// versions the release runs (stepping stones, rollback targets), by version, from
 	// RELATED_IMAGE_LINSTOR_<COMPONENT>_<X_Y_Z>: a mirror that pins digests pins them too.
 	versioned map[string]map[Component]string
+	// operator is the operator's own image (RELATED_IMAGE_OPERATOR, which the bundle
+	// sets), run by the migration rehearsal's prepare and load steps; "" when unknown.
+	operator string
 }
 
 // Default returns the compiled-in set.
@@ -120,7 +132,13 @@ func FromEnv(environ []string) (Set, error) {
 			continue
 		}
 		key := strings.TrimPrefix(name, relatedImagePrefix)
-		if key == "OPERATOR" || retired[key] {
+		if retired[key] {
+			continue
+		}
+		if key == "OPERATOR" {
+			if value != "" && !strings.ContainsAny(value, " \t\n") {
+				s.operator = value
+			}
 			continue
 		}
 		if value == "" || strings.ContainsAny(value, " \t\n") {
@@ -151,6 +169,9 @@ func FromEnv(environ []string) (Set, error) {
 	}
 	return s, nil
 }
+
+// Operator is the operator's own image, "" when RELATED_IMAGE_OPERATOR is not set.
+func (s Set) Operator() string { return s.operator }
 
 // Image returns the image of c.
 func (s Set) Image(c Component) string { return s.images[c] }
@@ -195,7 +216,7 @@ func (s Set) ForLinstor(version string) Set {
 	if version == "" || version == LinstorVersion {
 		return s
 	}
-	out := Set{images: map[Component]string{}, loaders: s.loaders, versioned: s.versioned}
+	out := Set{images: map[Component]string{}, loaders: s.loaders, versioned: s.versioned, operator: s.operator}
 	for c, img := range s.images {
 		out.images[c] = img
 	}

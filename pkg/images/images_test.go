@@ -172,3 +172,53 @@ func TestVersionedImagesComeFromTheirOwnVariable(t *testing.T) {
 		t.Error("a versioned name without a patch version was accepted")
 	}
 }
+
+// The migration rehearsal's scratch API server (etcd and kube-apiserver) is part of
+// the release's image set: a mirror lists and overrides them like any operand.
+func TestScratchAPIImages(t *testing.T) {
+	s := Default()
+	if got := s.Image(Etcd); got != "registry.k8s.io/etcd:3.6.4-0" {
+		t.Errorf("etcd = %s", got)
+	}
+	if got := s.Image(KubeAPIServer); got != "registry.k8s.io/kube-apiserver:v1.34.2" {
+		t.Errorf("kube-apiserver = %s", got)
+	}
+	related := map[string]string{}
+	for _, r := range s.Related() {
+		related[r[0]] = r[1]
+	}
+	if related["RELATED_IMAGE_ETCD"] == "" || related["RELATED_IMAGE_KUBE_APISERVER"] == "" {
+		t.Errorf("the scratch API images are not related images: %v", related)
+	}
+	o, err := FromEnv([]string{"RELATED_IMAGE_KUBE_APISERVER=mirror.local/kube-apiserver@sha256:" + strings.Repeat("c", 64), "RELATED_IMAGE_ETCD=mirror.local/etcd:3.6.4-0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Image(KubeAPIServer) != "mirror.local/kube-apiserver@sha256:"+strings.Repeat("c", 64) || o.Image(Etcd) != "mirror.local/etcd:3.6.4-0" {
+		t.Errorf("overrides not taken: %s %s", o.Image(KubeAPIServer), o.Image(Etcd))
+	}
+	// A LINSTOR stepping stone changes the LINSTOR images only.
+	if o.ForLinstor("1.32.3").Image(Etcd) != o.Image(Etcd) {
+		t.Error("ForLinstor changed the etcd image")
+	}
+}
+
+// The rehearsal runs the operator's own image, which the bundle names in
+// RELATED_IMAGE_OPERATOR; a mirror repository does not move it (the operator already
+// runs from it).
+func TestOperatorImage(t *testing.T) {
+	if Default().Operator() != "" {
+		t.Error("the compiled-in set claims to know the operator's image")
+	}
+	s, err := FromEnv([]string{"RELATED_IMAGE_OPERATOR=quay.io/example/linstor-operator@sha256:" + strings.Repeat("d", 64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "quay.io/example/linstor-operator@sha256:" + strings.Repeat("d", 64)
+	for name, got := range map[string]string{"env": s.Operator(), "ForLinstor": s.ForLinstor("1.32.3").Operator(),
+		"WithRepository": s.WithRepository("mirror.local/linstor").Operator()} {
+		if got != want {
+			t.Errorf("%s: operator image = %q, want %q", name, got, want)
+		}
+	}
+}

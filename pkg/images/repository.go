@@ -11,7 +11,8 @@ func (s Set) WithRepository(repository string) Set {
 	if repository == "" {
 		return s
 	}
-	out := Set{images: map[Component]string{}, loaders: map[string]string{}}
+	// The operator's own image is where the operator already runs from: it stays.
+	out := Set{images: map[Component]string{}, loaders: map[string]string{}, operator: s.operator}
 	for c, img := range s.images {
 		out.images[c] = InRepository(img, repository)
 	}

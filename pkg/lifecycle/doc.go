@@ -34,8 +34,11 @@
 //     Preflight (LINSTOR answers at the old version, satellites ONLINE, replicas
 //     UpToDate and connected, no resync; an external database must be acknowledged as
 //     backed up), Backup (a LinstorBackup with the controller stopped; failed or late:
-//     the upgrade ends, nothing changed), Controller (the new controller migrates the
-//     database), Satellites (all move together: LINSTOR refuses mixed versions),
+//     the upgrade ends, nothing changed), Rehearsal (the new version migrates a copy of
+//     the backup in a Job with a scratch API server; the controller stays stopped;
+//     failed or late: the upgrade ends, nothing changed, the old controller starts
+//     again; skipped with spec.upgrade.rehearsal false or an external database),
+//     Controller (the new controller migrates the database), Satellites (all move together: LINSTOR refuses mixed versions),
 //     Verify (replicas healthy again; no rollback, the satellites already run the new
 //     version; past the timeout Degraded UpgradeStalled, naming what it waits for),
 //     Succeeded. Until Controller nothing has changed:
@@ -52,7 +55,7 @@
 //     OFFLINE, no other node's DRBD reports a Connected connection to them and no
 //     satellite pod there is Running, Terminating or Pending) are left out of what
 //     Preflight, Satellites and Verify judge; nothing else skips a node.
-//  4. Fencing: from Backup to the end of Satellites the CSI controller is stopped, so
+//  4. Fencing: from Backup (through Rehearsal) to the end of Satellites the CSI controller is stopped, so
 //     no volume is created, attached or deleted in LINSTOR's database while a rollback
 //     could still restore the pre-upgrade backup; the operator's own LINSTOR writes
 //     wait as well (LinstorWritesFenced). That makes the automatic rollback

@@ -22,7 +22,7 @@ func LinstorWritesFenced(st *linstorv1.LinstorClusterStatus) string {
 	}
 	if u := st.Upgrade; u != nil {
 		switch u.Phase {
-		case linstorv1.UpgradeBackup, linstorv1.UpgradeController, linstorv1.UpgradeSatellites, linstorv1.UpgradeRollingBack:
+		case linstorv1.UpgradeBackup, linstorv1.UpgradeRehearsal, linstorv1.UpgradeController, linstorv1.UpgradeSatellites, linstorv1.UpgradeRollingBack:
 			return fmt.Sprintf("the upgrade of LINSTOR %s -> %s is in phase %s: until its satellites run, a rollback restores the pre-upgrade backup and would undo the write", u.From, u.To, u.Phase)
 		}
 	}

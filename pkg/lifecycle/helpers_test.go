@@ -95,6 +95,8 @@ func inPhase(p linstorv1.UpgradePhase, opts ...opt) Input {
 	switch p {
 	case linstorv1.UpgradePreflight:
 		u.PhaseStartedAt = mt(fxStart)
+	case linstorv1.UpgradeRehearsal:
+		u.BackupName = fxPreBackup
 	case linstorv1.UpgradeController:
 		u.BackupName, d = fxPreBackup, dv(fxTo, fxFrom)
 	case linstorv1.UpgradeSatellites, linstorv1.UpgradeVerify:
@@ -309,6 +311,10 @@ func cloneInput(in Input) Input {
 	}
 	if e := in.Observed.DatabaseEmpty; e != nil {
 		c.Observed.DatabaseEmpty = boolp(*e)
+	}
+	if r := in.Observed.Rehearsal; r != nil {
+		x := *r
+		c.Observed.Rehearsal = &x
 	}
 	return c
 }
@@ -599,14 +605,14 @@ var (
 // ---------------------------------------------------------------------------------
 
 var allUpgradePhases = []linstorv1.UpgradePhase{linstorv1.UpgradeAwaitingApproval, linstorv1.UpgradeRefused, linstorv1.UpgradePreflight,
-	linstorv1.UpgradeBackup, linstorv1.UpgradeController, linstorv1.UpgradeSatellites, linstorv1.UpgradeVerify, linstorv1.UpgradeSucceeded,
+	linstorv1.UpgradeBackup, linstorv1.UpgradeRehearsal, linstorv1.UpgradeController, linstorv1.UpgradeSatellites, linstorv1.UpgradeVerify, linstorv1.UpgradeSucceeded,
 	linstorv1.UpgradeRollingBack, linstorv1.UpgradeRolledBack}
 
 var allRestorePhases = []string{RestoreAwaitingConfirmation, RestoreStopping, RestoreRestoring, RestoreRestored, RestoreFailed}
 
 func TestTablesCoverEveryPhase(t *testing.T) {
 	phaseTables := map[linstorv1.UpgradePhase][]stepCase{
-		linstorv1.UpgradePreflight: preflightCases, linstorv1.UpgradeBackup: backupCases, linstorv1.UpgradeController: controllerCases,
+		linstorv1.UpgradePreflight: preflightCases, linstorv1.UpgradeBackup: backupCases, linstorv1.UpgradeRehearsal: rehearsalPhaseCases, linstorv1.UpgradeController: controllerCases,
 		linstorv1.UpgradeSatellites: satellitesCases, linstorv1.UpgradeVerify: verifyCases, linstorv1.UpgradeRollingBack: rollingBackCases,
 	}
 	for phase, rows := range phaseTables {
@@ -622,7 +628,7 @@ func TestTablesCoverEveryPhase(t *testing.T) {
 		}
 	}
 
-	steps := [][]stepCase{versionCases, preflightCases, backupCases, controllerCases, satellitesCases, verifyCases, rollingBackCases, restoreCases}
+	steps := [][]stepCase{versionCases, preflightCases, backupCases, rehearsalCases, rehearsalPhaseCases, controllerCases, satellitesCases, verifyCases, rollingBackCases, restoreCases}
 	reached, left := map[linstorv1.UpgradePhase]bool{}, map[linstorv1.UpgradePhase]bool{}
 	restoreReached := map[string]bool{}
 	asked := map[ActionKind]bool{}
@@ -663,7 +669,7 @@ func TestTablesCoverEveryPhase(t *testing.T) {
 			t.Errorf("no row ends in restore phase %s", p)
 		}
 	}
-	for _, k := range []ActionKind{CreateBackup, RestoreDatabase, RemoveAnnotation} {
+	for _, k := range []ActionKind{CreateBackup, RestoreDatabase, RemoveAnnotation, CreateRehearsal, DeleteRehearsal} {
 		if !asked[k] {
 			t.Errorf("no row asks for action %s", k)
 		}

@@ -89,6 +89,10 @@ type Spec struct {
 	// ExternalDatabase: the operator cannot back up or restore the database (it says why).
 	ExternalDatabase           string
 	ExternalBackupAcknowledged bool
+	// RehearsalOff is spec.upgrade.rehearsal: false. RehearsalUnavailable says why this
+	// operator cannot rehearse ("" when it can): the migration is not rehearsed then.
+	RehearsalOff         bool
+	RehearsalUnavailable string
 	// Reported is status.version, the version LINSTOR last answered with.
 	Reported string
 }
@@ -118,6 +122,17 @@ type Backup struct {
 	Objects        int64
 }
 
+// Rehearsal is the migration rehearsal's Job as observed.
+type Rehearsal struct {
+	Name string
+	// Found: the Job exists. Succeeded and Failed are its Complete and Failed
+	// conditions (as the job controller sets them).
+	Found, Succeeded, Failed bool
+	// Message is why it failed: the termination message of its pod's migrate container,
+	// else of load, else the Failed condition's message.
+	Message string
+}
+
 // Observed is what the controller saw this pass; nil fields were not looked at.
 type Observed struct {
 	Linstor *Linstor
@@ -137,6 +152,8 @@ type Observed struct {
 	// Marker is the database-replacement marker kept outside the LinstorCluster (read
 	// when the status holds nothing: a recreated object).
 	Marker *Marker
+	// Rehearsal is Need.Rehearsal's Job.
+	Rehearsal *Rehearsal
 }
 
 // Input is everything Step decides from; Step reads nothing else (no package-level
@@ -174,6 +191,12 @@ const (
 	RecordMarker ActionKind = "RecordMarker"
 	// ClearMarker deletes the marker of a finished upgrade, if there is one.
 	ClearMarker ActionKind = "ClearMarker"
+	// CreateRehearsal creates the rehearsal Job Job (render.RehearsalJob) from backup
+	// Backup for the upgrade From -> To, if it does not exist; earlier attempts' Jobs of
+	// the cluster go.
+	CreateRehearsal ActionKind = "CreateRehearsal"
+	// DeleteRehearsal deletes the rehearsal Job Job, if it exists.
+	DeleteRehearsal ActionKind = "DeleteRehearsal"
 )
 
 // Action is one thing to carry out.
@@ -187,6 +210,8 @@ type Action struct {
 	Marker *Marker
 	// From and To label an upgrade backup.
 	From, To string
+	// Job names the rehearsal Job.
+	Job string
 }
 
 // Event is something worth telling the user.
@@ -235,6 +260,8 @@ type Need struct {
 	ControllerStopped bool
 	// Marker: look for a database-replacement marker (the status holds nothing).
 	Marker bool
+	// Rehearsal names the rehearsal Job to read ("" none).
+	Rehearsal string
 }
 
 // Needs tells the controller what to observe before Step.
@@ -263,6 +290,8 @@ func Needs(spec Spec, st State) Need {
 		switch u.Phase {
 		case linstorv1.UpgradePreflight, linstorv1.UpgradeVerify:
 			n.Linstor, n.Problems = true, true
+		case linstorv1.UpgradeRehearsal:
+			n.Rehearsal = RehearsalName(spec.ClusterName, u)
 		case linstorv1.UpgradeController:
 			n.Linstor = true
 		case linstorv1.UpgradeSatellites:
@@ -441,7 +470,7 @@ func versions(controller, satellites string) *linstorv1.DeployedVersions {
 
 func inProgress(p linstorv1.UpgradePhase) bool {
 	switch p {
-	case linstorv1.UpgradePreflight, linstorv1.UpgradeBackup, linstorv1.UpgradeController,
+	case linstorv1.UpgradePreflight, linstorv1.UpgradeBackup, linstorv1.UpgradeRehearsal, linstorv1.UpgradeController,
 		linstorv1.UpgradeSatellites, linstorv1.UpgradeVerify, linstorv1.UpgradeRollingBack:
 		return true
 	}

@@ -212,8 +212,13 @@ var restartCases = []restartCase{
 	},
 	{
 		name:  "backup completed: the next pass waits for the new controller",
-		in:    inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), obsUpgradeBackup(linstorv1.BackupCompleted, ""), obsLinstor(fxFrom)),
+		in:    inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), withoutRehearsal(), obsUpgradeBackup(linstorv1.BackupCompleted, ""), obsLinstor(fxFrom)),
 		first: "upgrade:Controller", second: "upgrade:Controller",
+	},
+	{
+		name:  "backup completed: the next pass creates the rehearsal Job, it does not migrate",
+		in:    inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), obsUpgradeBackup(linstorv1.BackupCompleted, ""), obsLinstor(fxFrom), obsRehearsalMissing()),
+		first: "upgrade:Rehearsal", second: "upgrade:Rehearsal", secondActions: []Action{createRehearsal},
 	},
 	{
 		name:  "controller answered: the next pass waits for the satellites",

@@ -18,7 +18,7 @@ func TestMarkerActions(t *testing.T) {
 		{"idle", input(), ""},
 		{"Preflight changes nothing", inPhase(linstorv1.UpgradePreflight, obsLinstor(fxFrom, "node-b OFFLINE")), ""},
 		{"Backup, still copying", inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), obsUpgradeBackup(linstorv1.BackupRunning, "")), ""},
-		{"the pass that enters Controller records it", inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), obsUpgradeBackup(linstorv1.BackupCompleted, "")), MarkerUpgrade},
+		{"the pass that enters Controller records it", inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), withoutRehearsal(), obsUpgradeBackup(linstorv1.BackupCompleted, "")), MarkerUpgrade},
 		{"Controller", inPhase(linstorv1.UpgradeController, obsLinstor(fxFrom)), MarkerUpgrade},
 		{"Satellites", inPhase(linstorv1.UpgradeSatellites, obsWaiting(fxTo, "node-b OFFLINE")), MarkerUpgrade},
 		{"the pass that enters Verify", inPhase(linstorv1.UpgradeSatellites, obsWaiting(fxTo)), MarkerUpgraded},

@@ -40,11 +40,14 @@ type world struct {
 	restored  []string
 	// marker is the database-replacement marker outside the status.
 	marker *Marker
-	trace  []string
+	// rehearsals are the rehearsal Jobs; rehearsalFails makes the next one fail.
+	rehearsals     map[string]*Rehearsal
+	rehearsalFails string
+	trace          []string
 }
 
 func newWorld(spec Spec, st State) *world {
-	w := &world{spec: spec, state: st, now: fxNow, backups: map[string]*Backup{}}
+	w := &world{spec: spec, state: st, now: fxNow, backups: map[string]*Backup{}, rehearsals: map[string]*Rehearsal{}}
 	w.trace = []string{summary(st)}
 	return w
 }
@@ -82,6 +85,12 @@ func (w *world) pass(t *testing.T) Output {
 			b.Phase, active = linstorv1.BackupRunning, name
 		}
 	}
+	for _, r := range w.rehearsals { // a rehearsal ends one pass after it was created
+		if !r.Succeeded && !r.Failed {
+			r.Succeeded = w.rehearsalFails == ""
+			r.Failed, r.Message = !r.Succeeded, w.rehearsalFails
+		}
+	}
 	need := Needs(w.spec, w.state)
 	obs := Observed{ControllerStopped: w.stopped, ActiveBackup: active, RunningBackup: active}
 	if need.Marker {
@@ -103,6 +112,12 @@ func (w *world) pass(t *testing.T) Output {
 	if need.DatabaseEmpty {
 		obs.DatabaseEmpty = boolp(w.dbEmpty)
 	}
+	if need.Rehearsal != "" {
+		obs.Rehearsal = &Rehearsal{Name: need.Rehearsal}
+		if r := w.rehearsals[need.Rehearsal]; r != nil {
+			obs.Rehearsal = &Rehearsal{Name: r.Name, Found: true, Succeeded: r.Succeeded, Failed: r.Failed, Message: r.Message}
+		}
+	}
 	in := Input{Spec: w.spec, State: w.state.DeepCopy(), Observed: obs, Release: fxRelease, Now: w.now}
 	out := Step(in)
 	w.state = out.State.DeepCopy()
@@ -114,6 +129,15 @@ func (w *world) pass(t *testing.T) Output {
 				w.backups[a.Backup] = &Backup{Name: a.Backup, Found: true, Cluster: fxCluster, Phase: linstorv1.BackupPending,
 					LinstorVersion: w.dbVersion, Checksum: "sha256:1", Objects: 10}
 			}
+		case CreateRehearsal:
+			if !w.stopped {
+				t.Fatalf("rehearsal %s created while the controller runs on the database it copies", a.Job)
+			}
+			if w.rehearsals[a.Job] == nil {
+				w.rehearsals[a.Job] = &Rehearsal{Name: a.Job, Found: true}
+			}
+		case DeleteRehearsal:
+			delete(w.rehearsals, a.Job)
 		case RemoveAnnotation:
 			switch a.Annotation {
 			case names.AnnotationConfirmRestore:
@@ -186,10 +210,38 @@ func stopWhenIdle(*world) bool { return false }
 
 var scenarioCases = []scenarioCase{
 	{
+		name: "the rehearsal fails: rolled back with the database untouched and the old controller running; retried with the annotation",
+		setup: func(w *world) {
+			upgradeWorld(w)
+			w.rehearsalFails = "Caused by: DatabaseException: LayerResourceId 17 not found!"
+		},
+		idle: func(w *world) bool {
+			if w.state.Upgrade.Phase != linstorv1.UpgradeRolledBack || w.spec.RetryUpgrade != "" || len(w.rehearsals) == 0 {
+				return false
+			}
+			if w.dbVersion != fxFrom || w.running != fxFrom || len(w.restored) != 0 {
+				panic(fmt.Sprintf("after the failed rehearsal: database at %s, running %q, restored %v", w.dbVersion, w.running, w.restored))
+			}
+			w.rehearsalFails, w.spec.RetryUpgrade = "", fxTo
+			w.now = w.now.Add(time.Hour) // the retry's start names a new Job
+			return true
+		},
+		trace: []string{"idle", "upgrade:Preflight", "upgrade:Backup", "upgrade:Rehearsal", "upgrade:RolledBack",
+			"upgrade:Preflight", "upgrade:Backup", "upgrade:Rehearsal", "upgrade:Controller", "upgrade:Satellites", "upgrade:Verify", "upgrade:Succeeded"},
+		check: func(t *testing.T, w *world) {
+			if w.dbVersion != fxTo || len(w.backups) != 2 || len(w.restored) != 0 {
+				t.Errorf("database at %s, %d backups, restored %v", w.dbVersion, len(w.backups), w.restored)
+			}
+			if len(w.rehearsals) != 1 {
+				t.Errorf("rehearsal Jobs left: %v (the failed one stays for its logs, the passed one goes)", w.rehearsals)
+			}
+		},
+	},
+	{
 		name:  "automatic upgrade succeeds",
 		setup: upgradeWorld,
 		idle:  stopWhenIdle,
-		trace: []string{"idle", "upgrade:Preflight", "upgrade:Backup", "upgrade:Controller", "upgrade:Satellites", "upgrade:Verify", "upgrade:Succeeded"},
+		trace: []string{"idle", "upgrade:Preflight", "upgrade:Backup", "upgrade:Rehearsal", "upgrade:Controller", "upgrade:Satellites", "upgrade:Verify", "upgrade:Succeeded"},
 		check: func(t *testing.T, w *world) {
 			if !reflect.DeepEqual(w.state.Deployed, dv(fxTo, fxTo)) || w.dbVersion != fxTo || len(w.backups) != 1 || len(w.restored) != 0 {
 				t.Errorf("deployed %s, database at %s, %d backups, restored %v", fmtDeployed(w.state.Deployed), w.dbVersion, len(w.backups), w.restored)
@@ -212,8 +264,8 @@ var scenarioCases = []scenarioCase{
 			}
 			return false
 		},
-		trace: []string{"idle", "upgrade:Preflight", "upgrade:Backup", "upgrade:Controller", "upgrade:RollingBack", "upgrade:RolledBack",
-			"upgrade:Preflight", "upgrade:Backup", "upgrade:Controller", "upgrade:Satellites", "upgrade:Verify", "upgrade:Succeeded"},
+		trace: []string{"idle", "upgrade:Preflight", "upgrade:Backup", "upgrade:Rehearsal", "upgrade:Controller", "upgrade:RollingBack", "upgrade:RolledBack",
+			"upgrade:Preflight", "upgrade:Backup", "upgrade:Rehearsal", "upgrade:Controller", "upgrade:Satellites", "upgrade:Verify", "upgrade:Succeeded"},
 		check: func(t *testing.T, w *world) {
 			if len(w.backups) != 2 || len(w.restored) != 1 || w.spec.RetryUpgrade != "" || w.dbVersion != fxTo {
 				t.Errorf("%d backups, restored %v, retry annotation %q, database at %s", len(w.backups), w.restored, w.spec.RetryUpgrade, w.dbVersion)
@@ -227,7 +279,7 @@ var scenarioCases = []scenarioCase{
 			w.broken, w.restoreErrs = fxTo, []error{errors.New("conflict")}
 		},
 		idle:  stopWhenIdle,
-		trace: []string{"idle", "upgrade:Preflight", "upgrade:Backup", "upgrade:Controller", "upgrade:RollingBack", "upgrade:RolledBack"},
+		trace: []string{"idle", "upgrade:Preflight", "upgrade:Backup", "upgrade:Rehearsal", "upgrade:Controller", "upgrade:RollingBack", "upgrade:RolledBack"},
 		check: func(t *testing.T, w *world) {
 			if len(w.restored) != 1 || w.dbVersion != fxFrom || w.running != fxFrom {
 				t.Errorf("restored %v, database at %s, running %s", w.restored, w.dbVersion, w.running)
@@ -258,7 +310,7 @@ var scenarioCases = []scenarioCase{
 		},
 		idle: stopWhenIdle,
 		trace: []string{"idle", "restore:Stopping", "restore:Restoring", "restore:Restored", "restore:Restored upgrade:Preflight",
-			"restore:Restored upgrade:Backup", "restore:Restored upgrade:Controller", "restore:Restored upgrade:Satellites",
+			"restore:Restored upgrade:Backup", "restore:Restored upgrade:Rehearsal", "restore:Restored upgrade:Controller", "restore:Restored upgrade:Satellites",
 			"restore:Restored upgrade:Verify", "restore:Restored upgrade:Succeeded"},
 		check: func(t *testing.T, w *world) {
 			if !reflect.DeepEqual(w.restored, []string{fxNightly}) || w.dbVersion != fxTo {
@@ -343,7 +395,7 @@ func init() {
 			},
 			idle: stopWhenIdle,
 			// Restored at the backup's version, then this release's automatic upgrade.
-			trace: []string{"idle", "restore:Restoring", "restore:Restored", "upgrade:Preflight", "upgrade:Backup", "upgrade:Controller",
+			trace: []string{"idle", "restore:Restoring", "restore:Restored", "upgrade:Preflight", "upgrade:Backup", "upgrade:Rehearsal", "upgrade:Controller",
 				"upgrade:Satellites", "upgrade:Verify", "upgrade:Succeeded"},
 			check: func(t *testing.T, w *world) {
 				if !reflect.DeepEqual(w.restored, []string{fxNightly}) || w.marker != nil {

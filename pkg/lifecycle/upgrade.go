@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/linstor-operator/linstor-operator/pkg/names"
 
@@ -12,7 +13,7 @@ import (
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 )
 
-// The upgrade phases, in order: Preflight, Backup, Controller, Satellites, Verify, and
+// The upgrade phases, in order: Preflight, Backup, Rehearsal, Controller, Satellites, Verify, and
 // RollingBack when Controller or Satellites fail (stepVersion decides when one runs).
 
 // advance runs the current upgrade phase and moves to the next when it is done.
@@ -25,6 +26,9 @@ func advance(in *Input, out *Output) {
 	case linstorv1.UpgradeBackup:
 		out.State.Deployed = versions(u.From, u.From)
 		backup(in, out)
+	case linstorv1.UpgradeRehearsal:
+		out.State.Deployed = versions(u.From, u.From)
+		rehearsal(in, out)
 	case linstorv1.UpgradeController:
 		out.State.Deployed = versions(u.To, u.From)
 		out.FenceCSI = true
@@ -50,6 +54,9 @@ func enter(in *Input, out *Output, phase linstorv1.UpgradePhase, msg string) {
 	// What runs follows the phase entered in the same pass: the old controller never
 	// starts again on the backed-up database before the new one replaces it.
 	switch phase {
+	case linstorv1.UpgradeRehearsal:
+		out.State.Deployed, out.FenceCSI = versions(u.From, u.From), true
+		out.StopController = rehearsing(u)
 	case linstorv1.UpgradeController:
 		out.State.Deployed, out.FenceCSI = versions(u.To, u.From), true
 	case linstorv1.UpgradeSatellites:
@@ -103,7 +110,8 @@ func BackupName(cluster string, u *linstorv1.UpgradeStatus) string {
 func backup(in *Input, out *Output) {
 	u := out.State.Upgrade
 	if in.Spec.ExternalDatabase != "" {
-		enter(in, out, linstorv1.UpgradeController, "External database backed up by the admin; starting the controller at "+u.To)
+		enter(in, out, linstorv1.UpgradeController, "External database backed up by the admin; starting the controller at "+u.To+
+			" (no rehearsal: the operator has no copy of an external database to rehearse the migration on)")
 		return
 	}
 	out.FenceCSI = true
@@ -135,7 +143,13 @@ func backup(in *Input, out *Output) {
 		// Another copy still reads the database: the migration would tear it.
 		u.Message = fmt.Sprintf("Backup: %s completed; waiting for LinstorBackup %s to finish copying before the migration", b.Name, in.Observed.RunningBackup)
 	case b.Phase == linstorv1.BackupCompleted:
-		enter(in, out, linstorv1.UpgradeController, fmt.Sprintf("Backup %s completed (%s); starting the controller at %s, which migrates the database", b.Name, b.Checksum, u.To))
+		if skip := rehearsalSkipped(in); skip != "" {
+			enter(in, out, linstorv1.UpgradeController, fmt.Sprintf("Backup %s completed (%s); the migration is not rehearsed (%s); starting the controller at %s, which migrates the database",
+				b.Name, b.Checksum, skip, u.To))
+			return
+		}
+		enter(in, out, linstorv1.UpgradeRehearsal, fmt.Sprintf("Backup %s completed (%s); rehearsing the migration to %s on a copy of it (Job %s)",
+			b.Name, b.Checksum, u.To, RehearsalName(in.Spec.ClusterName, u)))
 		return
 	case b.Phase == linstorv1.BackupFailed:
 		abort(fmt.Sprintf("%s failed (%s)", b.Name, b.Message))
@@ -145,6 +159,97 @@ func backup(in *Input, out *Output) {
 	}
 	out.StopController = "the pre-upgrade backup " + u.BackupName + " is being taken"
 	out.Requeue = Poll
+}
+
+// RehearsalName is the rehearsal Job's name: derived from the upgrade's start, so a
+// restarted operator (or another release taking over) finds the same Job, and a retry
+// makes a new one. At most 63 characters (the job-name label of its pods).
+func RehearsalName(cluster string, u *linstorv1.UpgradeStatus) string {
+	suffix := fmt.Sprintf("-rehearse-%s-%d", strings.ReplaceAll(u.To, ".", "-"), u.StartedAt.Unix())
+	if max := 63 - len(suffix); len(cluster) > max {
+		cluster = strings.TrimRight(cluster[:max], "-.")
+	}
+	return cluster + suffix
+}
+
+// rehearsalSkipped says why the migration is not rehearsed, "" when it is.
+func rehearsalSkipped(in *Input) string {
+	switch {
+	case in.Spec.RehearsalOff:
+		return "spec.upgrade.rehearsal is false"
+	case in.Spec.RehearsalUnavailable != "":
+		return in.Spec.RehearsalUnavailable
+	}
+	return ""
+}
+
+func rehearsing(u *linstorv1.UpgradeStatus) string {
+	return "the migration to " + u.To + " is rehearsed on a copy of " + u.BackupName + " (the live database stays as backed up)"
+}
+
+// maxRehearsalMessage bounds what the status quotes of a failed rehearsal's output.
+const maxRehearsalMessage = 1024
+
+// rehearsal waits for the Job that runs the new version's migrations on a copy of the
+// pre-upgrade backup. The controller stays stopped and CSI fenced meanwhile, so the
+// live database stays exactly the backup (a later rollback loses nothing). A failed or
+// late rehearsal ends the upgrade before anything changed, like a failed backup.
+func rehearsal(in *Input, out *Output) {
+	u := out.State.Upgrade
+	name := RehearsalName(in.Spec.ClusterName, u)
+	out.FenceCSI = true
+	r := in.Observed.Rehearsal
+	switch {
+	case r == nil || r.Name != name:
+		out.StopController, out.Requeue = rehearsing(u), soon
+		return
+	case r.Found && r.Succeeded:
+		enter(in, out, linstorv1.UpgradeController, fmt.Sprintf("Rehearsal %s passed: LINSTOR %s migrated a copy of %s; starting the controller at %s, which migrates the database",
+			name, u.To, u.BackupName, u.To))
+		out.Actions = append(out.Actions, Action{Kind: DeleteRehearsal, Job: name})
+		return
+	case r.Found && r.Failed:
+		// The Job stays for its logs until the next attempt or the LinstorCluster's deletion.
+		abortRehearsal(in, out, upToBytes(or(r.Message, "the Job failed without a message"), maxRehearsalMessage))
+		return
+	case expired(in, u):
+		abortRehearsal(in, out, fmt.Sprintf("it did not finish within %s", in.phaseTimeout()))
+		out.Actions = append(out.Actions, Action{Kind: DeleteRehearsal, Job: name})
+		return
+	case !r.Found:
+		u.Message = fmt.Sprintf("Rehearsal: starting Job %s, which migrates a copy of %s with LINSTOR %s", name, u.BackupName, u.To)
+		out.Actions = append(out.Actions, Action{Kind: CreateRehearsal, Job: name, Backup: u.BackupName, From: u.From, To: u.To})
+	default:
+		u.Message = fmt.Sprintf("Rehearsal: Job %s migrates a copy of %s with LINSTOR %s", name, u.BackupName, u.To)
+	}
+	out.StopController, out.Requeue = rehearsing(u), Poll
+}
+
+// abortRehearsal ends the upgrade: nothing was changed, the old controller starts
+// again on the database it stopped on, and the backup is kept.
+func abortRehearsal(in *Input, out *Output, why string) {
+	u := out.State.Upgrade
+	u.Phase = linstorv1.UpgradeRolledBack
+	u.Message = fmt.Sprintf("The rehearsal of the migration from %s to %s on a copy of the database failed: %s; nothing was changed, LINSTOR stays at %s. "+
+		"LinstorBackup %s is kept. Fix the cause, then annotate the LinstorCluster %s=%s to retry.",
+		u.From, u.To, why, u.From, u.BackupName, names.AnnotationRetryUpgrade, u.To)
+	out.Problem = Problem{linstorv1.ReasonUpgradeFailed, u.Message}
+	out.Events = append(out.Events, Event{Warning: true, Reason: "UpgradeRehearsalFailed", Message: u.Message})
+	out.State.Deployed = versions(u.From, u.From)
+	out.Upgrading, out.FenceCSI, out.StopController, out.Requeue = false, false, "", soon
+}
+
+// upToBytes keeps the first n bytes of s (at a rune boundary), saying it cut.
+func upToBytes(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + " […]"
 }
 
 // controller waits for the controller at the new version (it migrates the database on

@@ -148,13 +148,13 @@ var backupCases = []stepCase{
 	},
 	{
 		name: "completed: Controller",
-		in:   inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), obsUpgradeBackup(linstorv1.BackupCompleted, "done")),
+		in:   inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), withoutRehearsal(), obsUpgradeBackup(linstorv1.BackupCompleted, "done")),
 		want: expect{upgrade: linstorv1.UpgradeController, deployed: dv(fxTo, fxFrom), fence: true, upgrading: true, requeue: soon,
 			events: ev("UpgradeController"), check: all(upgradeBackupIs(fxPreBackup), upgradeMsgHas("sha256:0123abcd"))},
 	},
 	{
 		name: "completed past the timeout still moves on: Controller",
-		in:   inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), obsUpgradeBackup(linstorv1.BackupCompleted, "done"), late()),
+		in:   inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), withoutRehearsal(), obsUpgradeBackup(linstorv1.BackupCompleted, "done"), late()),
 		want: expect{upgrade: linstorv1.UpgradeController, deployed: dv(fxTo, fxFrom), fence: true, upgrading: true, requeue: soon,
 			events: ev("UpgradeController")},
 	},
@@ -187,7 +187,7 @@ var backupCases = []stepCase{
 	},
 	{
 		name: "entering Controller deploys the new controller, not the old one once more",
-		in:   inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), obsUpgradeBackup(linstorv1.BackupCompleted, "done")),
+		in:   inPhase(linstorv1.UpgradeBackup, withBackupName(fxPreBackup), withoutRehearsal(), obsUpgradeBackup(linstorv1.BackupCompleted, "done")),
 		want: expect{upgrade: linstorv1.UpgradeController, deployed: dv(fxTo, fxFrom), fence: true, upgrading: true, requeue: soon,
 			events: ev("UpgradeController")},
 	},

@@ -126,7 +126,7 @@ const cancellingPrefix = "Cancelling the upgrade "
 // moment ago may not be among them).
 func cancel(in *Input, out *Output) cancelOutcome {
 	u := out.State.Upgrade
-	if u.Phase != linstorv1.UpgradePreflight && u.Phase != linstorv1.UpgradeBackup {
+	if u.Phase != linstorv1.UpgradePreflight && u.Phase != linstorv1.UpgradeBackup && u.Phase != linstorv1.UpgradeRehearsal {
 		return upgradeWanted // the new controller may have migrated the database: see pinnedBack
 	}
 	d := in.Release.Decide(upgrade.Input{Running: u.From, Requested: in.Spec.Requested, Policy: in.Spec.Policy})
@@ -161,6 +161,10 @@ func cancel(in *Input, out *Output) cancelOutcome {
 		msg += fmt.Sprintf(". LinstorBackup %s is kept", u.BackupName)
 	}
 	out.Events = append(out.Events, Event{Reason: "UpgradeCancelled", Message: msg})
+	if u.Phase == linstorv1.UpgradeRehearsal {
+		// It only ever touched a copy.
+		out.Actions = append(out.Actions, Action{Kind: DeleteRehearsal, Job: RehearsalName(in.Spec.ClusterName, u)})
+	}
 	out.State.Upgrade = nil
 	return upgradeCancelled
 }

@@ -80,6 +80,25 @@ const (
 	ReactorMetricsPortName = "prometheus"
 )
 
+// The migration rehearsal's Job (pkg/render.RehearsalJob): its component label, its
+// containers, and the scratch API server it runs on the pod's loopback.
+const (
+	// RehearsalComponent labels the rehearsal Jobs and names their ServiceAccount
+	// (ServiceAccountName), which may only read LinstorBackups and their Secrets.
+	RehearsalComponent = "linstor-rehearsal"
+	// The rehearsal pod's containers, in the order they run.
+	RehearsalPrepareContainer = "prepare"
+	RehearsalEtcdContainer    = "etcd"
+	RehearsalAPIContainer     = "kube-apiserver"
+	RehearsalLoadContainer    = "load"
+	RehearsalMigrateContainer = "migrate"
+	// RehearsalAPIPort and RehearsalEtcdPort listen on the pod's loopback only.
+	RehearsalAPIPort  = 6443
+	RehearsalEtcdPort = 2379
+	// LabelJobName is the label the job controller puts on a Job's pods.
+	LabelJobName = "batch.kubernetes.io/job-name"
+)
+
 // SatelliteDaemonSetName is the DaemonSet of one node's satellite.
 func SatelliteDaemonSetName(node string) string { return "linstor-satellite." + node }
 

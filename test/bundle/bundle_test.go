@@ -342,8 +342,9 @@ func TestBundleInstallsRBACAsOLMKeepsItNamespaced(t *testing.T) {
 		kinds[o.GetKind()]++
 	}
 	// A Role and a RoleBinding for the operator, leader election and each operand; the
-	// satellite's account, which has no cluster-wide rule for OLM to create it with.
-	if kinds["Role"] != 7 || kinds["RoleBinding"] != 7 || kinds["ServiceAccount"] != 1 {
-		t.Errorf("bundle objects %v, want 7 Roles, 7 RoleBindings, 1 ServiceAccount", kinds)
+	// satellite's and the migration rehearsal's accounts, which have no cluster-wide rule
+	// for OLM to create them with.
+	if kinds["Role"] != 8 || kinds["RoleBinding"] != 8 || kinds["ServiceAccount"] != 2 {
+		t.Errorf("bundle objects %v, want 8 Roles, 8 RoleBindings, 2 ServiceAccounts", kinds)
 	}
 }

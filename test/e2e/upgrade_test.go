@@ -509,3 +509,43 @@ func TestUserBackupAndRestoreRoundTrip(t *testing.T) {
 	updateLinstorCluster(g, func(c *linstorv1.LinstorCluster) { c.Spec.Database.RestoreFrom = "" })
 	g.Eventually(func(g Gomega) { g.Expect(cluster(g).Status.Restore).To(BeNil()) }, timeout, tick).Should(Succeed())
 }
+
+// The rehearsal runs the new LINSTOR's migrations on a copy first. A database the
+// migration chokes on (a DRBD resource row whose layer id has no LayerResourceIds row:
+// Migration_28 throws "LayerResourceId N not found!") fails the rehearsal: the upgrade
+// ends before anything changed, LINSTOR 1.31.3 runs again on its untouched database, and
+// the status quotes LINSTOR's exception. A healthy database passes the rehearsal and
+// upgrades.
+func TestRehearsalFailureLeavesTheDatabaseUntouched(t *testing.T) {
+	g := NewWithT(t)
+	installAt(t, "1.31.3")
+	g.Expect(env.Emulator.SeedRow("layerdrbdresources", map[string]any{
+		"layer_resource_id": int64(4242), "peer_slots": int64(7), "al_stripes": int64(1), "al_stripe_size": int64(32),
+		"flags": int64(0), "node_id": int64(0),
+	})).To(Succeed())
+	before, err := envtest.ReadLinstorDatabase(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	updateLinstorCluster(g, func(c *linstorv1.LinstorCluster) { c.Spec.Version = "1.33.3" })
+	var phases []linstorv1.UpgradePhase
+	started := time.Now()
+	st := watchUpgrade(g, func(p linstorv1.UpgradePhase) { phases = append(phases, p) }, linstorv1.UpgradeRolledBack, linstorv1.UpgradeSucceeded)
+	t.Logf("%.1fs: phases %v; %s", time.Since(started).Seconds(), phases, st.Message)
+	g.Expect(st.Phase).To(Equal(linstorv1.UpgradeRolledBack))
+	g.Expect(phases).To(ContainElement(linstorv1.UpgradeRehearsal))
+	g.Expect(phases).NotTo(ContainElement(linstorv1.UpgradeController), "the real migration never started")
+	g.Expect(st.Message).To(ContainSubstring("LayerResourceId 4242 not found!"))
+	g.Expect(st.Message).To(ContainSubstring("nothing was changed"))
+	g.Eventually(func(g Gomega) {
+		c := cluster(g)
+		g.Expect(c.Status.Version).To(Equal("1.31.3"))
+		g.Expect(conditionStatus(c.Status.Conditions, linstorv1.ConditionAvailable)).To(Equal(metav1.ConditionTrue))
+	}, upgradeTimeout, tick).Should(Succeed())
+	after, err := envtest.ReadLinstorDatabase(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(after.Diff(before)).To(BeEmpty(), "the live database was never migrated")
+	g.Expect(after.StoredVersion()).To(Equal(int64(28)))
+	// The failed Job is kept for its logs; its pod says what LINSTOR said.
+	var pods corev1.PodList
+	g.Expect(env.Client.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{names.LabelComponent: names.RehearsalComponent})).To(Succeed())
+	g.Expect(pods.Items).NotTo(BeEmpty())
+}

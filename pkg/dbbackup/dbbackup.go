@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -187,14 +188,27 @@ func (p *restorePlan) apply(ctx context.Context, c client.Client, next func() (m
 			return fmt.Errorf("waiting for %s to be deleted: %w", crd.Name, err)
 		}
 	}
+	// The versions a table loses (a migration since the backup added them), kept so that
+	// objects the API server still wrote in one can be rewritten (reencode).
+	lost := map[string][]apiextensionsv1.CustomResourceDefinitionVersion{}
 	for _, u := range p.update {
 		crd, want := u.live, u.want
 		if err := deleteObjects(ctx, c, crd); err != nil {
 			return err
 		}
+		// Read again: deleting may have readmitted a version.
+		if err := c.Get(ctx, client.ObjectKey{Name: crd.Name}, crd); err != nil {
+			return fmt.Errorf("reading %s: %w", crd.Name, err)
+		}
+		for _, v := range crd.Spec.Versions {
+			if slices.Contains(removedVersions(crd, &want.Spec), v.Name) {
+				lost[crd.Name] = append(lost[crd.Name], *v.DeepCopy())
+			}
+		}
 		if err := forgetStoredVersions(ctx, c, crd, &want.Spec); err != nil {
 			return err
 		}
+		removed := removedVersions(crd, &want.Spec)
 		crd.Spec = *want.Spec.DeepCopy()
 		crd.Labels, crd.Annotations = want.Labels, want.Annotations
 		if err := c.Update(ctx, crd); err != nil {
@@ -203,13 +217,155 @@ func (p *restorePlan) apply(ctx context.Context, c client.Client, next func() (m
 		if err := waitEstablished(ctx, c, crd.Name); err != nil {
 			return fmt.Errorf("waiting for %s to be established: %w", crd.Name, err)
 		}
+		if err := waitUnserved(ctx, c, crd, removed); err != nil {
+			return err
+		}
 	}
 	for _, want := range p.create {
 		if err := createTable(ctx, c, want); err != nil {
 			return err
 		}
 	}
-	return createAll(ctx, c, next)
+	if err := createAll(ctx, c, next); err != nil {
+		return err
+	}
+	for _, u := range p.update {
+		if err := reencode(ctx, c, u.want, lost[u.want.Name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reencode makes every object of a table that lost versions readable through the
+// restored definition. The API server takes a CRD update in asynchronously: an object
+// created right after it may be stored in the storage version of before (one the
+// restored CRD no longer has), and then no list of the table succeeds again ("request
+// to convert CR from an invalid group/version"). Such a table gets its lost versions
+// back, unserved, so its objects can be read; each is written again, which stores it
+// in the restored storage version; then the versions go again. As the
+// kube-storage-version-migrator does, but only when a list says it is needed.
+func reencode(ctx context.Context, c client.Client, want *apiextensionsv1.CustomResourceDefinition, lost []apiextensionsv1.CustomResourceDefinitionVersion) error {
+	if len(lost) == 0 {
+		return nil
+	}
+	storage := storageVersion(want)
+	readable := func() (bool, error) {
+		err := listAll(ctx, c, want, storage, func(*unstructured.Unstructured) error { return nil })
+		switch {
+		case err == nil:
+			return true, nil
+		case strings.Contains(err.Error(), "invalid group/version"):
+			return false, nil
+		default:
+			return false, err
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		ok, err := readable()
+		if err != nil || ok {
+			return err
+		}
+		if attempt == 5 {
+			return fmt.Errorf("%s: objects stay stored in versions the backup's definition lacks", want.Name)
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := c.Get(ctx, client.ObjectKey{Name: want.Name}, crd); err != nil {
+			return err
+		}
+		for _, v := range lost {
+			v.Served, v.Storage = false, false
+			crd.Spec.Versions = append(crd.Spec.Versions, v)
+		}
+		if err := c.Update(ctx, crd); err != nil {
+			return fmt.Errorf("restoring %s's lost versions to rewrite its objects: %w", want.Name, err)
+		}
+		time.Sleep(time.Second) // the API server takes the update in
+		if err := listAll(ctx, c, want, storage, func(u *unstructured.Unstructured) error {
+			if err := c.Update(ctx, u); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("rewriting %s %s: %w", want.Spec.Names.Kind, u.GetName(), err)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := c.Get(ctx, client.ObjectKey{Name: want.Name}, crd); err != nil {
+			return err
+		}
+		crd.Spec = *want.Spec.DeepCopy()
+		if err := c.Update(ctx, crd); err != nil {
+			return fmt.Errorf("restoring the definition of %s: %w", want.Name, err)
+		}
+		crd.Status.StoredVersions = []string{storage}
+		if err := c.Status().Update(ctx, crd); err != nil {
+			return fmt.Errorf("forgetting the stored versions of %s: %w", want.Name, err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// invalidStoredVersion reads the version the API server cannot convert objects from,
+// out of its error: objects stored in a version their CRD no longer has.
+func invalidStoredVersion(err error) (string, bool) {
+	const marker = "request to convert CR from an invalid group/version: " + Group + "/"
+	msg := err.Error()
+	i := strings.Index(msg, marker)
+	if i < 0 {
+		return "", false
+	}
+	v := msg[i+len(marker):]
+	if j := strings.IndexAny(v, " ,;:\"'"); j >= 0 {
+		v = v[:j]
+	}
+	return v, v != ""
+}
+
+// readmitVersion puts version back into a CRD, unserved and not stored (the storage
+// version's schema: LINSTOR's tables keep one column set per version name), so that the
+// API server can read the objects stored in it.
+func readmitVersion(ctx context.Context, c client.Client, name, version string) error {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+		return err
+	}
+	if slices.ContainsFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == version }) {
+		time.Sleep(time.Second) // already there: the API server has not taken it in yet
+		return nil
+	}
+	var v apiextensionsv1.CustomResourceDefinitionVersion
+	for _, x := range crd.Spec.Versions {
+		if x.Storage {
+			v = *x.DeepCopy()
+		}
+	}
+	v.Name, v.Served, v.Storage = version, false, false
+	crd.Spec.Versions = append(crd.Spec.Versions, v)
+	if err := c.Update(ctx, crd); err != nil {
+		return fmt.Errorf("readmitting version %s of %s to read the objects stored in it: %w", version, name, err)
+	}
+	time.Sleep(time.Second) // the API server takes the update in
+	return nil
+}
+
+// listAll calls do for every object of a table, a page at a time, at version.
+func listAll(ctx context.Context, c client.Client, crd *apiextensionsv1.CustomResourceDefinition, version string, do func(*unstructured.Unstructured) error) error {
+	cont := ""
+	for {
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion(Group + "/" + version)
+		list.SetKind(crd.Spec.Names.ListKind)
+		if err := c.List(ctx, list, client.Limit(PageSize), client.Continue(cont)); err != nil {
+			return fmt.Errorf("listing %s: %w", crd.Name, err)
+		}
+		for i := range list.Items {
+			if err := do(&list.Items[i]); err != nil {
+				return err
+			}
+		}
+		if cont = list.GetContinue(); cont == "" {
+			return nil
+		}
+	}
 }
 
 // createTable creates a table of the dump that does not exist (a new cluster, or a
@@ -287,11 +443,20 @@ func deleteObjects(ctx context.Context, c client.Client, crd *apiextensionsv1.Cu
 	// A page at a time, the page's objects deleted in parallel: the operator never holds
 	// the table, and no single request lasts as long as a large table takes (one
 	// collection delete of 100,000 objects outlives the API server's request timeout).
-	for {
+	for readmitted := 0; ; {
 		list := &unstructured.UnstructuredList{}
 		list.SetAPIVersion(Group + "/" + storageVersion(crd))
 		list.SetKind(crd.Spec.Names.ListKind)
 		if err := c.List(ctx, list, client.Limit(PageSize)); err != nil {
+			if v, ok := invalidStoredVersion(err); ok && readmitted < 5 {
+				// Objects stored in a version the definition lost (see reencode): let
+				// the API server read them again, to delete them.
+				readmitted++
+				if err := readmitVersion(ctx, c, crd.Name, v); err != nil {
+					return err
+				}
+				continue
+			}
 			return fmt.Errorf("listing %s: %w", crd.Name, err)
 		}
 		if len(list.Items) == 0 {
@@ -315,6 +480,38 @@ func deleteObjects(ctx context.Context, c client.Client, crd *apiextensionsv1.Cu
 			return err
 		}
 	}
+}
+
+// removedVersions are the versions crd has that want lacks.
+func removedVersions(crd *apiextensionsv1.CustomResourceDefinition, want *apiextensionsv1.CustomResourceDefinitionSpec) []string {
+	var out []string
+	for _, v := range crd.Spec.Versions {
+		if !slices.ContainsFunc(want.Versions, func(w apiextensionsv1.CustomResourceDefinitionVersion) bool { return w.Name == v.Name }) {
+			out = append(out, v.Name)
+		}
+	}
+	return out
+}
+
+// waitUnserved waits until the API server no longer serves crd's removed versions: it
+// takes a CRD update in asynchronously, and until then writes objects with the old
+// storage version. An object the restore created in a version the restored CRD no
+// longer has could never be read again ("request to convert CR from an invalid
+// group/version"): LINSTOR would not start, and no restore could list the table.
+func waitUnserved(ctx context.Context, c client.Client, crd *apiextensionsv1.CustomResourceDefinition, removed []string) error {
+	for _, v := range removed {
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			list := &unstructured.UnstructuredList{}
+			list.SetAPIVersion(Group + "/" + v)
+			list.SetKind(crd.Spec.Names.ListKind)
+			err := c.List(ctx, list, client.Limit(1))
+			return apierrors.IsNotFound(err) || meta.IsNoMatchError(err), nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for the API server to stop serving %s of %s: %w", v, crd.Name, err)
+		}
+	}
+	return nil
 }
 
 func waitGone(ctx context.Context, c client.Client, name string) error {

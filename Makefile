@@ -1,10 +1,10 @@
 # linstor-operator Makefile: the kubebuilder go/v4 targets, plus the local Kubernetes
 # binaries (built from source, see hack/build-k8s-binaries.sh) and the demo.
 
-VERSION ?= 0.1.0
+VERSION ?= 0.1.1
 IMAGE_TAG_BASE ?= quay.io/linstor-operator/linstor-operator
 IMG ?= $(IMAGE_TAG_BASE):v$(VERSION)
-CHANNELS ?= stable,stable-linstor-1.31
+CHANNELS ?= stable,stable-linstor-1.32
 DEFAULT_CHANNEL ?= stable
 
 # The Kubernetes minor follows k8s.io/api in go.mod.

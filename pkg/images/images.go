@@ -33,7 +33,7 @@ const (
 )
 
 // LinstorVersion is the LINSTOR version this release pins.
-const LinstorVersion = "1.31.3"
+const LinstorVersion = "1.32.3"
 
 // defaults is the release's image set.
 var defaults = map[Component]string{

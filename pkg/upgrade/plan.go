@@ -33,7 +33,7 @@ type Stone struct {
 // release's version has one home.
 var Current = Release{
 	Target:   MustParse(images.LinstorVersion),
-	Runnable: []Version{MustParse(images.LinstorVersion)},
+	Runnable: []Version{MustParse("1.31.3"), MustParse(images.LinstorVersion)},
 	// The oldest LINSTOR it takes over and upgrades (a cluster deployed by other means);
 	// older databases first need the migrations of an older LINSTOR.
 	Oldest: MustParse("1.29.0"),

@@ -533,13 +533,13 @@ const (
 	UpgradeBackup           UpgradePhase = "Backup"
 	// UpgradeRehearsal: the new version migrates a copy of the pre-upgrade backup in
 	// a Job with a scratch API server; the live database is untouched.
-	UpgradeRehearsal UpgradePhase = "Rehearsal"
-	UpgradeController       UpgradePhase = "Controller"
-	UpgradeSatellites       UpgradePhase = "Satellites"
-	UpgradeVerify           UpgradePhase = "Verify"
-	UpgradeSucceeded        UpgradePhase = "Succeeded"
-	UpgradeRollingBack      UpgradePhase = "RollingBack"
-	UpgradeRolledBack       UpgradePhase = "RolledBack"
+	UpgradeRehearsal   UpgradePhase = "Rehearsal"
+	UpgradeController  UpgradePhase = "Controller"
+	UpgradeSatellites  UpgradePhase = "Satellites"
+	UpgradeVerify      UpgradePhase = "Verify"
+	UpgradeSucceeded   UpgradePhase = "Succeeded"
+	UpgradeRollingBack UpgradePhase = "RollingBack"
+	UpgradeRolledBack  UpgradePhase = "RolledBack"
 )
 
 // UpgradeStatus is the state of a LINSTOR version change.

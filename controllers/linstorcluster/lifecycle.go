@@ -277,6 +277,11 @@ func (r *Reconciler) observeLifecycle(ctx context.Context, c *linstorv1.LinstorC
 			return obs, err
 		}
 		obs.DatabaseEmpty = &empty
+		if !empty {
+			if obs.DatabaseSchema, err = dbbackup.StoredSchema(ctx, r.Direct); err != nil {
+				return obs, err
+			}
+		}
 	}
 	if need.Rehearsal != "" {
 		rh, err := r.observeRehearsal(ctx, c.Namespace, need.Rehearsal)

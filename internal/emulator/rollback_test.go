@@ -19,7 +19,14 @@ import (
 func TestRestoreAfterAFailedSchemaMigrationEvenWhenInterrupted(t *testing.T) {
 	c := apiServer(t)
 	ctx := context.Background()
+	if n, err := dbbackup.StoredSchema(ctx, c); err != nil || n != 0 {
+		t.Fatalf("StoredSchema of no database: %d, %v", n, err)
+	}
 	seedDatabase(t, c, "v1-27-1", 28, database131(t))
+	// What the operator reads to name the LINSTOR versions that last ran a database.
+	if n, err := dbbackup.StoredSchema(ctx, c); err != nil || n != 28 {
+		t.Fatalf("StoredSchema: %d, %v; want 28", n, err)
+	}
 	dump, err := dbbackup.Take(ctx, c)
 	must(t, err)
 	data, err := dump.Encode()

@@ -1,8 +1,14 @@
 package dbbackup
 
 import (
+	"context"
 	"fmt"
 	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Tables are the plurals of every CRD LINSTOR's k8s backend has defined, in any schema
@@ -52,4 +58,25 @@ func checkKnownTables(names []string) error {
 		return fmt.Errorf("LINSTOR database tables %v are unknown to this operator release, which may not change them: upgrade the operator before restoring", unknown)
 	}
 	return nil
+}
+
+// StoredSchema reads LINSTOR's LinstorVersion/version: the number of the last k8s
+// migration its database ran plus one (DbK8sCrd.migrate stores getNextVersion), 0 when
+// the table or the object is missing.
+func StoredSchema(ctx context.Context, c client.Reader) (int64, error) {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(Group + "/v1")
+	u.SetKind("LinstorVersion")
+	err := c.Get(ctx, client.ObjectKey{Name: "version"}, u)
+	switch {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("reading LINSTOR's LinstorVersion: %w", err)
+	}
+	n, _, err := unstructured.NestedInt64(u.Object, "spec", "version")
+	if err != nil {
+		return 0, fmt.Errorf("reading LINSTOR's LinstorVersion: %w", err)
+	}
+	return n, nil
 }

@@ -253,6 +253,8 @@ type expect struct {
 	check func(t *testing.T, in Input, out Output)
 }
 
+func obsDBSchema(n int64) opt { return func(in *Input) { in.Observed.DatabaseSchema = n } }
+
 func withoutMarkerActions(as []Action) []Action {
 	var out []Action
 	for _, a := range as {

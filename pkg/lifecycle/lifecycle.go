@@ -142,6 +142,10 @@ type Observed struct {
 	RestoreBackup *Backup
 	// DatabaseEmpty: LINSTOR's database holds no object (a new installation).
 	DatabaseEmpty *bool
+	// DatabaseSchema is LinstorVersion/version's number in a database that is not empty
+	// (the last migration applied + 1), 0 when it has none: what tells which LINSTOR
+	// versions last ran it.
+	DatabaseSchema int64
 	// ControllerStopped: no LINSTOR controller pod runs.
 	ControllerStopped bool
 	// ActiveBackup names a LinstorBackup of the cluster that is Pending or Running.

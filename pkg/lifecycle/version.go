@@ -48,9 +48,9 @@ func stepVersion(in *Input, out *Output) {
 			out.StopController, out.Requeue = "the LINSTOR database is being looked at", soon
 			return
 		case !*empty:
-			msg := "LINSTOR's database exists, but this LinstorCluster has no record of the version that runs it (a recreated object or a lost status). " +
-				"Set spec.version to the LINSTOR version that wrote it (for example the linstorVersion of its latest LinstorBackup); the operator does not guess, " +
-				"since a newer version would migrate the database with no backup. The LINSTOR controller stays stopped meanwhile."
+			msg := "LINSTOR's database exists, but this LinstorCluster has no record of the version that runs it (a recreated object, a lost status, or a database another installation made). " +
+				writtenBy(in.Observed.DatabaseSchema, in.Release) +
+				"The operator does not guess, since a newer version would migrate the database with no backup; set spec.version, and an upgrade from there runs with preflight, backup and rehearsal. The LINSTOR controller stays stopped meanwhile."
 			out.StopController = "spec.version is needed: the database's version is unknown"
 			out.Problem = Problem{linstorv1.ReasonInvalidSpec, msg}
 			out.Requeue = Poll
@@ -265,4 +265,21 @@ func DatabaseVersion(st *linstorv1.LinstorClusterStatus) string {
 		return st.Deployed.Controller
 	}
 	return ""
+}
+
+// writtenBy says which LINSTOR versions last ran a database that stores schema number
+// stored (LinstorVersion/version), and which version to set: the newest of them, which
+// runs no migration on it.
+func writtenBy(stored int64, r upgrade.Release) string {
+	newest, versions, ok := upgrade.WrittenBy(stored)
+	switch {
+	case stored == 0:
+		return "Its LinstorVersion object is missing, so its schema is unknown: set spec.version to the LINSTOR version that wrote it (for example the linstorVersion of its latest LinstorBackup). "
+	case !ok:
+		return fmt.Sprintf("Its schema number %d is not one of LINSTOR 1.29.0 to %s: set spec.version to the version that wrote it, if this release runs it. ", stored, r.Target)
+	case !r.Runs(newest):
+		return fmt.Sprintf("LINSTOR %s last ran it (schema number %d); this release does not run %s: take it over with an operator release that does, or set spec.version to a version this release runs (%s) knowing that it migrates the database on start. ",
+			versions, stored, newest, r.RunnableList())
+	}
+	return fmt.Sprintf("LINSTOR %s last ran it (schema number %d): set spec.version to %s, which runs it without migrating it. ", versions, stored, newest)
 }

@@ -27,7 +27,28 @@ var versionCases = []stepCase{
 		name: "DATA LOSS: a recreated cluster over a live database deploys nothing until spec.version says what runs it",
 		in:   input(withReported(""), withDeployed(nil), obsDBEmpty(false)),
 		want: expect{deployed: nil, stop: "spec.version is needed", problem: linstorv1.ReasonInvalidSpec,
-			problemHas: []string{"Set spec.version"}, requeue: Poll},
+			problemHas: []string{"set spec.version to the LINSTOR version that wrote it"}, requeue: Poll},
+	},
+	// Adopting a database another installation made (piraeus-operator v2, a lost
+	// LinstorCluster): its LinstorVersion says which LINSTOR versions last ran it; the
+	// newest of them runs it without migrating it.
+	{
+		name: "DATA LOSS: a live database of the 1.31 line is named, never deployed over",
+		in:   input(withReported(""), withDeployed(nil), obsDBEmpty(false), obsDBSchema(28), withRelease("1.31.3", "1.33.3")),
+		want: expect{deployed: nil, stop: "spec.version is needed", problem: linstorv1.ReasonInvalidSpec,
+			problemHas: []string{"LINSTOR 1.31.0 to 1.31.3 last ran it (schema number 28): set spec.version to 1.31.3, which runs it without migrating it"}, requeue: Poll},
+	},
+	{
+		name: "a live database of a line this release does not run: the migration on start is said",
+		in:   input(withReported(""), withDeployed(nil), obsDBEmpty(false), obsDBSchema(25)),
+		want: expect{deployed: nil, stop: "spec.version is needed", problem: linstorv1.ReasonInvalidSpec,
+			problemHas: []string{"LINSTOR 1.30.2 to 1.30.3 last ran it (schema number 25); this release does not run 1.30.3", "migrates the database on start"}, requeue: Poll},
+	},
+	{
+		name: "a live database newer than anything known",
+		in:   input(withReported(""), withDeployed(nil), obsDBEmpty(false), obsDBSchema(35)),
+		want: expect{deployed: nil, stop: "spec.version is needed", problem: linstorv1.ReasonInvalidSpec,
+			problemHas: []string{"schema number 35 is not one of LINSTOR 1.29.0 to"}, requeue: Poll},
 	},
 	{
 		name: "a recreated cluster over a live database with spec.version: Install at it",

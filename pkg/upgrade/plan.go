@@ -144,6 +144,12 @@ func (r Release) Decide(in Input) Decision {
 	return d
 }
 
+// Runs reports whether the release can deploy v.
+func (r Release) Runs(v Version) bool { return r.runs(v) }
+
+// RunnableList names the versions the release can deploy.
+func (r Release) RunnableList() string { return r.runnable() }
+
 func (r Release) runs(v Version) bool {
 	for _, x := range r.Runnable {
 		if x.Compare(v) == 0 {

@@ -77,9 +77,16 @@ func load(ctx context.Context, backup, namespace, kubeconfig string) error {
 	if err != nil {
 		return err
 	}
+	// An empty path would fall back to the in-cluster configuration: the live API.
+	if kubeconfig == "" {
+		return fmt.Errorf("--kubeconfig names no scratch API: refusing to restore anywhere else")
+	}
 	scratchCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return fmt.Errorf("the scratch API: %w", err)
+	}
+	if scratchCfg.Host == clusterCfg.Host {
+		return fmt.Errorf("the scratch API %s is the cluster's API: refusing to restore the copy over the live database", scratchCfg.Host)
 	}
 	target, err := client.New(scratchCfg, client.Options{Scheme: scheme})
 	if err != nil {

@@ -78,10 +78,14 @@ func RehearsalJob(cluster *linstorv1.LinstorCluster, imgs images.Set, r Rehearsa
 		ReadOnlyRootFilesystem:   ptr.To(true),
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 	}
+	// Requests are a quarter of the limits: the pod runs once per upgrade, on a node that
+	// can run the LINSTOR controller, and must not stay Pending where the controller fits.
 	bounded := func(cpu, memory string) corev1.ResourceRequirements {
+		limit := resource.MustParse(memory)
+		request := resource.NewQuantity(limit.Value()/4, resource.BinarySI)
 		return corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)},
-			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(memory)},
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: *request},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: limit},
 		}
 	}
 	// The scratch API's endpoint for anything that falls back to the in-cluster

@@ -212,8 +212,8 @@ func TestOperandsMayUseExactlyTheSCCTheyNeed(t *testing.T) {
 		"linstor-operator-linstor-controller":     nil,
 		"linstor-operator-linstor-csi-controller": nil,
 		"linstor-operator-controller-manager":     nil,
-		// The rehearsal pod runs as non-root, unprivileged: restricted-v2 admits it.
-		"linstor-operator-linstor-rehearsal": nil,
+		// The rehearsal pod runs unprivileged as the fixed non-root UID of its images.
+		"linstor-operator-linstor-rehearsal": {"nonroot-v2"},
 	}
 	g.Expect(accounts(rbac)).To(ConsistOf(keys(want)), "every account of config/rbac has a reviewed SCC row")
 	elsewhere := env.Namespace(t)

@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/internal/bundle"
@@ -115,6 +116,14 @@ func nextLineWithARollback(t *testing.T) {
 	t.Logf("the database before the hop: stored version %d, %d tables, layerdrbdresources stored as %s",
 		before.StoredVersion(), len(before.Tables), before.Tables["layerdrbdresources"].Storage)
 
+	// A controller that does not come up is rolled back after the phase timeout: the
+	// default 10 minutes is shortened, as an admin would for a small database.
+	g.Expect(testenv.Update(ctx, world.client, clusterNow(g), func(cl *linstorv1.LinstorCluster) {
+		if cl.Spec.Upgrade == nil {
+			cl.Spec.Upgrade = &linstorv1.UpgradeSpec{}
+		}
+		cl.Spec.Upgrade.PhaseTimeout = &metav1.Duration{Duration: 30 * time.Second}
+	})).To(Succeed())
 	linstor.emu.FailNextStartAfterMigration()
 	phases := watchUpgradePhases(t)
 	setChannel(g, bundle.LineChannel(upgrade.MustParse(to)))

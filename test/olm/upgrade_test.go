@@ -465,6 +465,9 @@ type phaseWatch struct {
 	states []phaseState
 	hooks  []phaseHook
 	events []string // what else the watch said: errors, restarts
+	// since: statuses of an upgrade that started before the watch (an earlier hop's
+	// Succeeded) are not this upgrade's phases.
+	since time.Time
 }
 
 type phaseHook struct {
@@ -549,6 +552,9 @@ func (p *phaseWatch) note(format string, args ...any) {
 func (p *phaseWatch) record(cl *linstorv1.LinstorCluster) []func(linstorv1.UpgradePhase) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if started := cl.Status.Upgrade.StartedAt; started != nil && started.Time.Before(p.since) {
+		return nil
+	}
 	phase := cl.Status.Upgrade.Phase
 	st := phaseState{phase: phase}
 	if up := meta.FindStatusCondition(cl.Status.Conditions, linstorv1.ConditionUpgradeable); up != nil {
@@ -582,7 +588,8 @@ func watchUpgradePhases(t *testing.T) *phaseWatch {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &phaseWatch{}
+	// StartedAt has whole seconds: an upgrade that starts this second is the watch's.
+	p := &phaseWatch{since: time.Now().Add(-time.Second).Truncate(time.Second)}
 	done := make(chan struct{})
 	t.Cleanup(func() { close(done) })
 	go func() {

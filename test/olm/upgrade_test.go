@@ -107,7 +107,7 @@ func upgradeThroughOLM(t *testing.T) {
 	waitPreflightNotHolding(g, csv.Name, behind)
 	preflight := clusterNow(g).Status.Upgrade.DeepCopy()
 	t.Logf("%6.1fs after the approval: LINSTOR %s -> %s waits in Preflight; OperatorCondition %s Upgradeable=True (%s)",
-		time.Since(approved).Seconds(), from, to, csv.Name, operatorUpgradeable(g, csv.Name).Message)
+		time.Since(approved).Seconds(), from, to, csv.Name, upgradeableMessage(g, csv.Name))
 
 	// A release arrives in the catalog while Preflight waits, and its InstallPlan is
 	// approved: OLM installs it at once. The resync still runs, so all of this happens
@@ -163,7 +163,7 @@ func upgradeThroughOLM(t *testing.T) {
 		g.Expect(fmt.Errorf("the watch never ran the Satellites hook: %s", phases)).NotTo(HaveOccurred())
 	}
 	t.Logf("%6.1fs after the resync ended: LINSTOR runs %s, the upgrade waits in Verify; OperatorCondition %s Upgradeable=False (%s)",
-		time.Since(resynced).Seconds(), clusterNow(g).Status.Version, fixCSV.Name, operatorUpgradeable(g, fixCSV.Name).Message)
+		time.Since(resynced).Seconds(), clusterNow(g).Status.Version, fixCSV.Name, upgradeableMessage(g, fixCSV.Name))
 
 	// The next release arrives and its InstallPlan is approved: OLM holds its CSV while
 	// the LINSTOR upgrade runs.
@@ -336,7 +336,7 @@ func fixForwardWhileDegraded(t *testing.T) {
 	conds := clusterNow(g).Status.Conditions
 	t.Logf("LinstorCluster Degraded (%s); its Upgradeable: %s; OperatorCondition %s: Upgradeable=True (%s)",
 		meta.FindStatusCondition(conds, linstorv1.ConditionDegraded).Message, meta.FindStatusCondition(conds, linstorv1.ConditionUpgradeable).Message,
-		installed.csv, operatorUpgradeable(g, installed.csv).Message)
+		installed.csv, upgradeableMessage(g, installed.csv))
 
 	next := publishTestRelease(g, "0.3.3")
 	approved := time.Now()
@@ -706,6 +706,14 @@ func channelSwitchMovesTheLine(t *testing.T) {
 		time.Since(switched).Seconds(), lineNext, ip.Name, probe.CSV.Name, sub.Status.State)
 	g.Expect(ip.Spec.Approved).To(BeFalse())
 	g.Expect(sub.Status.InstalledCSV).To(Equal(installed.csv))
+}
+
+// upgradeableMessage is the OperatorCondition's Upgradeable message once OLM copied the
+// operator's latest spec (for logs: the operator may write it again at any moment).
+func upgradeableMessage(g Gomega, csv string) string {
+	var msg string
+	g.Eventually(func(g Gomega) { msg = operatorUpgradeable(g, csv).Message }, timeout, tick).Should(Succeed())
+	return msg
 }
 
 func subscription(g Gomega) *operatorsv1alpha1.Subscription {

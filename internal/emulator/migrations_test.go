@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -396,17 +397,8 @@ func TestMigration28MoveTcpPortsToNodes(t *testing.T) {
 	})
 }
 
-func rowsEqual(a, b row) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
+// rowsEqual: rows hold only comparable values (int64, string, bool, nil).
+func rowsEqual(a, b row) bool { return maps.Equal(a, b) }
 
 func TestMigration29DisableAutoBlockSizes(t *testing.T) {
 	rows := map[string][]row{

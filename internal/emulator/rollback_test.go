@@ -106,3 +106,38 @@ func TestRestoreOverObjectsStoredInALostVersion(t *testing.T) {
 		t.Errorf("the restored database differs from the backup")
 	}
 }
+
+// A rollback over a migration that dropped tables (18 deletes the OpenFlex CRDs, rows
+// and all) brings them back as the backup has them: their CRDs with their versions,
+// their rows, and the stored version of before.
+func TestRestoreBringsBackTablesAMigrationDropped(t *testing.T) {
+	c := apiServer(t)
+	ctx := context.Background()
+	seedDatabase(t, c, "v1-19-1", 18, map[string][]row{
+		"layeropenflexresourcedefinitions": {{"name": "PVC-OF", "resource_name": "PVC-OF", "snapshot_name": "", "nqn": "nqn.x"}},
+		"layeropenflexvolumes":             {{"name": "1:0", "layer_resource_id": int64(1), "vlm_nr": int64(0)}},
+	})
+	dump, err := dbbackup.Take(ctx, c)
+	must(t, err)
+	if _, err := migrateDatabase(ctx, c, 18, 30, alwaysAlive, migrationHooks{}); err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "layeropenflexvolumes." + dbbackup.Group}, crd); err == nil {
+		t.Fatal("migration 18 left the OpenFlex table")
+	}
+	must(t, dbbackup.Restore(ctx, c, dump))
+	got, err := dbbackup.Take(ctx, c)
+	must(t, err)
+	a, _ := got.Encode()
+	b, _ := dump.Encode()
+	if dbbackup.Checksum(a) != dbbackup.Checksum(b) {
+		t.Errorf("the restored database differs from the backup")
+	}
+	if n := stored(t, c); n != 18 {
+		t.Errorf("stored %d, want 18", n)
+	}
+	if names, storage := crdVersions(t, c, "layeropenflexvolumes"); storage != "v1-19-1" || len(tableOf(t, c, "layeropenflexvolumes")) != 1 {
+		t.Errorf("OpenFlex volumes: versions %v storage %s, rows %d", names, storage, len(tableOf(t, c, "layeropenflexvolumes")))
+	}
+}

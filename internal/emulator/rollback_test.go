@@ -29,9 +29,6 @@ func TestRestoreAfterAFailedSchemaMigrationEvenWhenInterrupted(t *testing.T) {
 	}
 	dump, err := dbbackup.Take(ctx, c)
 	must(t, err)
-	data, err := dump.Encode()
-	must(t, err)
-	want := dbbackup.Checksum(data)
 
 	if _, err := migrateDatabase(ctx, c, 28, 30, alwaysAlive, migrationHooks{failNext: true}); err == nil {
 		t.Fatal("the injected failure did not fail the migration")
@@ -46,13 +43,7 @@ func TestRestoreAfterAFailedSchemaMigrationEvenWhenInterrupted(t *testing.T) {
 	if err := dbbackup.Restore(ctx, c, dump); err != nil {
 		t.Fatalf("restore after interrupted ones: %v", err)
 	}
-	got, err := dbbackup.Take(ctx, c)
-	must(t, err)
-	gotData, err := got.Encode()
-	must(t, err)
-	if dbbackup.Checksum(gotData) != want {
-		t.Errorf("the restored database differs from the backup")
-	}
+	expectTheBackup(t, c, dump)
 	if n := stored(t, c); n != 28 {
 		t.Errorf("stored %d after the restore, want 28", n)
 	}
@@ -98,13 +89,7 @@ func TestRestoreOverObjectsStoredInALostVersion(t *testing.T) {
 	if err := dbbackup.Restore(ctx, c, dump); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
-	got, err := dbbackup.Take(ctx, c)
-	must(t, err)
-	a, _ := got.Encode()
-	b, _ := dump.Encode()
-	if dbbackup.Checksum(a) != dbbackup.Checksum(b) {
-		t.Errorf("the restored database differs from the backup")
-	}
+	expectTheBackup(t, c, dump)
 }
 
 // A rollback over a migration that dropped tables (18 deletes the OpenFlex CRDs, rows
@@ -113,10 +98,7 @@ func TestRestoreOverObjectsStoredInALostVersion(t *testing.T) {
 func TestRestoreBringsBackTablesAMigrationDropped(t *testing.T) {
 	c := apiServer(t)
 	ctx := context.Background()
-	seedDatabase(t, c, "v1-19-1", 18, map[string][]row{
-		"layeropenflexresourcedefinitions": {{"name": "PVC-OF", "resource_name": "PVC-OF", "snapshot_name": "", "nqn": "nqn.x"}},
-		"layeropenflexvolumes":             {{"name": "1:0", "layer_resource_id": int64(1), "vlm_nr": int64(0)}},
-	})
+	seedDatabase(t, c, "v1-19-1", 18, openflexRows())
 	dump, err := dbbackup.Take(ctx, c)
 	must(t, err)
 	if _, err := migrateDatabase(ctx, c, 18, 30, alwaysAlive, migrationHooks{}); err != nil {
@@ -127,17 +109,33 @@ func TestRestoreBringsBackTablesAMigrationDropped(t *testing.T) {
 		t.Fatal("migration 18 left the OpenFlex table")
 	}
 	must(t, dbbackup.Restore(ctx, c, dump))
-	got, err := dbbackup.Take(ctx, c)
-	must(t, err)
-	a, _ := got.Encode()
-	b, _ := dump.Encode()
-	if dbbackup.Checksum(a) != dbbackup.Checksum(b) {
-		t.Errorf("the restored database differs from the backup")
-	}
+	expectTheBackup(t, c, dump)
 	if n := stored(t, c); n != 18 {
 		t.Errorf("stored %d, want 18", n)
 	}
 	if names, storage := crdVersions(t, c, "layeropenflexvolumes"); storage != "v1-19-1" || len(tableOf(t, c, "layeropenflexvolumes")) != 1 {
 		t.Errorf("OpenFlex volumes: versions %v storage %s, rows %d", names, storage, len(tableOf(t, c, "layeropenflexvolumes")))
+	}
+}
+
+// expectTheBackup: the database reads back as dump, byte for byte (CRDs and objects).
+func expectTheBackup(t *testing.T, c client.Client, dump *dbbackup.Dump) {
+	t.Helper()
+	got, err := dbbackup.Take(context.Background(), c)
+	must(t, err)
+	a, err := got.Encode()
+	must(t, err)
+	b, err := dump.Encode()
+	must(t, err)
+	if dbbackup.Checksum(a) != dbbackup.Checksum(b) {
+		t.Errorf("the restored database differs from the backup")
+	}
+}
+
+// openflexRows are a 1.25 database's OpenFlex rows (tables migration 18 drops).
+func openflexRows() map[string][]row {
+	return map[string][]row{
+		"layeropenflexresourcedefinitions": {{"name": "PVC-OF", "resource_name": "PVC-OF", "snapshot_name": "", "nqn": "nqn.x"}},
+		"layeropenflexvolumes":             {{"name": "1:0", "layer_resource_id": int64(1), "vlm_nr": int64(0)}},
 	}
 }

@@ -260,12 +260,10 @@ func TestMigrateDatabaseFailsOnDataAndDropsOpenflexTables(t *testing.T) {
 	c := apiServer(t)
 	ctx := context.Background()
 	// A 1.25 database (stored 18, schema v1-19-1) with OpenFlex rows.
-	seedDatabase(t, c, "v1-19-1", 18, map[string][]row{
-		"layeropenflexresourcedefinitions": {{"name": "PVC-OF", "resource_name": "PVC-OF", "snapshot_name": "", "nqn": "nqn.x"}},
-		"layeropenflexvolumes":             {{"name": "1:0", "layer_resource_id": int64(1), "vlm_nr": int64(0)}},
-		"layerdrbdresources":               {drbdRscRow(9)}, // orphaned: 28 will fail on it
-		"nodes":                            {{"node_name": "N1", "emulator_blob": "x"}},
-	})
+	rows := openflexRows()
+	rows["layerdrbdresources"] = []row{drbdRscRow(9)} // orphaned: 28 will fail on it
+	rows["nodes"] = []row{{"node_name": "N1", "emulator_blob": "x"}}
+	seedDatabase(t, c, "v1-19-1", 18, rows)
 	// 1.26.0 runs 18 and 19.
 	got, err := migrateDatabase(ctx, c, 18, 19, alwaysAlive, migrationHooks{})
 	if err != nil || got != 20 || stored(t, c) != 20 {

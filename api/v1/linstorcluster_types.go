@@ -476,6 +476,12 @@ type LinstorClusterStatus struct {
 	// +kubebuilder:validation:MaxItems=256
 	// +optional
 	LostNodes []LostNode `json:"lostNodes,omitempty"`
+
+	// replicas is the health of every LINSTOR resource: counts by state and the worst
+	// ones by name.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Replica Health"
+	Replicas *ReplicaHealthStatus `json:"replicas,omitempty"`
 }
 
 // SkippedNode is a node selected for a satellite that gets none.

@@ -120,6 +120,11 @@ type LinstorSatelliteStatus struct {
 	// discovery is what storage discovery saw on the node and did with each disk.
 	// +optional
 	Discovery *DiscoveryStatus `json:"discovery,omitempty"`
+	// drain says whether draining the node would cost a replica, and which resources
+	// hold it.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Drain"
+	Drain *DrainStatus `json:"drain,omitempty"`
 }
 
 // DiscoveryStatus reports storage discovery on one node.

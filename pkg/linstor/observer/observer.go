@@ -29,6 +29,7 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/replicahealth"
 )
 
 // Controller is the key Wrote and Fresh use for the controller's own state (version,
@@ -67,6 +68,9 @@ type Snapshot struct {
 	// PassphraseErr: the passphrase status could not be read (the rest may still be fine).
 	PassphraseErr error
 
+	// health classifies every resource; nil until a cycle read the resource view.
+	health *replicahealth.Report
+
 	nodes map[string]lapi.Node          // by lower-case name: LINSTOR ignores case
 	pools map[string][]lapi.StoragePool // by lower-case node name
 	ok    bool                          // at least one cycle succeeded
@@ -74,6 +78,14 @@ type Snapshot struct {
 
 // Observed reports whether any cycle has succeeded yet.
 func (s *Snapshot) Observed() bool { return s != nil && s.ok }
+
+// Health is the health of every resource as the cycle read it; nil before one did.
+func (s *Snapshot) Health() *replicahealth.Report {
+	if s == nil {
+		return nil
+	}
+	return s.health
+}
 
 // Node returns the LINSTOR node named name, if LINSTOR has it.
 func (s *Snapshot) Node(name string) (lapi.Node, bool) {

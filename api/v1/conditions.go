@@ -18,6 +18,11 @@ const (
 	// both use TLS. False is a warning, not a fault: it does not make a cluster Degraded
 	// or block upgrades.
 	ConditionEncrypted = "Encrypted"
+	// ConditionRedundant is true when every LINSTOR resource has all its placed
+	// replicas UpToDate and connected (LinstorCluster). False names the worst state as
+	// its reason (SplitBrain, QuorumLost, UnintentionallyDiskless, Degraded, Outdated,
+	// Syncing, Unknown): alerts match on them.
+	ConditionRedundant = "Redundant"
 )
 
 // Condition reasons. Reasons are CamelCase and stable: alerts match on them. They are

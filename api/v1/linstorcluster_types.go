@@ -118,6 +118,12 @@ type LinstorClusterSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Template Policy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Restricted","urn:alm:descriptor:com.tectonic.ui:select:AllowPrivileged","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	PodTemplatePolicy PodTemplatePolicy `json:"podTemplatePolicy,omitempty"`
+
+	// nodeFailure says what happens to the replicas of a node that failed: Off (the
+	// default) moves nothing; Evict moves them after a timeout. See docs/replica-health.md.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node Failure"
+	NodeFailure *NodeFailureSpec `json:"nodeFailure,omitempty"`
 }
 
 // PodTemplatePolicy says whether podTemplate patches may give pods more privilege.
@@ -482,6 +488,12 @@ type LinstorClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Replica Health"
 	Replicas *ReplicaHealthStatus `json:"replicas,omitempty"`
+
+	// splitBrainResolution is the last split-brain resolution a user confirmed with the
+	// annotation linstor.io/resolve-split-brain, and where it is.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Split Brain Resolution"
+	SplitBrainResolution *SplitBrainResolutionStatus `json:"splitBrainResolution,omitempty"`
 }
 
 // SkippedNode is a node selected for a satellite that gets none.

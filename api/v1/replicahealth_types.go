@@ -97,3 +97,93 @@ type DrainStatus struct {
 	// +optional
 	HeldCount int32 `json:"heldCount,omitempty"`
 }
+
+// SplitBrainPhase is where a confirmed split-brain resolution is.
+// +kubebuilder:validation:Enum=Discarding;Rebuilding;Resolved;Refused;Failed
+type SplitBrainPhase string
+
+// The phases of a split-brain resolution.
+const (
+	// SplitBrainDiscarding: the confirmed replica is being made diskless (its changes
+	// are dropped).
+	SplitBrainDiscarding SplitBrainPhase = "Discarding"
+	// SplitBrainRebuilding: the replica got a new disk and resyncs from the survivor.
+	SplitBrainRebuilding SplitBrainPhase = "Rebuilding"
+	// SplitBrainResolved: the replica is UpToDate and connected again.
+	SplitBrainResolved SplitBrainPhase = "Resolved"
+	// SplitBrainRefused: the request did not match what LINSTOR shows; nothing was done.
+	SplitBrainRefused SplitBrainPhase = "Refused"
+	// SplitBrainFailed: the resolution stopped (the resource was deleted meanwhile).
+	SplitBrainFailed SplitBrainPhase = "Failed"
+)
+
+// SplitBrainResolutionStatus is the last split-brain resolution a user confirmed with
+// the annotation linstor.io/resolve-split-brain.
+type SplitBrainResolutionStatus struct {
+	// resource is the LINSTOR resource; uid its definition's uuid as confirmed.
+	// +required
+	Resource string `json:"resource"`
+	// +optional
+	UID string `json:"uid,omitempty"`
+	// discardNode is the node whose changes are discarded; its replica is rebuilt from
+	// the other side.
+	// +required
+	DiscardNode string `json:"discardNode"`
+	// storagePool the discarded replica is rebuilt in (its pool before).
+	// +optional
+	StoragePool string `json:"storagePool,omitempty"`
+	// phase: Discarding, Rebuilding, Resolved, Refused or Failed.
+	// +required
+	Phase SplitBrainPhase `json:"phase"`
+	// startedAt is when the operator accepted the confirmation.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// message says what happens now, or why the request was refused.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// NodeFailurePolicy says what the operator does about a node that failed.
+// +kubebuilder:validation:Enum=Off;Evict
+type NodeFailurePolicy string
+
+const (
+	// NodeFailureOff: nothing is moved; a failed node's replicas wait for it. LINSTOR's
+	// own auto-evict, on by default in LINSTOR, is turned off too
+	// (DrbdOptions/AutoEvictAllowEviction=false), unless spec.properties sets it.
+	NodeFailureOff NodeFailurePolicy = "Off"
+	// NodeFailureEvict: a node NotReady in Kubernetes and OFFLINE in LINSTOR for
+	// spec.nodeFailure.evictAfter is evicted in LINSTOR, which places its replicas on
+	// healthy nodes; it is restored when it is back.
+	NodeFailureEvict NodeFailurePolicy = "Evict"
+)
+
+// NodeFailureSpec is the node-failure policy.
+// +kubebuilder:validation:XValidation:rule="!has(self.evictAfter) || duration(self.evictAfter) >= duration('5m')",message="spec.nodeFailure.evictAfter must be at least 5m: a node that reboots must not lose its replicas"
+type NodeFailureSpec struct {
+	// policy is Off (the default: nothing moves without you) or Evict.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node Failure Policy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Off","urn:alm:descriptor:com.tectonic.ui:select:Evict"}
+	Policy NodeFailurePolicy `json:"policy,omitempty"`
+	// evictAfter is how long a node must be NotReady (and its satellite OFFLINE) before
+	// it is evicted; default 1h (LINSTOR's own auto-evict default), at least 5m. A node
+	// tainted node.kubernetes.io/out-of-service (the admin says it is shut down) does
+	// not wait.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Evict After",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	EvictAfter *metav1.Duration `json:"evictAfter,omitempty"`
+	// maxEvicted bounds how many nodes may be evicted at the same time; default 1.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Max Evicted Nodes",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
+	MaxEvicted *int32 `json:"maxEvicted,omitempty"`
+	// maxOfflinePercent: no node is evicted while more than this share of satellites is
+	// OFFLINE (a network partition or an outage, not a failed node); default 34, as
+	// LINSTOR's DrbdOptions/AutoEvictMaxDisconnectedNodes.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Max Offline Percent",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
+	MaxOfflinePercent *int32 `json:"maxOfflinePercent,omitempty"`
+}

@@ -63,6 +63,7 @@ type Reconciler struct {
 
 	restores restoreJobs // database restores running in the background
 	warned   sync.Map    // cluster UID -> the unencrypted warning last sent
+	reports  sync.Map    // cluster UID -> the last replica health report its PVC Events compared with
 	// cluster UID -> the refused lost-node acknowledgements last reported
 	lostNodesSaid sync.Map
 }
@@ -119,6 +120,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.reconcileLinstor,
 		r.reconcilePassphrase,
 		r.observeSatellites,
+		r.observeReplicas,
+		r.reconcileSplitBrain,
 	)
 }
 

@@ -3,6 +3,8 @@ package linstorcluster
 import (
 	"context"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/linstor-operator/linstor-operator/pkg/names"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,6 +48,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, cluster *linstorv1.Lin
 		return ctrl.Result{}, err
 	}
 	r.Observer.Forget(client.ObjectKeyFromObject(cluster))
+	r.reports.Delete(cluster.UID)
+	resourcesGauge.DeletePartialMatch(prometheus.Labels{"namespace": cluster.Namespace, "cluster": cluster.Name})
 	controllerutil.RemoveFinalizer(cluster, names.FinalizerClusterCleanup)
 	return ctrl.Result{}, r.Client.Update(ctx, cluster)
 }

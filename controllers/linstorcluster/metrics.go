@@ -5,6 +5,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/replicahealth"
 )
 
 var (
@@ -16,10 +17,14 @@ var (
 		Name: "linstor_operator_storage_pool_capacity_bytes",
 		Help: "Storage pool capacity as LINSTOR reports it; type is free or total.",
 	}, []string{"namespace", "node", "pool", "type"})
+	resourcesGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "linstor_operator_resources",
+		Help: "LINSTOR resources of a LinstorCluster by replica health (Healthy, Syncing, Degraded, Outdated, UnintentionallyDiskless, QuorumLost, SplitBrain, Unknown).",
+	}, []string{"namespace", "cluster", "state"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(satellitesGauge, poolCapacity)
+	metrics.Registry.MustRegister(satellitesGauge, poolCapacity, resourcesGauge)
 }
 
 // recordMetrics replaces the cluster's series with what this pass observed, so series
@@ -45,5 +50,13 @@ func recordMetrics(c *linstorv1.LinstorCluster, sats []linstorv1.LinstorSatellit
 	}
 	for state, n := range states {
 		satellitesGauge.WithLabelValues(c.Namespace, c.Name, state).Set(n)
+	}
+}
+
+// recordReplicaMetrics exports the count of resources in every state, zeros included:
+// an alert on a state must see it go back to 0.
+func recordReplicaMetrics(c *linstorv1.LinstorCluster, report *replicahealth.Report) {
+	for _, state := range replicahealth.States {
+		resourcesGauge.WithLabelValues(c.Namespace, c.Name, string(state)).Set(float64(report.Counts[state]))
 	}
 }

@@ -371,6 +371,14 @@ func (r *Reconciler) reconcileLinstor(ctx context.Context, s *scope) (ctrl.Resul
 	for _, p := range s.cluster.Spec.Properties {
 		desired[p.Name] = p.Value
 	}
+	if _, set := desired[autoEvictAllowEviction]; !set {
+		// LINSTOR evicts a node disconnected for an hour by default (k8s database
+		// Migration_01_v1_15_0_init sets it on /CTRLCFG; ReconnectorTask acts on it),
+		// without knowing what Kubernetes knows of the node or whether the node holds the
+		// last good copy. spec.nodeFailure decides instead; an explicit spec.properties
+		// entry keeps LINSTOR's own.
+		desired[autoEvictAllowEviction] = "false"
+	}
 	valid, refused := linstor.ValidProperties(props.Controller, desired)
 	if len(refused) > 0 {
 		// Admission refuses these; they get here only when the webhook was bypassed.
@@ -399,6 +407,9 @@ func (r *Reconciler) reconcileLinstor(ctx context.Context, s *scope) (ctrl.Resul
 
 // staleRetry: after a write, the observer's next cycle (asked for at once) shows it.
 const staleRetry = 2 * time.Second
+
+// autoEvictAllowEviction is LINSTOR's switch for its own auto-evict.
+const autoEvictAllowEviction = "DrbdOptions/AutoEvictAllowEviction"
 
 // errControllerRestarted: the operator changed the LINSTOR controller's Deployment and
 // LINSTOR has not been asked since.

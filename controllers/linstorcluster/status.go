@@ -168,6 +168,10 @@ func setStatus(c *linstorv1.LinstorCluster, s *scope, passSucceeded bool) {
 		setAvailableCondition(c, s)
 	}
 	setUpgradeableCondition(c, s)
+	setRedundantCondition(c, s)
+	if st := replicasStatus(s.snap.Health()); st != nil && !s.transient {
+		c.Status.Replicas = keepObservedAt(c.Status.Replicas, st)
+	}
 
 	// The last version LINSTOR reported stays while it cannot be asked.
 	if s.linstorVersion != "" {

@@ -76,6 +76,7 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, s *scope) (ctrl.Resu
 	for _, o := range objs {
 		if ds, ok := o.(*appsv1.DaemonSet); ok {
 			s.podSelector = ds.Spec.Selector.MatchLabels
+			s.satelliteSpec = &ds.Spec.Template.Spec
 			live := &appsv1.DaemonSet{}
 			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(ds), live); err == nil {
 				s.dsReady = live.Status.NumberReady > 0
@@ -138,6 +139,10 @@ func (r *Reconciler) reconcileNode(ctx context.Context, s *scope) (ctrl.Result, 
 	}
 	if lnode.ConnectionStatus == "ONLINE" {
 		r.forgetRestore(s.sat.UID) // a restore that worked is no reason to wait next time
+	} else if res, acted := r.reconcileNodeFailure(ctx, s, lnode); acted {
+		return res, nil
+	} else {
+		s.requeueNodeFailure = res.RequeueAfter
 	}
 	s.lnode = &lnode
 	return r.reconcileNetInterfaces(ctx, s, lnode, port, encryption)

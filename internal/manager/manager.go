@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -127,7 +128,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			case <-ctx.Done():
 			}
 		}
-		if c.Controller {
+		if c.Controller || c.Health {
 			send(clusterEvents, &linstorv1.LinstorCluster{ObjectMeta: metav1.ObjectMeta{Namespace: c.Cluster.Namespace, Name: c.Cluster.Name}})
 		}
 		for _, node := range c.Nodes {
@@ -196,11 +197,14 @@ func scopedCache(c cache.Options, namespace string) cache.Options {
 		// The operands' accounts ship with the operator (config/rbac), unlabelled by it.
 		&corev1.ServiceAccount{}: in(labels.Everything()),
 		// A TLS channel's caReference may name a user's ConfigMap, unlabelled by us.
-		&corev1.ConfigMap{}:           in(labels.Everything()),
-		&corev1.Service{}:             in(owned),
-		&appsv1.Deployment{}:          in(owned),
-		&appsv1.DaemonSet{}:           in(owned),
-		&networkingv1.NetworkPolicy{}: in(owned),
+		&corev1.ConfigMap{}:             in(labels.Everything()),
+		&corev1.Service{}:               in(owned),
+		&appsv1.Deployment{}:            in(owned),
+		&appsv1.DaemonSet{}:             in(owned),
+		&networkingv1.NetworkPolicy{}:   in(owned),
+		&policyv1.PodDisruptionBudget{}: in(owned),
+		// Of the pods, only the drain guards (the others are read around the cache).
+		&corev1.Pod{}: in(labels.SelectorFromSet(labels.Set{names.LabelComponent: names.DrainGuardComponent})),
 	}
 	return c
 }

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -68,8 +69,13 @@ type Snapshot struct {
 	// PassphraseErr: the passphrase status could not be read (the rest may still be fine).
 	PassphraseErr error
 
+	// HealthErr: the resource view could not be read (nodes and pools may be fine);
+	// Health is then nil.
+	HealthErr error
 	// health classifies every resource; nil until a cycle read the resource view.
 	health *replicahealth.Report
+	// replicas is what Read got for the classification, dropped once classified.
+	replicas *replicahealth.Input
 
 	nodes map[string]lapi.Node          // by lower-case name: LINSTOR ignores case
 	pools map[string][]lapi.StoragePool // by lower-case node name
@@ -79,9 +85,11 @@ type Snapshot struct {
 // Observed reports whether any cycle has succeeded yet.
 func (s *Snapshot) Observed() bool { return s != nil && s.ok }
 
-// Health is the health of every resource as the cycle read it; nil before one did.
+// Health is the health of every resource as the cycle read it: nil when the cycle
+// failed or could not read the resource view (a drain is held on what is not known,
+// never allowed on what was known before).
 func (s *Snapshot) Health() *replicahealth.Report {
-	if s == nil {
+	if s == nil || s.Err != nil {
 		return nil
 	}
 	return s.health
@@ -113,6 +121,8 @@ type Change struct {
 	Nodes []string
 	// Controller: version, properties, passphrase or the cycle's success changed.
 	Controller bool
+	// Health: a resource changed state, or the health became known or unknown.
+	Health bool
 }
 
 // Source of the cycle's data; the default reads LINSTOR through a Connector.
@@ -392,6 +402,14 @@ func (o *Observer) loop(ctx context.Context, key types.NamespacedName, t *tracke
 		} else {
 			failures = 0
 			next.ok = true
+			if next.replicas != nil {
+				in := *next.replicas
+				in.Now = started
+				if prev != nil {
+					in.Previous = prev.health // kept through failed cycles: how long a state lasts
+				}
+				next.health, next.replicas = replicahealth.Classify(in), nil
+			}
 		}
 		next.Seq, next.Started = seq, started
 		t.snap = next
@@ -409,7 +427,7 @@ func (o *Observer) loop(ctx context.Context, key types.NamespacedName, t *tracke
 		expecting := len(t.expect) > 0
 		o.mu.Unlock()
 
-		if change := diff(key, prev, next); o.Notify != nil && (change.Controller || len(change.Nodes) > 0) {
+		if change := diff(key, prev, next); o.Notify != nil && (change.Controller || change.Health || len(change.Nodes) > 0) {
 			o.Notify(ctx, change)
 		}
 
@@ -517,12 +535,15 @@ func diff(key types.NamespacedName, prev, next *Snapshot) Change {
 		}
 		return prev.nodes[key].Name
 	}
-	everyone := (prev.Err == nil) != (next.Err == nil) || prev.ok != next.ok
+	ph, nh := prev.Health(), next.Health()
+	c.Health = (ph == nil) != (nh == nil) || len(replicahealth.Transitions(ph, nh)) > 0
+	everyone := (prev.Err == nil) != (next.Err == nil) || prev.ok != next.ok || (ph == nil) != (nh == nil)
 	for _, key := range nodeKeys(prev, next) {
 		a, aok := prev.nodes[key]
 		b, bok := next.nodes[key]
 		// Every reconciler decides differently when LINSTOR stops or starts answering.
-		if everyone || aok != bok || !equality.Semantic.DeepEqual(a, b) || !equality.Semantic.DeepEqual(prev.pools[key], next.pools[key]) {
+		if everyone || aok != bok || !equality.Semantic.DeepEqual(a, b) || !equality.Semantic.DeepEqual(prev.pools[key], next.pools[key]) ||
+			!slices.Equal(ph.Holding(key), nh.Holding(key)) {
 			c.Nodes = append(c.Nodes, name(key))
 		}
 	}

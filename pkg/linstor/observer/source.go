@@ -9,6 +9,7 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/replicahealth"
 )
 
 // ConnectorSource reads LINSTOR through the operator's connector.
@@ -16,7 +17,7 @@ type ConnectorSource struct {
 	Connector *linstor.Connector
 }
 
-// Read runs one cycle: five list requests whatever the number of nodes.
+// Read runs one cycle: eight list requests whatever the number of nodes and resources.
 func (s ConnectorSource) Read(ctx context.Context, cluster *linstorv1.LinstorCluster) (*Snapshot, error) {
 	conn, err := s.Connector.Connect(ctx, cluster)
 	if err != nil {
@@ -49,7 +50,40 @@ func (s ConnectorSource) Read(ctx context.Context, cluster *linstorv1.LinstorClu
 		key := strings.ToLower(p.NodeName)
 		snap.pools[key] = append(snap.pools[key], p)
 	}
+	// Replica health is read apart: a failure there leaves nodes and pools observed
+	// and the health unknown (drains held), not the whole cycle failed.
+	snap.replicas, snap.HealthErr = readReplicas(ctx, conn)
 	return snap, nil
+}
+
+// readReplicas reads what classifying every resource needs: the resource groups (place
+// counts), the resource definitions (uuids, groups) and the resource view.
+func readReplicas(ctx context.Context, conn *linstor.Connection) (*replicahealth.Input, error) {
+	in := &replicahealth.Input{Definitions: map[string]replicahealth.Definition{}, PlaceCounts: map[string]int{}}
+	groups, err := conn.ResourceGroups.GetAll(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing LINSTOR resource groups: %w", err)
+	}
+	for _, g := range groups {
+		if g.SelectFilter.PlaceCount > 0 {
+			in.PlaceCounts[strings.ToLower(g.Name)] = int(g.SelectFilter.PlaceCount)
+		}
+	}
+	defs, err := conn.ResourceDefinitions.GetAll(ctx, lapi.RDGetAllRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("listing LINSTOR resource definitions: %w", err)
+	}
+	for _, d := range defs {
+		in.Definitions[strings.ToLower(d.Name)] = replicahealth.Definition{Name: d.Name, UID: d.Uuid, ResourceGroup: d.ResourceGroupName}
+	}
+	err = linstor.ReadResourceViews(ctx, conn.HTTP, conn.URL, func(v linstor.ResourceView) error {
+		in.Replicas = append(in.Replicas, v)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading LINSTOR's resource view: %w", err)
+	}
+	return in, nil
 }
 
 // Follow reads LINSTOR's node event stream (GET /v1/events/nodes).

@@ -1,0 +1,55 @@
+package linstorsatellite
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	lapi "github.com/LINBIT/golinstor/client"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/linstorstate"
+	"github.com/linstor-operator/linstor-operator/pkg/satellite"
+)
+
+// reconcileNodeFailure applies spec.nodeFailure to a node LINSTOR cannot reach
+// (satellite.DecideEviction decides): with policy Evict, a node failed long enough is
+// evicted in LINSTOR, which places its replicas elsewhere; restoreEvicted brings it
+// back. It runs on a fresh observation of the node only (reconcileNode).
+func (r *Reconciler) reconcileNodeFailure(ctx context.Context, s *scope, lnode lapi.Node) (ctrl.Result, bool) {
+	in := satellite.FailedNode{Spec: s.cluster.Spec.NodeFailure, Node: s.node, Connection: lnode.ConnectionStatus, Health: s.snap.Health()}
+	for _, n := range s.snap.Nodes() {
+		if t := strings.ToUpper(n.Type); t != "SATELLITE" && t != "COMBINED" {
+			continue
+		}
+		in.Satellites++
+		if linstorstate.HasFlag(n.Flags, "EVICTED") {
+			in.Evicted++
+		} else if n.ConnectionStatus != "ONLINE" {
+			in.Offline++
+		}
+	}
+	d := satellite.DecideEviction(in, time.Now())
+	s.evictWait = d.Wait
+	if !d.Evict {
+		if d.RecheckAfter > 0 {
+			return ctrl.Result{RequeueAfter: d.RecheckAfter}, false
+		}
+		return ctrl.Result{}, false
+	}
+	if !s.writer.may("evicting node " + lnode.Name) {
+		return ctrl.Result{}, true
+	}
+	err := s.writer.send(func(*lapi.Client) error { return linstor.Evict(ctx, s.writer.conn, lnode.Name) })
+	if err != nil {
+		s.nodeErr = fmt.Errorf("evicting LINSTOR node %s under spec.nodeFailure: %w", lnode.Name, err)
+		return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, true
+	}
+	r.Recorder.Eventf(s.sat, corev1.EventTypeWarning, "NodeEvicted",
+		"LINSTOR node %s failed (Kubernetes NotReady, satellite %s) and no resource needs its replica: evicted under spec.nodeFailure.policy Evict; LINSTOR places its replicas on other nodes, and the node is restored when it is back",
+		lnode.Name, lnode.ConnectionStatus)
+	return ctrl.Result{}, true
+}

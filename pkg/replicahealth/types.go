@@ -65,8 +65,10 @@ type Input struct {
 
 // Replica is one node's replica of a resource as the report keeps it.
 type Replica struct {
-	Node      string
-	Diskful   bool
+	Node    string
+	Diskful bool
+	// Pool is the storage pool of the replica's first volume ("" when diskless).
+	Pool      string
 	DiskState string // "" when unknown (the node's satellite is not ONLINE)
 	// InUse is true while the replica is Primary (mounted); nil when unknown.
 	InUse *bool

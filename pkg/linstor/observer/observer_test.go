@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/internal/emulator"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
+	"github.com/linstor-operator/linstor-operator/pkg/replicahealth"
 )
 
 var key = types.NamespacedName{Namespace: "linstor", Name: "linstor"}
@@ -104,7 +106,8 @@ func TestCycleCostDoesNotGrowWithNodes(t *testing.T) {
 				t.Fatalf("snapshot: %d nodes, pools of n001 %v, version %q", len(snap.Nodes()), snap.Pools("n001"), snap.Version)
 			}
 			got := reads(w.emu)
-			want := map[string]int{"GET /v1/controller/version": 1, "GET /v1/controller/properties": 1, "GET /v1/encryption/passphrase": 1, "GET /v1/nodes": 1, "GET /v1/view/storage-pools": 1}
+			want := map[string]int{"GET /v1/controller/version": 1, "GET /v1/controller/properties": 1, "GET /v1/encryption/passphrase": 1, "GET /v1/nodes": 1, "GET /v1/view/storage-pools": 1,
+				"GET /v1/resource-groups": 1, "GET /v1/resource-definitions": 1, "GET /v1/view/resources": 1}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("requests of one cycle = %v, want %v", got, want)
 			}
@@ -300,5 +303,49 @@ func TestWriterTellsTheObserverAfterTheAnswer(t *testing.T) {
 	}
 	if w.obs.Fresh(key, "n002") == nil {
 		t.Error("a write to n001 made n002's observation stale")
+	}
+}
+
+// Every cycle classifies every resource; a resource changing state is a Health change,
+// and the node that now holds the resource's last UpToDate replica is told. A failing
+// resource view leaves nodes and pools observed and the health unknown, never the last
+// known one (a drain must not be allowed on old news).
+func TestCycleClassifiesReplicas(t *testing.T) {
+	w := start(t, 2, time.Hour)
+	w.next(t)
+	if h := w.obs.Snapshot(key).Health(); h == nil || len(h.Resources) != 0 {
+		t.Fatalf("health of an empty LINSTOR = %+v, want an empty report", h)
+	}
+	if err := w.emu.PlaceResource("pvc-1", "n000", "thin", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.emu.PlaceResource("pvc-1", "n001", "thin", false); err != nil {
+		t.Fatal(err)
+	}
+	w.obs.RefreshWithin(key, 0)
+	c := w.next(t)
+	h := w.obs.Snapshot(key).Health()
+	if !c.Health || h == nil || h.Resources["pvc-1"] == nil || h.Resources["pvc-1"].State != replicahealth.Healthy {
+		t.Fatalf("change %+v, report %+v: want pvc-1 Healthy and a Health change", c, h)
+	}
+	if err := w.emu.SetNodeOnline("n001", false); err != nil {
+		t.Fatal(err)
+	}
+	w.obs.RefreshWithin(key, 0)
+	c = w.next(t)
+	h = w.obs.Snapshot(key).Health()
+	if got := h.Resources["pvc-1"].State; got != replicahealth.Degraded || !c.Health {
+		t.Fatalf("pvc-1 is %s (change %+v), want Degraded and a Health change", got, c)
+	}
+	if holds := h.Holding("n000"); len(holds) != 1 || !slices.Contains(c.Nodes, "n000") {
+		t.Fatalf("n000 holds %v, change names %v: want pvc-1 held by n000 and n000 told", holds, c.Nodes)
+	}
+
+	w.emu.InjectFault("GET /v1/view/resources", emulator.Fault{Status: 500})
+	w.obs.RefreshWithin(key, 0)
+	c = w.next(t)
+	snap := w.obs.Snapshot(key)
+	if snap.Health() != nil || snap.HealthErr == nil || len(snap.Nodes()) != 2 || !c.Health {
+		t.Fatalf("after a failed view: health %v, err %v, %d nodes, change %+v; want no health, an error, both nodes, a Health change", snap.Health(), snap.HealthErr, len(snap.Nodes()), c)
 	}
 }

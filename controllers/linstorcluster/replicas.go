@@ -15,12 +15,13 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/reconciler"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
 	"github.com/linstor-operator/linstor-operator/pkg/names"
 	"github.com/linstor-operator/linstor-operator/pkg/replicahealth"
 )
 
 // maxWorstResources bounds status.replicas.worst (the CRD's MaxItems).
-const maxWorstResources = 20
+const maxWorstResources = observer.SummaryResources
 
 // replicasStatus is status.replicas from one cycle's report; nil keeps what was
 // last known (LINSTOR unreachable: the counts stay, Redundant turns Unknown).

@@ -528,7 +528,7 @@ func syncNote(res *Resource) string {
 	}
 	s := fmt.Sprintf("; resync %.1f%% done", *res.SyncPercent)
 	if res.SyncETA != nil {
-		s += fmt.Sprintf(", about %s left", *res.SyncETA)
+		s += fmt.Sprintf(", about %s left", res.SyncETA.Round(time.Second))
 	}
 	return s
 }

@@ -101,3 +101,37 @@ func (r *Resource) lastInUse(node string) (t time.Time) {
 	}
 	return t
 }
+
+// SameSummary reports whether two reports show the same counts and the same n worst
+// resources (name, state, replicas UpToDate, sync progress to a tenth of a percent):
+// what the status shows. A resync's progress changes the summary, not the states.
+func SameSummary(a, b *Report, n int) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if len(a.Counts) != len(b.Counts) {
+		return false
+	}
+	for s, c := range a.Counts {
+		if b.Counts[s] != c {
+			return false
+		}
+	}
+	wa, wb := a.Worst(n), b.Worst(n)
+	if len(wa) != len(wb) {
+		return false
+	}
+	tenth := func(p *float64) int64 {
+		if p == nil {
+			return -1
+		}
+		return int64(*p * 10)
+	}
+	for i := range wa {
+		x, y := wa[i], wb[i]
+		if x.Name != y.Name || x.State != y.State || x.UpToDate != y.UpToDate || tenth(x.SyncPercent) != tenth(y.SyncPercent) || x.Message != y.Message {
+			return false
+		}
+	}
+	return true
+}

@@ -114,6 +114,10 @@ func (s *Snapshot) Nodes() []lapi.Node {
 	return out
 }
 
+// SummaryResources is how many of the worst resources a Health change looks at (the
+// LinstorCluster's status lists as many).
+const SummaryResources = 20
+
 // Change is what a cycle found different from the one before.
 type Change struct {
 	Cluster types.NamespacedName
@@ -536,7 +540,9 @@ func diff(key types.NamespacedName, prev, next *Snapshot) Change {
 		return prev.nodes[key].Name
 	}
 	ph, nh := prev.Health(), next.Health()
-	c.Health = (ph == nil) != (nh == nil) || len(replicahealth.Transitions(ph, nh)) > 0
+	// The status shows the counts and the worst resources: a resync's progress there
+	// is news too, not only a change of state.
+	c.Health = (ph == nil) != (nh == nil) || len(replicahealth.Transitions(ph, nh)) > 0 || !replicahealth.SameSummary(ph, nh, SummaryResources)
 	everyone := (prev.Err == nil) != (next.Err == nil) || prev.ok != next.ok || (ph == nil) != (nh == nil)
 	for _, key := range nodeKeys(prev, next) {
 		a, aok := prev.nodes[key]

@@ -66,6 +66,7 @@ type options struct {
 	opLogPath  string
 	coupleEach time.Duration
 	database   bool
+	volumes    int // resources placed after convergence, before the steady window
 }
 
 type stringList []string
@@ -78,6 +79,7 @@ func main() {
 	var managers string
 	var opArgs stringList
 	flag.IntVar(&o.nodes, "nodes", envInt("NODES", 100), "Simulated storage nodes (env NODES).")
+	flag.IntVar(&o.volumes, "volumes", envInt("VOLUMES", 0), "Resources of 3 replicas placed through the emulator after convergence, before the steady window (env VOLUMES).")
 	flag.DurationVar(&o.steady, "steady", envDuration("STEADY", 5*time.Minute), "Steady-state window after convergence (env STEADY).")
 	flag.DurationVar(&o.timeout, "timeout", envDuration("CONVERGE_TIMEOUT", 30*time.Minute), "Give up waiting for convergence after this long (env CONVERGE_TIMEOUT); the steady window runs anyway.")
 	flag.StringVar(&o.operator, "operator", os.Getenv("OPERATOR"), "Operator binary to run (env OPERATOR); empty: build the working tree into bin/bench/manager. An older build can be benchmarked this way.")
@@ -418,6 +420,25 @@ func (b *bench) measure(ctx context.Context, c client.Client) error {
 		step(b.start, fmt.Sprintf("converged %ds after the samples were applied; steady-state window of %s, nothing changes", *conv, o.steady))
 	}
 	b.endPhase("converge", phaseStart, k)
+	if o.volumes > 0 {
+		placing := time.Now()
+		replicas, err := placeVolumes(b.emu, "storage", o.nodes, o.volumes)
+		if err != nil {
+			return fmt.Errorf("placing %d volumes: %w", o.volumes, err)
+		}
+		b.res.Volumes, b.res.Replicas = o.volumes, replicas
+		b.res.Notes = append(b.res.Notes, volumesNote(o.volumes, replicas, time.Since(placing)))
+		step(b.start, b.res.Notes[len(b.res.Notes)-1])
+		// The observer reads them at its next cycle (30 s at most); the reaction to them
+		// is not the steady state.
+		waited, err := awaitVolumesSeen(ctx, c, o.namespace, o.volumes, 2*time.Minute, 5*time.Second)
+		if err != nil {
+			return fmt.Errorf("waiting for the operator to count the volumes: %w", err)
+		}
+		b.res.Notes = append(b.res.Notes, fmt.Sprintf("The LinstorCluster counted the %d volumes %s after they were placed (5 s of it settling); the steady window starts then.", o.volumes, waited.Round(time.Second)))
+		step(b.start, b.res.Notes[len(b.res.Notes)-1])
+		k = b.tickSecond(time.Now())
+	}
 	phaseStart = k
 
 	// Steady state.

@@ -24,6 +24,9 @@ type results struct {
 	EmulatorDatabase             bool      `json:"emulatorDatabase"`
 	Notes                        []string  `json:"notes"`
 
+	// Volumes placed after convergence (VOLUMES=) and their replicas.
+	Volumes              int  `json:"volumes,omitempty"`
+	Replicas             int  `json:"replicas,omitempty"`
 	ExpectedPools        int  `json:"expectedPools"`
 	SamplesAppliedSecond int  `json:"samplesAppliedSecond"`
 	Converged            bool `json:"converged"`

@@ -325,9 +325,9 @@ func (r *Reconciler) reconcileNodeProperties(ctx context.Context, s *scope) (ctr
 }
 
 // observeLinstor takes the node's state and pools for the status from the observer's
-// last cycle. While the satellite's pod runs but LINSTOR does not report it ONLINE yet,
-// the observer is asked to look often (for a while: a node that stays OFFLINE is then
-// seen at the observer's own pace).
+// last cycle. While LINSTOR does not report a settling satellite ONLINE yet, the
+// observer is asked to look often (for a while: a node that stays OFFLINE is then seen
+// at the observer's own pace).
 func (r *Reconciler) observeLinstor(_ context.Context, s *scope) (ctrl.Result, error) {
 	if s.snap == nil {
 		return ctrl.Result{}, nil
@@ -345,7 +345,7 @@ func (r *Reconciler) observeLinstor(_ context.Context, s *scope) (ctrl.Result, e
 		s.version = s.snap.Version
 	}
 	s.pools.Observe(observedPools(s.snap.Pools(s.sat.Name)))
-	if s.connection != "ONLINE" && s.dsReady && r.settling(s.sat) {
+	if looksForOnline(s.connection, meta.FindStatusCondition(s.sat.Status.Conditions, linstorv1.ConditionAvailable), time.Now()) {
 		// No event says when LINSTOR connects to the satellite: the observer looks
 		// every second for a while, and reports the change.
 		r.Observer.ExpectOnline(s.key, s.sat.Name, expectOnline)
@@ -353,16 +353,21 @@ func (r *Reconciler) observeLinstor(_ context.Context, s *scope) (ctrl.Result, e
 	return ctrl.Result{}, nil
 }
 
-// expectOnline is how long the observer looks every second for a satellite whose pod
-// runs to come ONLINE, after the last time the satellite was seen waiting; it stops
-// looking as soon as the satellite is ONLINE.
+// expectOnline is how long the observer looks every second for a satellite to come
+// ONLINE, after the last time the satellite was seen waiting; it stops looking as soon
+// as the satellite is ONLINE.
 const expectOnline = time.Minute
 
-// settling reports whether the satellite became unavailable recently enough that
-// LINSTOR is expected to report it ONLINE soon.
-func (r *Reconciler) settling(sat *linstorv1.LinstorSatellite) bool {
-	c := meta.FindStatusCondition(sat.Status.Conditions, linstorv1.ConditionAvailable)
-	return c == nil || c.Status != metav1.ConditionTrue && time.Since(c.LastTransitionTime.Time) < settling
+// looksForOnline says whether the observer should look every second for the satellite
+// to come ONLINE: LINSTOR does not report it ONLINE and it became unavailable
+// recently (available is its Available condition, nil before the first status). Its
+// pod's readiness is no input: LINSTOR connects as soon as the satellite listens, while
+// the DaemonSet's status, which kube-controller-manager writes, trails the pod by tens
+// of seconds on a loaded control plane; waiting for it left satellites ONLINE unseen
+// until the observer's interval, and their pools with them (docs/performance.md).
+func looksForOnline(connection string, available *metav1.Condition, now time.Time) bool {
+	recent := available == nil || available.Status != metav1.ConditionTrue && now.Sub(available.LastTransitionTime.Time) < settling
+	return connection != "ONLINE" && recent
 }
 
 // unreachable handles a cycle that failed: within the grace period the last

@@ -34,7 +34,9 @@ type Emulator struct {
 	controllerProps map[string]string
 	nodes           map[string]*node
 	rds             map[string]*resourceDefinition
-	nodeConns       map[[2]string]map[string]string
+	// rgs are the resource groups besides DfltRscGrp (resourcegroups.go).
+	rgs       map[string]lapi.ResourceGroup
+	nodeConns map[[2]string]map[string]string
 	// cutLinks are replication links cut between two nodes (linkKey): DRBD cannot reach
 	// the peer while both satellites stay ONLINE to the controller (PartitionLink). The
 	// network is not LINSTOR's: nothing of it is in the database.
@@ -93,6 +95,9 @@ type node struct {
 	// DRBD resources in its kernel, which keep replicating (StopSatellite).
 	drbdRunsAway bool
 	switches     int // satellite connection switches (net interface changes)
+	// offlineSince: when the satellite last went away, for auto-evict (zero: never
+	// connected and lost since this controller started).
+	offlineSince time.Time
 	pools        map[string]*lapi.StoragePool
 }
 
@@ -122,11 +127,20 @@ type replica struct {
 	// layers is the resource's layer stack, top first; empty means DRBD,STORAGE (the
 	// server's default stack, CtrlRscLayerDataFactory.createDefaultStack).
 	layers []devicelayerkind.DeviceLayerKind
-	// behind: writes made while this replica was cut off from the writer never reached
-	// it, so it does not hold the newest data, although DRBD still reports its own disk
-	// UpToDate (noteWrites). Only a resync after the link heals clears it. LINSTOR
-	// cannot see this; HasNewestData tells tests.
-	behind bool
+	// behind names (lower-cased) the writers whose writes never reached this replica
+	// while DRBD could not reach it, so it does not hold the newest data, although DRBD
+	// still reports its own disk UpToDate (noteWrites). A resync from a peer that has
+	// them clears them (handshake); when both sides of a connection missed the other's
+	// writes, their data diverged: a split brain. LINSTOR cannot see this;
+	// HasNewestData tells tests.
+	behind map[string]bool
+	// syncFrom names the resync source while syncUntil is ahead ("" for a new replica:
+	// its first connected UpToDate peer, syncSource); syncStart is when it began.
+	syncFrom  string
+	syncStart time.Time
+	// diskFailed: the backing disk failed and DRBD detached it (FailDisk); the replica
+	// stays diskful to LINSTOR and reports Diskless.
+	diskFailed bool
 	// layerIDs are the LayerResourceIds of the stack's layers, top first; nodeID and
 	// tcpPortList the DRBD layer's (tcp_port_list as stored, nil before schema v1-31-1).
 	layerIDs    []int64
@@ -214,7 +228,7 @@ type Request struct {
 func New() *Emulator {
 	e := &Emulator{
 		version:         DefaultVersion,
-		controllerProps: map[string]string{},
+		controllerProps: freshControllerProps(),
 		nodes:           map[string]*node{},
 		rds:             map[string]*resourceDefinition{},
 		nodeConns:       map[[2]string]map[string]string{},
@@ -495,6 +509,9 @@ func (e *Emulator) setOnline(n *node, online bool) {
 	if online && !n.online {
 		n.onlineSince = e.now()
 	}
+	if !online && n.online {
+		n.offlineSince = e.now()
+	}
 	n.online = online
 	n.drbdRunsAway = false
 }
@@ -607,59 +624,17 @@ func (e *Emulator) PartitionLink(a, b string) error {
 	return nil
 }
 
-// HealLink restores the link PartitionLink cut. DRBD reconnects; a replica that
-// missed writes its peer has becomes the peer's resync target, Inconsistent for
-// Timing.Resync, then UpToDate with the newest data.
+// HealLink restores the link PartitionLink cut. DRBD reconnects and compares the
+// data (handshake): a replica that missed writes its peer has becomes the peer's
+// resync target, Inconsistent for Timing.Resync, then UpToDate with the newest data;
+// when each side missed the other's writes the connection goes StandAlone.
 func (e *Emulator) HealLink(a, b string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.noteWrites()
-	key := linkKey(a, b)
-	if !e.cutLinks[key] {
-		return nil
-	}
-	delete(e.cutLinks, key)
-	for _, rd := range e.rds {
-		var ra, rb *replica
-		for nodeName, rep := range rd.resources {
-			switch strings.ToLower(nodeName) {
-			case key[0]:
-				ra = rep
-			case key[1]:
-				rb = rep
-			}
-		}
-		if ra == nil || rb == nil || !ra.drbd() || !ra.diskful() || !rb.diskful() || ra.behind == rb.behind {
-			continue // both behind or both current: neither side has newer data to give
-		}
-		target := ra
-		if rb.behind {
-			target = rb
-		}
-		target.behind = false
-		target.syncUntil = e.now().Add(e.timing.Resync)
-	}
+	delete(e.cutLinks, linkKey(a, b))
+	e.noteWrites()
 	return nil
-}
-
-// noteWrites applies DRBD replication to the writes of every replica in use: they
-// reach the writer's diskful peers over their links; a peer whose link to the writer
-// is cut misses them and falls behind. Writes are continuous while a replica is in
-// use, so this runs before and after every change of use or links, and on every
-// request (advance).
-func (e *Emulator) noteWrites() {
-	for _, rd := range e.rds {
-		for writer, w := range rd.resources {
-			if !w.inUse || !w.drbd() {
-				continue
-			}
-			for peer, p := range rd.resources {
-				if peer != writer && p.diskful() && !e.linked(writer, peer) {
-					p.behind = true
-				}
-			}
-		}
-	}
 }
 
 // HasNewestData reports whether the replica of rd on node holds every write made so
@@ -674,7 +649,7 @@ func (e *Emulator) HasNewestData(rd, nodeName string) (bool, error) {
 		return false, fmt.Errorf("resource %q not on node %q", rd, nodeName)
 	}
 	rep := def.resources[nodeName]
-	return rep.diskful() && !rep.behind && !e.now().Before(rep.syncUntil), nil
+	return rep.holdsData() && len(rep.behind) == 0 && !e.syncing(rep), nil
 }
 
 // withReplica changes one replica under the lock.
@@ -797,9 +772,9 @@ func (e *Emulator) diskState(nodeName string, rep *replica) string {
 	switch {
 	case !e.online(nodeName), !rep.drbd():
 		return ""
-	case rep.pool == "":
+	case rep.pool == "", rep.diskFailed:
 		return "Diskless"
-	case e.now().Before(rep.syncUntil):
+	case e.syncing(rep):
 		return "Inconsistent"
 	}
 	return rep.diskState
@@ -960,6 +935,7 @@ func (e *Emulator) Reset() {
 	e.nodes, e.rds = map[string]*node{}, map[string]*resourceDefinition{}
 	e.nodeConns, e.controllerProps = map[[2]string]map[string]string{}, map[string]string{}
 	e.cutLinks = map[[2]string]bool{} // a new installation starts on a working network
+	e.controllerProps = freshControllerProps()
 	e.passphrase, e.passphraseOpen, e.persisted, e.tablesAt = "", false, nil, ""
 	e.controllerPod, e.controllerFailure, e.controllerStarting = "", "", false
 	e.failMigration, e.failStartAfterMigration = false, false

@@ -149,7 +149,7 @@ func (e *Emulator) placeReplacement(rd *resourceDefinition, rep *replica, from s
 	if best == nil {
 		return ""
 	}
-	rd.resources[best.node] = &replica{pool: best.pool, diskState: "UpToDate", syncUntil: e.now().Add(e.timing.Resync), layers: rep.layers}
+	rd.resources[best.node] = &replica{pool: best.pool, diskState: "UpToDate", syncStart: e.now(), syncUntil: e.now().Add(e.timing.Resync), layers: rep.layers}
 	e.addLayerData(rd, best.node, rd.resources[best.node])
 	return best.node
 }
@@ -157,9 +157,12 @@ func (e *Emulator) placeReplacement(rd *resourceDefinition, rep *replica, from s
 // advance carries out what the controller does in the background up to now: a replica
 // marked for deletion goes once its satellite confirms (is ONLINE); an evacuated
 // replica is deleted once its replacement is UpToDate and it is no longer in use (the
-// source waits for the workload to go). Writes so far reach the peers linked to their
-// writer (noteWrites).
+// source waits for the workload to go). Satellites away too long are evicted
+// (autoEvict), disk toggles waiting for their satellite finish (finishToggles), and
+// writes so far reach the peers linked to their writer (noteWrites).
 func (e *Emulator) advance() {
+	e.autoEvict()
+	e.finishToggles()
 	e.noteWrites()
 	for _, rd := range e.rds {
 		for _, nodeName := range slices.Sorted(maps.Keys(rd.resources)) {

@@ -197,8 +197,12 @@ func (e *Emulator) volumeDevicePath(nodeName string, rep *replica, rdName string
 // stopped, StopSatellite) and the link between them is not cut, else Connecting, the
 // state DRBD retries in after a lost connection (drbd_receiver.c conn_disconnect sets
 // C_UNCONNECTED and restarts the receiver, conn_connect moves to C_CONNECTING).
-// LINSTOR marks only "Connected" as connected (Json.apiToResourceWithVolumes).
-func (e *Emulator) drbdConnection(nodeName, peer string) lapi.DrbdConnection {
+// LINSTOR marks only "Connected" as connected (Json.apiToResourceWithVolumes). Two
+// replicas whose data diverged meet as StandAlone (split brain, handshake).
+func (e *Emulator) drbdConnection(rd *resourceDefinition, nodeName, peer string) lapi.DrbdConnection {
+	if e.drbdRuns(peer) && e.linked(nodeName, peer) && diverged(rd.resources[nodeName], rd.resources[peer]) {
+		return lapi.DrbdConnection{Connected: false, Message: "StandAlone"}
+	}
 	if e.drbdRuns(peer) && e.linked(nodeName, peer) {
 		return lapi.DrbdConnection{Connected: true, Message: "Connected"}
 	}

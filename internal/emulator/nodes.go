@@ -84,6 +84,7 @@ func (e *Emulator) routes(mux *http.ServeMux) {
 	mux.HandleFunc("PUT /v1/node-connections/{a}/{b}", e.modifyNodeConnection)
 
 	mux.HandleFunc("GET /v1/resource-definitions", e.listResourceDefinitions)
+	mux.HandleFunc("GET /v1/resource-groups", e.listResourceGroups)
 	mux.HandleFunc("POST /v1/resource-definitions", e.createResourceDefinition)
 	mux.HandleFunc("DELETE /v1/resource-definitions/{rd}", e.deleteResourceDefinition)
 	mux.HandleFunc("GET /v1/resource-definitions/{rd}/sync-status", e.syncStatus)
@@ -92,6 +93,10 @@ func (e *Emulator) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/resource-definitions/{rd}/resources", e.listResources)
 	mux.HandleFunc("POST /v1/resource-definitions/{rd}/resources/{node}", e.createResource)
 	mux.HandleFunc("DELETE /v1/resource-definitions/{rd}/resources/{node}", e.deleteResource)
+	mux.HandleFunc("PUT /v1/resource-definitions/{rd}/resources/{node}/toggle-disk/diskless", e.toggleDisk(true))
+	mux.HandleFunc("PUT /v1/resource-definitions/{rd}/resources/{node}/toggle-disk/diskless/{pool}", e.toggleDisk(true))
+	mux.HandleFunc("PUT /v1/resource-definitions/{rd}/resources/{node}/toggle-disk/diskful", e.toggleDisk(false))
+	mux.HandleFunc("PUT /v1/resource-definitions/{rd}/resources/{node}/toggle-disk/diskful/{pool}", e.toggleDisk(false))
 	mux.HandleFunc("GET /v1/view/resources", e.viewResources)
 }
 

@@ -240,7 +240,7 @@ func (e *Emulator) createResource(w http.ResponseWriter, r *http.Request) {
 		rd.layers = stack
 	}
 	if rep.drbd() && rep.diskful() && e.upToDatePeers(rd, n.Name) > 0 {
-		rep.syncUntil = e.now().Add(e.timing.Resync)
+		rep.syncStart, rep.syncUntil = e.now(), e.now().Add(e.timing.Resync)
 	}
 	rd.resources[n.Name] = rep
 	e.addLayerData(rd, n.Name, rep)
@@ -298,14 +298,14 @@ func (e *Emulator) viewResources(w http.ResponseWriter, r *http.Request) {
 	e.advance()
 	nodes := queryList(r, "nodes")
 	rscs := queryList(r, "resources")
-	out := []lapi.ResourceWithVolumes{}
+	out := []resourceWithVolumesView{}
 	for _, rd := range e.sortedRDs() {
 		if len(rscs) > 0 && !rscs[strings.ToLower(rd.Name)] {
 			continue
 		}
 		for _, rv := range e.resourceViews(rd) {
 			if len(nodes) == 0 || nodes[strings.ToLower(rv.NodeName)] {
-				out = append(out, rv)
+				out = append(out, e.withDrbdState(rd, rv))
 			}
 		}
 	}
@@ -338,7 +338,7 @@ func (e *Emulator) resourceViews(rd *resourceDefinition) []lapi.ResourceWithVolu
 				conns := map[string]lapi.DrbdConnection{}
 				for _, peer := range names {
 					if peer != nodeName {
-						conns[peer] = e.drbdConnection(nodeName, peer)
+						conns[peer] = e.drbdConnection(rd, nodeName, peer)
 					}
 				}
 				view.LayerObject.Drbd.Connections = conns

@@ -2,6 +2,7 @@ package linstorcluster
 
 import (
 	"context"
+	"slices"
 	"fmt"
 	"strconv"
 	"strings"
@@ -179,6 +180,11 @@ func volumeChanges(prev, next *replicahealth.Report) []replicahealth.Transition 
 			out = append(out, t)
 		}
 	}
+	// The worst news first: when a pass caps its Events, a split brain is not the one
+	// left out (stable: by name within a state).
+	slices.SortStableFunc(out, func(a, b replicahealth.Transition) int {
+		return replicahealth.Severity(b.To) - replicahealth.Severity(a.To)
+	})
 	return out
 }
 

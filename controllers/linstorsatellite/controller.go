@@ -10,6 +10,7 @@ import (
 	lapi "github.com/LINBIT/golinstor/client"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,6 +33,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
+	"github.com/linstor-operator/linstor-operator/pkg/satellite"
 	"github.com/linstor-operator/linstor-operator/pkg/storagepool"
 )
 
@@ -82,6 +84,7 @@ type Reconciler struct {
 	// restored; zero means satellite.RestoreSettle.
 	RestoreSettle time.Duration
 	evictMu       sync.Mutex
+	lastEviction  map[types.UID]time.Time // cluster UID -> when spec.nodeFailure last evicted one of its nodes
 	backSince     map[types.UID]time.Time // an evicted node seen back in Kubernetes since
 	lastRestore   map[types.UID]time.Time // restored, and not seen ONLINE since
 }
@@ -92,6 +95,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,namespace=system,resources=daemonsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=system,resources=pods,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=policy,namespace=system,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 
 // Reconcile reads top-down: get, delete or finalizer, scope, phases, status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -119,6 +124,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	res, err := reconciler.Pass(ctx, s, r.saveStatus, reconciler.Resync, func() bool { return s.stop },
 		requireCluster,
 		r.reconcileWorkload,
+		r.reconcileDrain,
 		r.reconcileNode,
 		r.reconcileNodeProperties,
 		r.reconcileStoragePools,
@@ -173,6 +179,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&linstorv1.LinstorSatellite{}, builder.WithPredicates(reconciler.NotStatusOnly())).
 		// The pod's readiness says when LINSTOR should see the satellite.
 		Owns(&appsv1.DaemonSet{}, builder.WithPredicates(predicate.Or(reconciler.NotStatusOnly(), daemonSetReadinessChanged()))).
+		// The drain guard: an evicted or finished one is replaced (off a cordoned node).
+		Owns(&corev1.Pod{}).
+		Owns(&policyv1.PodDisruptionBudget{}, builder.WithPredicates(reconciler.NotStatusOnly())).
 		// A LinstorSatellite is named after its node: address and NIC changes reach it at once.
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.satellitesOfNode), builder.WithPredicates(predicate.Funcs{
 			CreateFunc: func(event.CreateEvent) bool { return false },
@@ -180,7 +189,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				old, new := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
 				// Readiness decides when an evicted node is restored.
-				return nodeAddressesChanged(old, new) || nodeReadyChanged(old, new)
+				// An uncordoned node gets its drain guard back.
+				return nodeAddressesChanged(old, new) || nodeReadyChanged(old, new) || old.Spec.Unschedulable != new.Spec.Unschedulable
 			},
 		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles, RateLimiter: reconciler.RateLimiter()})
@@ -267,8 +277,16 @@ type scope struct {
 
 	// podSelector selects the satellite's pods (its DaemonSet's selector).
 	podSelector map[string]string
+	// evictWait says why a failed node is not evicted (spec.nodeFailure);
+	// requeueNodeFailure when that may change by time alone.
+	evictWait          string
+	requeueNodeFailure time.Duration
 	// evictedWait says why the LINSTOR node stays evicted.
 	evictedWait string
+	// satelliteSpec is the satellite's pod spec as applied (the drain guard follows it).
+	satelliteSpec *corev1.PodSpec
+	// drain is whether the node may be drained (status.drain); nil: not decided.
+	drain *satellite.DrainDecision
 }
 
 func (r *Reconciler) poll() time.Duration { return reconciler.Poll(r.Poll, pollInterval) }
@@ -281,6 +299,10 @@ const fenceRetry = shortPoll
 func (s *scope) retryFenced(res ctrl.Result) ctrl.Result {
 	if len(s.writer.fenced) > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > fenceRetry) {
 		res.RequeueAfter = fenceRetry
+	}
+	// A failed node's eviction falls due by time alone.
+	if d := s.requeueNodeFailure; d > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > d) {
+		res.RequeueAfter = d
 	}
 	return res
 }

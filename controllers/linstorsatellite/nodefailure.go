@@ -8,6 +8,7 @@ import (
 
 	lapi "github.com/LINBIT/golinstor/client"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
@@ -20,7 +21,12 @@ import (
 // evicted in LINSTOR, which places its replicas elsewhere; restoreEvicted brings it
 // back. It runs on a fresh observation of the node only (reconcileNode).
 func (r *Reconciler) reconcileNodeFailure(ctx context.Context, s *scope, lnode lapi.Node) (ctrl.Result, bool) {
-	in := satellite.FailedNode{Spec: s.cluster.Spec.NodeFailure, Node: s.node, Connection: lnode.ConnectionStatus, Health: s.snap.Health()}
+	health := s.snap.Health()
+	in := satellite.FailedNode{Spec: s.cluster.Spec.NodeFailure, Node: s.node, Connection: lnode.ConnectionStatus,
+		Known: health != nil, ConnectedPeers: s.snap.PeersConnectedTo(lnode.Name)}
+	for _, h := range health.Holding(lnode.Name) {
+		in.Holds = append(in.Holds, satellite.DrainHold{Resource: h.Resource, Reason: h.Reason})
+	}
 	for _, n := range s.snap.Nodes() {
 		if t := strings.ToUpper(n.Type); t != "SATELLITE" && t != "COMBINED" {
 			continue
@@ -32,6 +38,14 @@ func (r *Reconciler) reconcileNodeFailure(ctx context.Context, s *scope, lnode l
 			in.Offline++
 		}
 	}
+	// Evictions of one cluster are decided one at a time, each on a cycle that shows
+	// the one before: maxEvicted counts what LINSTOR reports, and passes of several
+	// satellites run at once.
+	r.evictMu.Lock()
+	defer r.evictMu.Unlock()
+	if r.lastEviction == nil {
+		r.lastEviction = map[types.UID]time.Time{}
+	}
 	d := satellite.DecideEviction(in, time.Now())
 	s.evictWait = d.Wait
 	if !d.Evict {
@@ -40,16 +54,22 @@ func (r *Reconciler) reconcileNodeFailure(ctx context.Context, s *scope, lnode l
 		}
 		return ctrl.Result{}, false
 	}
+	if last := r.lastEviction[s.cluster.UID]; !s.snap.HealthAt().After(last) {
+		s.evictWait = "the node is due for eviction; waiting for LINSTOR to show the eviction decided before it"
+		return ctrl.Result{RequeueAfter: staleRetry}, false
+	}
 	if !s.writer.may("evicting node " + lnode.Name) {
 		return ctrl.Result{}, true
 	}
 	err := s.writer.send(func(*lapi.Client) error { return linstor.Evict(ctx, s.writer.conn, lnode.Name) })
+	r.lastEviction[s.cluster.UID] = time.Now()
+	r.Observer.RefreshHealth(s.key)
 	if err != nil {
 		s.nodeErr = fmt.Errorf("evicting LINSTOR node %s under spec.nodeFailure: %w", lnode.Name, err)
 		return ctrl.Result{RequeueAfter: r.Backoff.Failed(s.sat.UID)}, true
 	}
 	r.Recorder.Eventf(s.sat, corev1.EventTypeWarning, "NodeEvicted",
-		"LINSTOR node %s failed (Kubernetes NotReady, satellite %s) and no resource needs its replica: evicted under spec.nodeFailure.policy Evict; LINSTOR places its replicas on other nodes, and the node is restored when it is back",
+		"LINSTOR node %s failed (Kubernetes NotReady, satellite %s, no DRBD peer connected to it) and no resource needs its replica: evicted under spec.nodeFailure.policy Evict; LINSTOR places its replicas on other nodes, and the node is restored when it is back",
 		lnode.Name, lnode.ConnectionStatus)
 	return ctrl.Result{}, true
 }

@@ -62,6 +62,9 @@ func deriveStatus(ctx context.Context, s *scope, passSucceeded bool) {
 	if s.pools.DiscoverySet {
 		sat.Status.Discovery = s.pools.Discovery
 	}
+	if d := s.drain; d != nil {
+		sat.Status.Drain = &linstorv1.DrainStatus{Allowed: d.Allowed, HeldBy: d.HeldBy, HeldCount: d.HeldCount}
+	}
 	setDegradedCondition(sat, s)
 	if s.transient { // keep what was last observed until a failure lasts
 		reconciler.SetUnknownIfAbsent(&sat.Status.Conditions, sat.Generation, linstorv1.ConditionProgressing, linstorv1.ConditionAvailable)
@@ -161,6 +164,9 @@ func setAvailableCondition(sat *linstorv1.LinstorSatellite, s *scope) {
 		cond.Reason, cond.Message = linstorv1.ReasonVersionMismatch, "The satellite's LINSTOR version differs from the controller's"
 	case s.connection != "":
 		cond.Reason, cond.Message = linstorv1.ReasonNodeOffline, "LINSTOR reports the node "+s.connection
+		if s.evictWait != "" {
+			cond.Message += "; " + s.evictWait
+		}
 	default:
 		cond.Reason, cond.Message = linstorv1.ReasonNotObserved, problem(s)
 	}

@@ -141,6 +141,10 @@ const (
 	// of LINSTOR node names, acknowledges those nodes as gone for good (pkg/lifecycle's
 	// lostnodes.go says what then skips them).
 	AnnotationAcknowledgeLostNodes = "linstor.io/acknowledge-lost-nodes"
+	// AnnotationResolveSplitBrain, set on the LinstorCluster to
+	// "<resource>/<node whose changes to discard>/<resource definition uuid>", confirms
+	// a split-brain resolution; the operator consumes it (docs/replica-health.md).
+	AnnotationResolveSplitBrain = "linstor.io/resolve-split-brain"
 	// AnnotationHostInterfaces on a Kubernetes node lists its interfaces as
 	// comma-separated name=address pairs (pkg/netif).
 	AnnotationHostInterfaces = "linstor.io/host-interfaces"
@@ -189,3 +193,23 @@ const (
 // that its LINSTOR database is being replaced or migrated (lifecycle.Marker). It has no
 // owner: it must outlive the object.
 func DatabaseReplacementMarker(cluster string) string { return cluster + "-database-replacement" }
+
+// The drain guard (pkg/render DrainGuardPod): a bare pod per node, controlled by its
+// LinstorSatellite, that `kubectl drain` evicts (it does not evict the satellite's
+// DaemonSet pod), and the PodDisruptionBudget that refuses the eviction while the node
+// holds a resource.
+const (
+	// DrainGuardComponent labels the guard pods (app.kubernetes.io/component and name)
+	// and names their container.
+	DrainGuardComponent = "linstor-drain-guard"
+	// AnnotationDrainReason on the budget says why the drain is allowed or held.
+	AnnotationDrainReason = "linstor.io/drain-reason"
+)
+
+// DrainGuardName names a node's guard pod and its PodDisruptionBudget.
+func DrainGuardName(node string) string { return DrainGuardComponent + "." + node }
+
+// LabelDrainGuard selects one node's drain guard pod for its budget: a 64-bit hash of
+// the node name (a label value is too short for a name), so that no budget ever counts
+// another node's guard.
+const LabelDrainGuard = "linstor.io/drain-guard"

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
-	"github.com/linstor-operator/linstor-operator/pkg/replicahealth"
 )
 
 // Node-failure defaults: LINSTOR's own auto-evict waits 60 minutes
@@ -33,10 +32,14 @@ type FailedNode struct {
 	Node *corev1.Node
 	// Connection is LINSTOR's connection status of the node.
 	Connection string
-	// Health is the replica health (nil: unknown); Evicted counts the nodes LINSTOR
-	// has EVICTED now; Offline and Satellites count the satellite nodes LINSTOR
-	// reports OFFLINE and all of them.
-	Health                       *replicahealth.Report
+	// Known: the replica health was read (not too long ago); Holds are the resources
+	// that need the node (replicahealth Report.Holding); ConnectedPeers are nodes whose
+	// DRBD still reports a connection to it.
+	Known          bool
+	Holds          []DrainHold
+	ConnectedPeers []string
+	// Evicted counts the nodes LINSTOR has EVICTED now; Offline and Satellites count
+	// the satellite nodes LINSTOR reports OFFLINE and all of them.
 	Evicted, Offline, Satellites int
 }
 
@@ -50,7 +53,10 @@ type EvictDecision struct {
 
 // DecideEviction applies the node-failure policy to one node. A node is evicted only
 // when the policy is Evict, Kubernetes has reported it NotReady for evictAfter (or it
-// is tainted out-of-service), LINSTOR reports its satellite OFFLINE, fewer than
+// is tainted out-of-service), LINSTOR reports its satellite OFFLINE (not merely
+// VERSION_MISMATCH or connecting), no DRBD peer reports a connection to it (its
+// satellite may be gone while DRBD there still serves a workload: LINSTOR's own
+// auto-evict waits for that too, ReconnectorTask.getFailedPeers@v1.33.3), fewer than
 // maxEvicted nodes are evicted, no more than maxOfflinePercent of the satellites are
 // OFFLINE (many at once is an outage or a partition, not one failed node), and no
 // resource needs the node: evicting a node whose replica may be the last UpToDate one
@@ -59,6 +65,9 @@ func DecideEviction(in FailedNode, now time.Time) EvictDecision {
 	ready, notReadySince := readiness(in.Node)
 	if ready || in.Connection == "ONLINE" {
 		return EvictDecision{}
+	}
+	if in.Connection != "OFFLINE" {
+		return EvictDecision{Wait: fmt.Sprintf("the node is NotReady, and LINSTOR reports its satellite %s, not OFFLINE: nothing is moved", in.Connection)}
 	}
 	outOfService := hasTaint(in.Node, TaintOutOfService)
 	spec := in.Spec
@@ -78,10 +87,14 @@ func DecideEviction(in FailedNode, now time.Time) EvictDecision {
 				notReadySince.UTC().Format(time.RFC3339), in.Connection, notReadySince.Add(after).UTC().Format(time.RFC3339), after, TaintOutOfService)}
 		}
 	}
-	if in.Health == nil {
+	if !in.Known {
 		return EvictDecision{RecheckAfter: time.Minute, Wait: "the node is due for eviction, but LINSTOR's resource states are unknown: nothing is moved on what is not seen"}
 	}
-	if holds := in.Health.Holding(in.Node.Name); len(holds) > 0 {
+	if len(in.ConnectedPeers) > 0 {
+		return EvictDecision{Wait: fmt.Sprintf("the node is due for eviction, but DRBD on %s still reports a connection to it: DRBD there may still serve a workload, so its replicas stay",
+			strings.Join(in.ConnectedPeers, ", "))}
+	}
+	if holds := in.Holds; len(holds) > 0 {
 		var what []string
 		for i, h := range holds {
 			if i == 5 {

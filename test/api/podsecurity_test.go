@@ -42,6 +42,8 @@ var podSecurityTable = []struct {
 	baselineRefuses []string
 }{
 	{pod: "operator", lowest: "restricted"},
+	// Sleeps as a fixed non-root user; drain evicts it, so it must run anywhere.
+	{pod: names.DrainGuardComponent, lowest: "restricted"},
 	// runAsNonRoot: false (the image runs as root).
 	{pod: names.ControllerName, lowest: "baseline"},
 	// No pod securityContext: neither runAsNonRoot nor a seccomp profile.
@@ -175,6 +177,13 @@ func podTemplates(t *testing.T) map[string]corev1.PodTemplateSpec {
 		}
 		all = append(all, objs...)
 	}
+	satellite, err := render.SatellitePodSpec(cluster, sat, node, imgs)
+	if err != nil {
+		t.Fatalf("rendering: %v", err)
+	}
+	guard := render.DrainGuardPod(cluster, sat, satellite)
+	// Bound to a node that does not exist: admission does not look.
+	out[names.DrainGuardComponent] = corev1.PodTemplateSpec{ObjectMeta: guard.ObjectMeta, Spec: guard.Spec}
 	for _, o := range all {
 		switch w := o.(type) {
 		case *appsv1.Deployment:

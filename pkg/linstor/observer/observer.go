@@ -69,13 +69,17 @@ type Snapshot struct {
 	// PassphraseErr: the passphrase status could not be read (the rest may still be fine).
 	PassphraseErr error
 
-	// HealthErr: the resource view could not be read (nodes and pools may be fine);
-	// Health is then nil.
+	// HealthErr: the last read of the resource view failed (nodes and pools may be
+	// fine); Health keeps the report before it until that is too old.
 	HealthErr error
 	// health classifies every resource; nil until a cycle read the resource view.
-	health *replicahealth.Report
-	// replicas is what Read got for the classification, dropped once classified.
-	replicas *replicahealth.Input
+	// healthAt is when the cycle that read it started, healthMaxAge how old it may
+	// get before Health stops answering with it. peers is which nodes' DRBD reports a
+	// connection to each node (replicahealth.ConnectedPeers), from the same read.
+	health       *replicahealth.Report
+	healthAt     time.Time
+	healthMaxAge time.Duration
+	peers        map[string][]string
 
 	nodes map[string]lapi.Node          // by lower-case name: LINSTOR ignores case
 	pools map[string][]lapi.StoragePool // by lower-case node name
@@ -85,14 +89,35 @@ type Snapshot struct {
 // Observed reports whether any cycle has succeeded yet.
 func (s *Snapshot) Observed() bool { return s != nil && s.ok }
 
-// Health is the health of every resource as the cycle read it: nil when the cycle
-// failed or could not read the resource view (a drain is held on what is not known,
-// never allowed on what was known before).
+// Health is the health of every resource as LINSTOR's resource view last showed it:
+// nil before it was read and once that read is older than the observer's
+// HealthMaxAge at the cycle's start (LINSTOR or its view failing for longer). A blip keeps the last report,
+// as every cycle between two reads does; what is not known for longer is not used (a
+// drain is held on it, nothing is evicted on it).
 func (s *Snapshot) Health() *replicahealth.Report {
-	if s == nil || s.Err != nil {
+	// Aged as of the cycle, not the clock: a snapshot never changes once published, and
+	// the next cycle (at most Interval later) is the one that tells of the change.
+	if s == nil || s.health == nil || s.Started.Sub(s.healthAt) > s.healthMaxAge {
 		return nil
 	}
 	return s.health
+}
+
+// HealthAt is when the read behind Health started.
+func (s *Snapshot) HealthAt() time.Time {
+	if s == nil {
+		return time.Time{}
+	}
+	return s.healthAt
+}
+
+// PeersConnectedTo names (up to three) nodes whose DRBD reported a Connected
+// connection to node in the read behind Health.
+func (s *Snapshot) PeersConnectedTo(node string) []string {
+	if s.Health() == nil {
+		return nil
+	}
+	return s.peers[strings.ToLower(node)]
 }
 
 // Node returns the LINSTOR node named name, if LINSTOR has it.
@@ -129,6 +154,13 @@ type Change struct {
 	Health bool
 }
 
+// HealthSource reads what classifying every resource needs. A Source that is also a
+// HealthSource gets its resource view read every Interval (and when RefreshHealth
+// asks), not on every faster cycle: the view is the largest read by far.
+type HealthSource interface {
+	ReadHealth(ctx context.Context, cluster *linstorv1.LinstorCluster) (*replicahealth.Input, error)
+}
+
 // Source of the cycle's data; the default reads LINSTOR through a Connector.
 type Source interface {
 	Read(ctx context.Context, cluster *linstorv1.LinstorCluster) (*Snapshot, error)
@@ -143,6 +175,9 @@ type Observer struct {
 	Source      Source
 	Interval    time.Duration
 	MinInterval time.Duration
+	// HealthMaxAge: how old the replica health may get (reads failing) before it is
+	// unknown; zero means 2*Interval+MinInterval.
+	HealthMaxAge time.Duration
 	// Notify receives the changes each cycle finds; it may block (the loop waits) until
 	// ctx ends.
 	Notify func(context.Context, Change)
@@ -163,6 +198,9 @@ type tracked struct {
 	// with how long to keep looking; cycles run every MinInterval while any is left.
 	expect  map[string]time.Time
 	invalid time.Time // nothing observed before this is current
+	// healthDue: a write that changes replicas asked for the next cycle to read the
+	// resource view too.
+	healthDue bool
 	written map[string]time.Time
 	cancel  context.CancelFunc
 }
@@ -406,15 +444,28 @@ func (o *Observer) loop(ctx context.Context, key types.NamespacedName, t *tracke
 		} else {
 			failures = 0
 			next.ok = true
-			if next.replicas != nil {
-				in := *next.replicas
+		}
+		readHealth := t.healthDue || prev == nil || started.Sub(prev.healthAt) >= o.Interval-o.MinInterval
+		t.healthDue = t.healthDue && !readHealth
+		o.mu.Unlock()
+		o.carryHealth(prev, next)
+		if hs, ok := o.Source.(HealthSource); ok && readHealth && err == nil {
+			hctx, hcancel := context.WithTimeout(ctx, o.Interval)
+			in, herr := hs.ReadHealth(hctx, t.cluster)
+			hcancel()
+			if ctx.Err() != nil {
+				return
+			}
+			next.HealthErr = herr
+			if herr == nil {
 				in.Now = started
-				if prev != nil {
-					in.Previous = prev.health // kept through failed cycles: how long a state lasts
-				}
-				next.health, next.replicas = replicahealth.Classify(in), nil
+				in.Previous = next.health // the last report, kept through failed reads: how long a state lasts
+				next.health, next.healthAt, next.peers = replicahealth.Classify(*in), started, replicahealth.ConnectedPeers(in.Replicas)
+			} else {
+				log.V(1).Info("reading LINSTOR's resource view failed", "error", herr.Error())
 			}
 		}
+		o.mu.Lock()
 		next.Seq, next.Started = seq, started
 		t.snap = next
 		// A request that arrived during the cycle may have been for data it already
@@ -507,6 +558,29 @@ func (o *Observer) follow(ctx context.Context, key types.NamespacedName, t *trac
 		// Events sent while no stream was open are lost: one cycle covers the gap.
 		o.RefreshWithin(key, o.MinInterval)
 	}
+}
+
+// carryHealth gives next the replica health prev had (a cycle that does not read the
+// resource view, or fails, keeps the last read; Health ages it out).
+func (o *Observer) carryHealth(prev, next *Snapshot) {
+	next.healthMaxAge = o.HealthMaxAge
+	if next.healthMaxAge <= 0 {
+		next.healthMaxAge = 2*o.Interval + o.MinInterval
+	}
+	if prev != nil {
+		next.health, next.healthAt, next.peers, next.HealthErr = prev.health, prev.healthAt, prev.peers, prev.HealthErr
+	}
+}
+
+// RefreshHealth asks for a cycle soon that also reads LINSTOR's resource view (after
+// a write that changes replicas: a toggle-disk, an eviction).
+func (o *Observer) RefreshHealth(key types.NamespacedName) {
+	o.mu.Lock()
+	if t, ok := o.clusters[key]; ok {
+		t.healthDue = true
+	}
+	o.mu.Unlock()
+	o.RefreshWithin(key, 0)
 }
 
 // failed is the snapshot of a failed cycle: the last known state with the error.

@@ -30,7 +30,7 @@ type world struct {
 }
 
 // start serves an emulator with nodes and runs an observer on it with interval.
-func start(t *testing.T, nodes int, interval time.Duration) *world {
+func start(t *testing.T, nodes int, interval time.Duration, opts ...func(*observer.Observer)) *world {
 	t.Helper()
 	emu := emulator.New()
 	emu.SetTiming(emulator.Timing{})
@@ -52,6 +52,9 @@ func start(t *testing.T, nodes int, interval time.Duration) *world {
 		}
 	})
 	w.obs.MinInterval = 50 * time.Millisecond
+	for _, o := range opts {
+		o(w.obs)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = w.obs.Start(ctx); close(done) }()
@@ -306,32 +309,42 @@ func TestWriterTellsTheObserverAfterTheAnswer(t *testing.T) {
 	}
 }
 
-// Every cycle classifies every resource; a resource changing state is a Health change,
-// and the node that now holds the resource's last UpToDate replica is told. A failing
-// resource view leaves nodes and pools observed and the health unknown, never the last
-// known one (a drain must not be allowed on old news).
+// The resource view is read every Interval and when a write that changes replicas asks
+// (RefreshHealth), not on every faster cycle; each read classifies every resource. A
+// resource changing state is a Health change, and the node that now holds the
+// resource's last UpToDate replica is told. A failing view keeps the last report until
+// it is older than HealthMaxAge, then the health is unknown (a drain is not allowed
+// on old news, and a blip does not flip every drain guard).
 func TestCycleClassifiesReplicas(t *testing.T) {
-	w := start(t, 2, time.Hour)
+	w := start(t, 2, time.Hour, func(o *observer.Observer) { o.HealthMaxAge = 2 * time.Second })
 	w.next(t)
 	if h := w.obs.Snapshot(key).Health(); h == nil || len(h.Resources) != 0 {
 		t.Fatalf("health of an empty LINSTOR = %+v, want an empty report", h)
 	}
-	if err := w.emu.PlaceResource("pvc-1", "n000", "thin", false); err != nil {
-		t.Fatal(err)
+	for _, n := range []string{"n000", "n001"} {
+		if err := w.emu.PlaceResource("pvc-1", n, "thin", false); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := w.emu.PlaceResource("pvc-1", "n001", "thin", false); err != nil {
-		t.Fatal(err)
+	w.emu.ResetRequests()
+	w.obs.RefreshWithin(key, 0) // a cycle that does not read the view
+	w.next(t)
+	if got := reads(w.emu)["GET /v1/view/resources"]; got != 0 {
+		t.Fatalf("a refresh read the resource view %d times, want 0 (only every Interval or RefreshHealth)", got)
 	}
-	w.obs.RefreshWithin(key, 0)
+	w.obs.RefreshHealth(key)
 	c := w.next(t)
 	h := w.obs.Snapshot(key).Health()
 	if !c.Health || h == nil || h.Resources["pvc-1"] == nil || h.Resources["pvc-1"].State != replicahealth.Healthy {
 		t.Fatalf("change %+v, report %+v: want pvc-1 Healthy and a Health change", c, h)
 	}
+	if peers := w.obs.Snapshot(key).PeersConnectedTo("N001"); len(peers) != 1 || peers[0] != "n000" {
+		t.Fatalf("peers connected to n001 = %v, want [n000]", peers)
+	}
 	if err := w.emu.SetNodeOnline("n001", false); err != nil {
 		t.Fatal(err)
 	}
-	w.obs.RefreshWithin(key, 0)
+	w.obs.RefreshHealth(key)
 	c = w.next(t)
 	h = w.obs.Snapshot(key).Health()
 	if got := h.Resources["pvc-1"].State; got != replicahealth.Degraded || !c.Health {
@@ -342,10 +355,18 @@ func TestCycleClassifiesReplicas(t *testing.T) {
 	}
 
 	w.emu.InjectFault("GET /v1/view/resources", emulator.Fault{Status: 500})
-	w.obs.RefreshWithin(key, 0)
-	c = w.next(t)
+	w.obs.RefreshHealth(key)
+	deadline := time.Now().Add(5 * time.Second)
+	for w.obs.Snapshot(key).HealthErr == nil && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
 	snap := w.obs.Snapshot(key)
-	if snap.Health() != nil || snap.HealthErr == nil || len(snap.Nodes()) != 2 || !c.Health {
-		t.Fatalf("after a failed view: health %v, err %v, %d nodes, change %+v; want no health, an error, both nodes, a Health change", snap.Health(), snap.HealthErr, len(snap.Nodes()), c)
+	if snap.HealthErr == nil || snap.Health() != h || len(snap.Nodes()) != 2 {
+		t.Fatalf("after a failed view: err %v, health %p (last %p), %d nodes; want an error, the last report kept, both nodes", snap.HealthErr, snap.Health(), h, len(snap.Nodes()))
+	}
+	time.Sleep(2 * time.Second) // older than HealthMaxAge
+	w.obs.RefreshWithin(key, 0)
+	if c = w.next(t); !c.Health || w.obs.Snapshot(key).Health() != nil {
+		t.Fatalf("health %v older than HealthMaxAge, change %+v: want unknown and a Health change", w.obs.Snapshot(key).Health(), c)
 	}
 }

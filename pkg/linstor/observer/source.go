@@ -17,7 +17,8 @@ type ConnectorSource struct {
 	Connector *linstor.Connector
 }
 
-// Read runs one cycle: eight list requests whatever the number of nodes and resources.
+// Read runs one cycle: five list requests whatever the number of nodes (ReadHealth
+// adds three every Interval).
 func (s ConnectorSource) Read(ctx context.Context, cluster *linstorv1.LinstorCluster) (*Snapshot, error) {
 	conn, err := s.Connector.Connect(ctx, cluster)
 	if err != nil {
@@ -50,15 +51,17 @@ func (s ConnectorSource) Read(ctx context.Context, cluster *linstorv1.LinstorClu
 		key := strings.ToLower(p.NodeName)
 		snap.pools[key] = append(snap.pools[key], p)
 	}
-	// Replica health is read apart: a failure there leaves nodes and pools observed
-	// and the health unknown (drains held), not the whole cycle failed.
-	snap.replicas, snap.HealthErr = readReplicas(ctx, conn)
 	return snap, nil
 }
 
-// readReplicas reads what classifying every resource needs: the resource groups (place
-// counts), the resource definitions (uuids, groups) and the resource view.
-func readReplicas(ctx context.Context, conn *linstor.Connection) (*replicahealth.Input, error) {
+// ReadHealth reads what classifying every resource needs: the resource groups (place
+// counts), the resource definitions (uuids, groups) and the resource view, three
+// requests whatever the size. A failure here leaves nodes and pools observed.
+func (s ConnectorSource) ReadHealth(ctx context.Context, cluster *linstorv1.LinstorCluster) (*replicahealth.Input, error) {
+	conn, err := s.Connector.Connect(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
 	in := &replicahealth.Input{Definitions: map[string]replicahealth.Definition{}, PlaceCounts: map[string]int{}}
 	groups, err := conn.ResourceGroups.GetAll(ctx)
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/linstorstate"
 	"github.com/linstor-operator/linstor-operator/pkg/satellite"
 )
@@ -61,7 +60,9 @@ func (r *Reconciler) reconcileNodeFailure(ctx context.Context, s *scope, lnode l
 	if !s.writer.may("evicting node " + lnode.Name) {
 		return ctrl.Result{}, true
 	}
-	err := s.writer.send(func(*lapi.Client) error { return linstor.Evict(ctx, s.writer.conn, lnode.Name) })
+	// PUT /v1/nodes/{node}/evict: LINSTOR flags the node EVICTED and places its
+	// replicas elsewhere (CtrlNodeApiCallHandler.evictNode, as its own auto-evict does).
+	err := s.writer.send(func(lc *lapi.Client) error { return lc.Nodes.Evict(ctx, lnode.Name) })
 	r.lastEviction[s.cluster.UID] = time.Now()
 	r.Observer.RefreshHealth(s.key)
 	if err != nil {

@@ -96,11 +96,3 @@ func ReplicasOf(ctx context.Context, lc *lapi.Client, node string) ([]lapi.Resou
 	sort.Strings(list)
 	return lc.Resources.GetResourceView(ctx, &lapi.ListOpts{Resource: list})
 }
-
-// Evict asks LINSTOR to evict node (PUT /v1/nodes/{node}/evict, which golinstor does not
-// wrap): the node is flagged EVICTED and LINSTOR places its replicas on other nodes
-// (CtrlNodeApiCallHandler.evictNode, as its own auto-evict does).
-func Evict(ctx context.Context, conn *Connection, node string) error {
-	_, err := do(ctx, conn, http.MethodPut, "/v1/nodes/"+node+"/evict", nil)
-	return err
-}

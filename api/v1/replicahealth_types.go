@@ -141,6 +141,15 @@ type SplitBrainResolutionStatus struct {
 	// message says what happens now, or why the request was refused.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// confirmation is the annotation value this resolution processed: the same value
+	// seen again (a replayed or not yet removed annotation) is removed without acting.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Confirmation string `json:"confirmation,omitempty"`
+	// attempts counts the LINSTOR writes (toggle-disk) sent for this resolution; each is
+	// counted in the status, with an optimistic lock, before it is sent.
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
 }
 
 // NodeFailurePolicy says what the operator does about a node that failed.

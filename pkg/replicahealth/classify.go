@@ -34,14 +34,18 @@ import (
 //     between two of its replicas, from either side), QuorumLost, UnintentionallyDiskless
 //     (a diskful replica reports Diskless outside a disk toggle), Unknown (no replica's
 //     state is known), Degraded (UpToDate diskful < placed), Outdated, Syncing, Degraded
-//     again when every replica is UpToDate but two of them are not connected (the next
-//     write leaves one behind), Healthy.
+//     again when every replica is UpToDate but two of them are not connected (between
+//     two diskful ones the next write leaves one behind; a diskless one only misses its
+//     vote), Healthy. StandAlone is named as such: DRBD also refuses connections for
+//     reasons other than a split brain.
 //  6. Quorum is DRBD's majority (DRBD 9 user guide, "Quorum"): voters are the resource's
 //     DRBD replicas, diskless included; a replica's votes are itself plus its Connected
 //     peers; it has quorum with votes*2 > voters. LINSTOR enables quorum only from 3
 //     replicas on (DrbdOptions/auto-quorum), so a resource with fewer voters never loses
 //     it here. QuorumLost needs proof: no known replica has quorum, and no replica of
-//     unknown state could reach it even if connected to every other unknown one.
+//     unknown state could reach it even if connected to every other unknown one, and no
+//     known replica reports may_promote true (DRBD remembers which peers lost quorum, so
+//     counting connections alone over-reports a loss).
 //  7. A node holds a DRBD resource (Holding) when its replica is the only diskful
 //     UpToDate one ("last UpToDate replica"); when its diskful replica's state is unknown
 //     and no other is known UpToDate ("state unknown and no other UpToDate replica": it
@@ -183,7 +187,7 @@ func classifyResource(key string, views []*linstor.ResourceView, in *Input) (*Re
 
 	res.Replicas = make([]Replica, len(active))
 	for i, r := range active {
-		rr := Replica{Node: r.view.NodeName, Diskful: r.diskful, DiskState: r.disk, InUse: r.view.InUse}
+		rr := Replica{Node: r.view.NodeName, Diskful: r.diskful, DiskState: r.disk, InUse: r.view.InUse, Toggling: hasAny(r.view, togglingFlags)}
 		if r.diskful && len(r.view.Volumes) > 0 {
 			rr.Pool = r.view.Volumes[0].StoragePool
 		}
@@ -238,9 +242,11 @@ func classifyDrbd(res *Resource, active []replica, inactive []string, prev *Reso
 		anyKnown = anyKnown || r.known
 	}
 
-	// Connections as the known replicas report them, towards active peers only.
-	var standAlonePairs []Pair
-	var cut []string
+	// Connections as the known replicas report them, towards active peers only. A cut
+	// between two diskful replicas leaves the next write behind on one of them; a cut
+	// to a diskless one leaves nothing behind (it has no data), only its vote is missing.
+	var standAlonePairs, connectedPairs []Pair
+	var cut, cutDiskless []string
 	for _, r := range active {
 		if !r.known || r.view.Drbd == nil {
 			continue
@@ -254,19 +260,31 @@ func classifyDrbd(res *Resource, active []replica, inactive []string, prev *Reso
 			switch {
 			case c.Message == standAlone:
 				standAlonePairs = appendPair(standAlonePairs, r.view.NodeName, p.view.NodeName)
-			case !c.Connected && p.known && r.key < p.key:
-				cut = append(cut, fmt.Sprintf("%s and %s (%s)", r.view.NodeName, p.view.NodeName, orWord(c.Message, "not connected")))
+			case c.Connected:
+				connectedPairs = appendPair(connectedPairs, r.view.NodeName, p.view.NodeName)
+			case p.known && r.key < p.key:
+				what := fmt.Sprintf("%s and %s (%s)", r.view.NodeName, p.view.NodeName, orWord(c.Message, "not connected"))
+				switch {
+				case !r.diskful:
+					cutDiskless = append(cutDiskless, what+"; "+r.view.NodeName+" has no disk")
+				case !p.diskful:
+					cutDiskless = append(cutDiskless, what+"; "+p.view.NodeName+" has no disk")
+				default:
+					cut = append(cut, what)
+				}
 			}
 		}
 	}
-	sort.Slice(standAlonePairs, func(a, b int) bool {
-		if standAlonePairs[a].A != standAlonePairs[b].A {
-			return standAlonePairs[a].A < standAlonePairs[b].A
-		}
-		return standAlonePairs[a].B < standAlonePairs[b].B
-	})
+	sortPairs(standAlonePairs)
 	sort.Strings(cut)
+	sort.Strings(cutDiskless)
 	res.StandAlone = standAlonePairs
+	if len(standAlonePairs) > 0 {
+		// Kept only where a split-brain resolution needs the sides: a handful of pairs
+		// per resource in split brain, nothing for the others.
+		sortPairs(connectedPairs)
+		res.Connected = connectedPairs
+	}
 
 	q := quorumOf(active, voters)
 	res.SyncPercent = syncPercent(active)
@@ -294,7 +312,7 @@ func classifyDrbd(res *Resource, active []replica, inactive []string, prev *Reso
 	case len(standAlonePairs) > 0:
 		res.State = SplitBrain
 		res.Message = splitBrainMessage(res, standAlonePairs, now)
-	case q.lost:
+	case q.lost && !mayPromote(active):
 		res.State = QuorumLost
 		res.Message = fmt.Sprintf("no replica reaches quorum (a majority of %d voters): %s", voters, q.describe(active, voters))
 	case len(unintended) > 0:
@@ -316,6 +334,13 @@ func classifyDrbd(res *Resource, active []replica, inactive []string, prev *Reso
 	case len(cut) > 0:
 		res.State = Degraded
 		res.Message = fmt.Sprintf("%s; not connected: %s, so the next write leaves one behind", upToDateNote(res, active), strings.Join(cut, ", "))
+		if len(cutDiskless) > 0 {
+			res.Message += fmt.Sprintf("; not connected: %s", strings.Join(cutDiskless, ", "))
+		}
+	case len(cutDiskless) > 0:
+		res.State = Degraded
+		res.Message = fmt.Sprintf("%s; not connected: %s, so no write is left behind there, but its vote for quorum is missing",
+			upToDateNote(res, active), strings.Join(cutDiskless, ", "))
 	default:
 		res.State = Healthy
 		res.Message = upToDateNote(res, active)
@@ -473,13 +498,39 @@ func syncPercent(active []replica) *float64 {
 	return any
 }
 
+// splitBrainMessage: StandAlone follows a split brain under DRBD's default after-sb
+// policy (disconnect), but DRBD also goes StandAlone when it refuses a connection for
+// another reason (a protocol or configuration mismatch), so the message does not claim
+// more than it sees.
 func splitBrainMessage(res *Resource, pairs []Pair, now time.Time) string {
 	sides := make([]string, 0, len(pairs))
 	for _, p := range pairs {
 		sides = append(sides, fmt.Sprintf("%s and %s", describeSide(res, p.A, now), describeSide(res, p.B, now)))
 	}
-	return fmt.Sprintf("split brain between %s: DRBD refuses to connect them; resolve by naming the node whose changes to discard",
+	return fmt.Sprintf("StandAlone between %s: DRBD refuses to connect them, most likely after a split brain, or DRBD refused "+
+		"the connection for another reason (see the satellites' logs); for a split brain, name the node whose changes to discard",
 		strings.Join(sides, ", and between "))
+}
+
+// mayPromote: a known replica reports may_promote true. DRBD tracks which peers lost
+// quorum (it remembers outdated peers), so the count of connections alone over-reports
+// a loss; a replica that DRBD would let promote has quorum.
+func mayPromote(active []replica) bool {
+	for _, r := range active {
+		if r.known && r.view.Drbd != nil && r.view.Drbd.MayPromote != nil && *r.view.Drbd.MayPromote {
+			return true
+		}
+	}
+	return false
+}
+
+func sortPairs(pairs []Pair) {
+	sort.Slice(pairs, func(a, b int) bool {
+		if pairs[a].A != pairs[b].A {
+			return pairs[a].A < pairs[b].A
+		}
+		return pairs[a].B < pairs[b].B
+	})
 }
 
 func describeSide(res *Resource, node string, now time.Time) string {

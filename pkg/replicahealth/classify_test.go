@@ -31,12 +31,14 @@ type healthCase struct {
 	// holds: node → reason, for fxRsc; every other node holds nothing.
 	holds       map[string]string
 	standAlone  []Pair
+	connected   []Pair
 	syncPercent *float64
 	syncETA     *time.Duration
 	since       time.Time // zero: fxNow
 	lastInUse   map[string]time.Time
 	message     string // exact, when set
 	msgHas      []string
+	msgLacks    []string
 }
 
 var healthCases = []healthCase{
@@ -113,6 +115,14 @@ var healthCases = []healthCase{
 		msgHas: []string{"not connected: node-a and node-b (Connecting)"},
 	},
 	{
+		name: "a diskless tiebreaker not connected to node-a: no write is left behind on it",
+		replicas: views(up("node-a", "UpToDate", "node-b", "node-c:Connecting"), up("node-b", "UpToDate", "node-a", "node-c"),
+			tiebreaker(up("node-c", "Diskless", "node-a:Connecting", "node-b"))),
+		groupPlaces: 2, state: Degraded, placed: 2, upToDate: 2,
+		msgHas:   []string{"not connected: node-a and node-c (Connecting)", "node-c has no disk"},
+		msgLacks: []string{"leaves one behind"},
+	},
+	{
 		name:        "Outdated with fewer UpToDate than placed: Degraded",
 		replicas:    views(up("node-a", "UpToDate", "node-b:Connecting"), up("node-b", "Outdated", "node-a:Connecting")),
 		groupPlaces: 2, state: Degraded, placed: 2, upToDate: 1, holds: holdsOn("node-a", "last UpToDate replica"),
@@ -184,14 +194,24 @@ var healthCases = []healthCase{
 		groupPlaces: 2, state: SplitBrain, placed: 2, upToDate: 2,
 		standAlone: []Pair{{A: "node-a", B: "node-b"}},
 		lastInUse:  map[string]time.Time{"node-a": fxNow, "node-b": fxNow.Add(-time.Hour)},
-		message: "split brain between node-a (in use, UpToDate) and node-b (last in use 2025-06-01T11:00:00Z, UpToDate): " +
-			"DRBD refuses to connect them; resolve by naming the node whose changes to discard",
+		message: "StandAlone between node-a (in use, UpToDate) and node-b (last in use 2025-06-01T11:00:00Z, UpToDate): " +
+			"DRBD refuses to connect them, most likely after a split brain, or DRBD refused the connection for another reason " +
+			"(see the satellites' logs); for a split brain, name the node whose changes to discard",
 	},
 	{
 		name:        "StandAlone seen from one side suffices",
 		replicas:    views(up("node-a", "UpToDate", "node-b:StandAlone"), up("node-b", "UpToDate", "node-a:Connecting")),
 		groupPlaces: 2, state: SplitBrain, placed: 2, upToDate: 2, standAlone: []Pair{{A: "node-a", B: "node-b"}},
 		msgHas: []string{"node-a (never seen in use, UpToDate) and node-b (never seen in use, UpToDate)"},
+	},
+	{
+		name: "three replicas: node-a StandAlone with both, node-b and node-c Connected: their connection is reported",
+		replicas: views(up("node-a", "UpToDate", "node-b:StandAlone", "node-c:StandAlone"), up("node-b", "UpToDate", "node-a:StandAlone", "node-c"),
+			up("node-c", "UpToDate", "node-a:StandAlone", "node-b")),
+		groupPlaces: 3, state: SplitBrain, placed: 3, upToDate: 3,
+		standAlone: []Pair{{A: "node-a", B: "node-b"}, {A: "node-a", B: "node-c"}}, connected: []Pair{{A: "node-b", B: "node-c"}},
+		holds:  map[string]string{"node-b": "needed for quorum", "node-c": "needed for quorum"},
+		msgHas: []string{"or DRBD refused the connection"},
 	},
 	{
 		name: "split brain outranks lost quorum",
@@ -204,17 +224,23 @@ var healthCases = []healthCase{
 	{
 		name: "quorum lost: 3 nodes, each cannot reach the two others",
 		replicas: views(inUse(up("node-a", "UpToDate", "node-b:Connecting", "node-c:Connecting")),
-			up("node-b", "Outdated", "node-a:Connecting", "node-c:Connecting"),
-			up("node-c", "Outdated", "node-a:Connecting", "node-b:Connecting")),
+			noPromote(up("node-b", "Outdated", "node-a:Connecting", "node-c:Connecting")),
+			noPromote(up("node-c", "Outdated", "node-a:Connecting", "node-b:Connecting"))),
 		groupPlaces: 3, state: QuorumLost, placed: 3, upToDate: 1, holds: holdsOn("node-a", "last UpToDate replica"),
 		message: "no replica reaches quorum (a majority of 3 voters): node-a sees 1 of 3, node-b sees 1 of 3, node-c sees 1 of 3",
 	},
 	{
 		name: "quorum lost: two known replicas alone, the unknown third could not reach a majority alone",
-		replicas: views(up("node-a", "UpToDate", "node-b:Connecting", "node-c:Connecting"),
-			up("node-b", "UpToDate", "node-a:Connecting", "node-c:Connecting"), offline("node-c")),
+		replicas: views(noPromote(up("node-a", "UpToDate", "node-b:Connecting", "node-c:Connecting")),
+			noPromote(up("node-b", "UpToDate", "node-a:Connecting", "node-c:Connecting")), offline("node-c")),
 		groupPlaces: 3, state: QuorumLost, placed: 3, upToDate: 2,
 		msgHas: []string{"node-c state unknown"},
+	},
+	{
+		name: "counts say lost, but node-b reports may_promote true (DRBD knows which peers lost quorum): not QuorumLost",
+		replicas: views(noPromote(up("node-a", "UpToDate", "node-b:Connecting", "node-c:Connecting")),
+			up("node-b", "UpToDate", "node-a:Connecting", "node-c:Connecting"), offline("node-c")),
+		groupPlaces: 3, state: Degraded, placed: 3, upToDate: 2,
 	},
 	{
 		name: "not proven lost: node-a alone, but the two unknown nodes may have quorum together",
@@ -393,6 +419,22 @@ func TestClassify(t *testing.T) {
 			}
 			if !reflect.DeepEqual(res.StandAlone, tc.standAlone) {
 				t.Errorf("standAlone %v, want %v", res.StandAlone, tc.standAlone)
+			}
+			if !reflect.DeepEqual(res.Connected, tc.connected) {
+				t.Errorf("connected %v, want %v", res.Connected, tc.connected)
+			}
+			for _, r := range res.Replicas {
+				for _, v := range in.Replicas {
+					toggling := v.HasFlag("DISK_ADD_REQUESTED") || v.HasFlag("DISK_ADDING") || v.HasFlag("DISK_REMOVE_REQUESTED") || v.HasFlag("DISK_REMOVING")
+					if strings.EqualFold(v.NodeName, r.Node) && r.Toggling != toggling {
+						t.Errorf("replica on %s flagged %v: toggling %v", r.Node, v.Flags, r.Toggling)
+					}
+				}
+			}
+			for _, part := range tc.msgLacks {
+				if strings.Contains(res.Message, part) {
+					t.Errorf("message %q says %q", res.Message, part)
+				}
 			}
 			if !reflect.DeepEqual(res.SyncPercent, tc.syncPercent) {
 				t.Errorf("syncPercent %v, want %v", fmtPtr(res.SyncPercent), fmtPtr(tc.syncPercent))

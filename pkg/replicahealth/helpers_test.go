@@ -65,6 +65,14 @@ func inUse(v linstor.ResourceView) linstor.ResourceView {
 	return v
 }
 
+// noPromote: the replica reports may_promote false (DRBD without quorum does).
+func noPromote(v linstor.ResourceView) linstor.ResourceView {
+	d := *v.Drbd
+	d.MayPromote = ptr.To(false)
+	v.Drbd = &d
+	return v
+}
+
 // flagged adds LINSTOR resource flags.
 func flagged(v linstor.ResourceView, flags ...string) linstor.ResourceView {
 	v.Flags = append(append([]string{}, v.Flags...), flags...)

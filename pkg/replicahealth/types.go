@@ -74,6 +74,11 @@ type Replica struct {
 	InUse *bool
 	// LastInUse is when the replica was last seen in use (zero: never seen).
 	LastInUse time.Time
+	// Toggling: LINSTOR is adding or removing the replica's disk (toggle-disk). It sets
+	// DRBD_DISKLESS with DISK_REMOVING before the satellite acts and does not roll the
+	// flags back when the removal fails (CtrlRscToggleDiskApiCallHandler@v1.33.3), so
+	// while toggling, Diskful says what LINSTOR intends, not what DRBD has.
+	Toggling bool
 }
 
 // Pair names two replicas whose connection is StandAlone.
@@ -95,6 +100,9 @@ type Resource struct {
 	SyncETA     *time.Duration
 	// StandAlone lists the connections refused after a split brain.
 	StandAlone []Pair
+	// Connected lists the replicas' Connected connections (as either side reports
+	// them), only for a resource in SplitBrain: which replicas share a side of it.
+	Connected []Pair
 	// Message explains the state in one sentence naming nodes.
 	Message string
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	lapi "github.com/LINBIT/golinstor/client"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -126,8 +127,15 @@ func TestSplitBrainIsResolvedOnlyOnConfirmation(t *testing.T) {
 	g.Expect(emu.PlaceResource("pvc-sb", "sb-b", "thin", false)).To(Succeed())
 	t.Cleanup(func() { _ = emulatorClient(t).ResourceDefinitions.Delete(ctx, "pvc-sb") })
 	pvc := boundClaim(t, ns, "pvc-sb")
-	rd, err := emulatorClient(t).ResourceDefinitions.Get(ctx, "pvc-sb")
+	rds, err := emulatorClient(t).ResourceDefinitions.GetAll(ctx, lapi.RDGetAllRequest{})
 	g.Expect(err).NotTo(HaveOccurred())
+	var rd lapi.ResourceDefinitionWithVolumeDefinition
+	for _, d := range rds {
+		if d.Name == "pvc-sb" {
+			rd = d
+		}
+	}
+	g.Expect(rd.Uuid).NotTo(BeEmpty())
 
 	// Both sides written apart, then the link heals: StandAlone.
 	g.Expect(emu.PartitionLink("sb-a", "sb-b")).To(Succeed())
@@ -180,4 +188,17 @@ func TestSplitBrainIsResolvedOnlyOnConfirmation(t *testing.T) {
 		g.Expect(newestOn(g, "pvc-sb", n)).To(BeTrue(), "%s must hold sb-a's data after the resolution", n)
 	}
 	claimEvent(g, pvc, "ReplicasRecovered", "pvc-sb")
+
+	// The processed value is kept; applied again (a replay, or its removal was lost) it
+	// is removed and nothing happens: no second discard, the record stays.
+	done := getCluster(g, cluster).Status.SplitBrainResolution
+	g.Expect(done.Confirmation).To(Equal("pvc-sb/sb-b/" + rd.Uuid))
+	g.Expect(done.Attempts).To(BeNumerically(">=", 2), "one discard and one rebuild, each counted before it was sent")
+	annotate("pvc-sb/sb-b/" + rd.Uuid)
+	g.Eventually(func(g Gomega) {
+		g.Expect(getCluster(g, cluster).Annotations).NotTo(HaveKey(names.AnnotationResolveSplitBrain))
+	}, timeout, tick).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(getCluster(g, cluster).Status.SplitBrainResolution).To(Equal(done), "a replayed confirmation acted")
+	}, "3s", tick).Should(Succeed())
 }

@@ -302,6 +302,25 @@ func (o *Observer) Fresh(key types.NamespacedName, what string) *Snapshot {
 	return t.snap
 }
 
+// FreshHealth is Fresh for the replica health: the snapshot when its resource view was
+// read after every write to what, nil otherwise (RefreshHealth asks for such a read).
+func (o *Observer) FreshHealth(key types.NamespacedName, what string) *Snapshot {
+	snap := o.Fresh(key, what)
+	if snap == nil || snap.Health() == nil {
+		return nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t := o.clusters[key]
+	if w, ok := t.written[strings.ToLower(what)]; ok && !snap.healthAt.After(w) {
+		return nil
+	}
+	if !snap.healthAt.After(t.invalid) {
+		return nil
+	}
+	return snap
+}
+
 // Invalidate says everything observed so far may be wrong (the operator restarted the
 // LINSTOR controller): nothing is fresh until a cycle that starts after now.
 func (o *Observer) Invalidate(key types.NamespacedName) {

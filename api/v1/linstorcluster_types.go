@@ -486,13 +486,11 @@ type LinstorClusterStatus struct {
 	// replicas is the health of every LINSTOR resource: counts by state and the worst
 	// ones by name.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Replica Health"
 	Replicas *ReplicaHealthStatus `json:"replicas,omitempty"`
 
 	// splitBrainResolution is the last split-brain resolution a user confirmed with the
 	// annotation linstor.io/resolve-split-brain, and where it is.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Split Brain Resolution"
 	SplitBrainResolution *SplitBrainResolutionStatus `json:"splitBrainResolution,omitempty"`
 }
 

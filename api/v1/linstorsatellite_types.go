@@ -123,7 +123,6 @@ type LinstorSatelliteStatus struct {
 	// drain says whether draining the node would cost a replica, and which resources
 	// hold it.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Drain"
 	Drain *DrainStatus `json:"drain,omitempty"`
 }
 

@@ -426,7 +426,7 @@ func (b *bench) measure(ctx context.Context, c client.Client) error {
 		if err != nil {
 			return fmt.Errorf("placing %d volumes: %w", o.volumes, err)
 		}
-		b.res.Volumes, b.res.Replicas = o.volumes, replicas
+		b.res.Volumes, b.res.Replicas, b.res.PlacementSeconds = o.volumes, replicas, time.Since(placing).Seconds()
 		b.res.Notes = append(b.res.Notes, volumesNote(o.volumes, replicas, time.Since(placing)))
 		step(b.start, b.res.Notes[len(b.res.Notes)-1])
 		// The observer reads them at its next cycle (30 s at most); the reaction to them
@@ -467,6 +467,18 @@ func (b *bench) measure(ctx context.Context, c client.Client) error {
 	}
 	b.res.SteadyRegressedSeconds = regressions
 	b.endPhase("steady", phaseStart, end)
+	if o.volumes > 0 {
+		// After the window, so its reaction is not counted as steady state.
+		node := "storage-0"
+		step(b.start, fmt.Sprintf("degrading fault: taking node %s away (NoExecute taint), waiting for the LinstorCluster to count a degraded resource", node))
+		f, err := playNodeFault(ctx, c, b.emu, o.namespace, node, 3*time.Minute)
+		b.res.Fault = f
+		b.res.Notes = append(b.res.Notes, faultNote(f))
+		step(b.start, b.res.Notes[len(b.res.Notes)-1])
+		if err != nil {
+			return fmt.Errorf("the node fault: %w", err)
+		}
+	}
 	return nil
 }
 

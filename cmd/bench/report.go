@@ -25,12 +25,16 @@ type results struct {
 	Notes                        []string  `json:"notes"`
 
 	// Volumes placed after convergence (VOLUMES=) and their replicas.
-	Volumes              int  `json:"volumes,omitempty"`
-	Replicas             int  `json:"replicas,omitempty"`
-	ExpectedPools        int  `json:"expectedPools"`
-	SamplesAppliedSecond int  `json:"samplesAppliedSecond"`
-	Converged            bool `json:"converged"`
-	Interrupted          bool `json:"interrupted"`
+	Volumes  int `json:"volumes,omitempty"`
+	Replicas int `json:"replicas,omitempty"`
+	// PlacementSeconds: how long placing them took (one emulator batch, one commit).
+	PlacementSeconds float64 `json:"placementSeconds,omitempty"`
+	// Fault: the degrading fault played after the steady window (with volumes only).
+	Fault                *faultResult `json:"fault,omitempty"`
+	ExpectedPools        int          `json:"expectedPools"`
+	SamplesAppliedSecond int          `json:"samplesAppliedSecond"`
+	Converged            bool         `json:"converged"`
+	Interrupted          bool         `json:"interrupted"`
 	// Seconds after the samples were applied (1 s resolution); null: never reached.
 	SecondsToAllOnline     *int `json:"secondsToAllOnline"`
 	SecondsToAllPools      *int `json:"secondsToAllPools"`
@@ -128,12 +132,13 @@ func (b *bench) finish() {
 	r.OperatorUserAgentPrefix = b.o.uaPrefix
 	r.OperatorFieldManagers = b.o.managers
 	r.EmulatorInterval, r.EmulatorDatabase = b.o.coupleEach.String(), b.o.database
-	r.Notes = []string{
+	// The notes of the run (volumes, fault) follow the general ones.
+	r.Notes = append([]string{
 		"No admission or conversion webhooks: the operator runs with --webhooks=false and every object is written as v1.",
 		"Operator API requests are read from the kube-apiserver's audit log (level Metadata, stage ResponseComplete) by user agent prefix " + fmt.Sprintf("%q", b.o.uaPrefix) + "; watches are counted when they end.",
 		"Effective writes are watch events of the watched kinds whose managedFields name an operator field manager as the writer; events, leases and the LINSTOR database (internal.linstor.linbit.com, written by the emulator) are not watched.",
 		"Floor = objects created + finalizers added after creation + writes that changed .status, all by the operator.",
-	}
+	}, r.Notes...)
 	st := b.audit.stats()
 	r.Audit.Lines, r.Audit.Unparsable, r.Audit.OperatorEvents, r.Audit.Rotations, r.Audit.UserAgents = st.Lines, st.Unparsable, st.OperatorEvents, st.Rotations, st.UserAgents
 	if st.Err != nil {
@@ -331,6 +336,14 @@ func markdown(r *results) string {
 	w("| all %d storage pools with capacity | %s |\n", r.ExpectedPools, secs(r.SecondsToAllPools))
 	w("| LinstorCluster Available | %s |\n", secs(r.SecondsToAvailable))
 	w("| all three | %s |\n\n", secs(r.SecondsToConverged))
+	if r.Volumes > 0 {
+		w("%d volumes, %d replicas placed in %.1f s.", r.Volumes, r.Replicas, r.PlacementSeconds)
+		if f := r.Fault; f != nil {
+			w(" Node %s taken away after the steady window: OFFLINE in LINSTOR after %s, **degraded shown after %s**, recovered shown after %s.",
+				f.Node, fsecs(f.OfflineAfter), fsecs(f.DegradedShownAfter), fsecs(f.RecoveredShownAfter))
+		}
+		w("\n\n")
+	}
 
 	w("| | %s |\n|---|%s\n", strings.Join(phaseNames(r.Phases), " | "), strings.Repeat("---|", len(r.Phases)))
 	row := func(label string, f func(p *phaseResult) string) {
@@ -428,6 +441,10 @@ func markdown(r *results) string {
 	for _, e := range r.WatchErrors {
 		warn = append(warn, "watch: "+e)
 	}
+	for _, n := range r.Notes {
+		w("- %s\n", n)
+	}
+	w("\n")
 	w("Audit log: %d lines read, %d of them the operator's (%d rotations); lines by user agent: %s.", r.Audit.Lines, r.Audit.OperatorEvents, r.Audit.Rotations, userAgents(r.Audit.UserAgents))
 	for _, s := range warn {
 		w(" **Warning:** %s.", s)
@@ -472,6 +489,13 @@ func secs(p *int) string {
 		return "not reached"
 	}
 	return fmt.Sprintf("%d s", *p)
+}
+
+func fsecs(p *float64) string {
+	if p == nil {
+		return "not reached"
+	}
+	return fmt.Sprintf("%.1f s", *p)
 }
 
 func rate(n, seconds int) string {

@@ -63,7 +63,11 @@ func deriveStatus(ctx context.Context, s *scope, passSucceeded bool) {
 		sat.Status.Discovery = s.pools.Discovery
 	}
 	if d := s.drain; d != nil {
-		sat.Status.Drain = &linstorv1.DrainStatus{Allowed: d.Allowed, HeldBy: d.HeldBy, HeldCount: d.HeldCount}
+		st := &linstorv1.DrainStatus{Allowed: d.Allowed, HeldCount: d.HeldCount, Message: d.Reason}
+		for _, h := range d.Holds {
+			st.HeldBy = append(st.HeldBy, linstorv1.DrainHeldResource{Resource: h.Resource, Reason: h.Reason})
+		}
+		sat.Status.Drain = st
 	}
 	setDegradedCondition(sat, s)
 	if s.transient { // keep what was last observed until a failure lasts

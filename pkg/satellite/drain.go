@@ -71,6 +71,8 @@ type DrainDecision struct {
 	// HeldBy names the first MaxHeldBy resources that hold the node ("rsc: reason"), or
 	// UnknownHealth; HeldCount counts every resource that holds it.
 	HeldBy    []string
+	// Holds are the first MaxHeldBy holds, for the status.
+	Holds []DrainHold
 	HeldCount int32
 	// Reason says in one sentence why the drain is allowed or held (the budget's
 	// annotation, the Event).
@@ -98,6 +100,7 @@ func Drain(in DrainInput) DrainDecision {
 				break
 			}
 			d.HeldBy = append(d.HeldBy, h.Resource+": "+h.Reason)
+			d.Holds = append(d.Holds, h)
 		}
 		d.HeldCount = int32(len(in.Holds))
 		need := "resources need"

@@ -77,7 +77,7 @@ func TestDrainGuard(t *testing.T) {
 		g.Expect(selected.Items[0].Name).To(Equal(guard.Name))
 		// No resource on the node: a drain is allowed.
 		g.Expect(pdb.Spec.MinAvailable.IntValue()).To(Equal(0), "%v", pdb.Annotations)
-		g.Expect(get(g, ns, "drain-a", &linstorv1.LinstorSatellite{}).Status.Drain).To(Equal(&linstorv1.DrainStatus{Allowed: true}))
+		g.Expect(get(g, ns, "drain-a", &linstorv1.LinstorSatellite{}).Status.Drain).To(Equal(&linstorv1.DrainStatus{Allowed: true, Message: "No resource needs this node's replicas"}))
 	}, timeout, tick).Should(Succeed())
 
 	// The only replica of pvc-drain, UpToDate on drain-a: held.
@@ -90,10 +90,10 @@ func TestDrainGuard(t *testing.T) {
 		g.Expect(d).NotTo(BeNil())
 		g.Expect(d.Allowed).To(BeFalse())
 		g.Expect(d.HeldCount).To(Equal(int32(1)))
-		g.Expect(d.HeldBy).To(ConsistOf(HavePrefix("pvc-drain: ")))
+		g.Expect(d.HeldBy).To(ConsistOf(HaveField("Resource", "pvc-drain")))
 		g.Expect(eventsOf(g, ns, "drain-a", "DrainHeld")).NotTo(BeEmpty())
 		// drain-b holds nothing.
-		g.Expect(get(g, ns, "drain-b", &linstorv1.LinstorSatellite{}).Status.Drain).To(Equal(&linstorv1.DrainStatus{Allowed: true}))
+		g.Expect(get(g, ns, "drain-b", &linstorv1.LinstorSatellite{}).Status.Drain).To(Equal(&linstorv1.DrainStatus{Allowed: true, Message: "No resource needs this node's replicas"}))
 	}, timeout, tick).Should(Succeed())
 	t.Logf("held: %s", budget(g).Annotations[names.AnnotationDrainReason])
 
@@ -101,7 +101,7 @@ func TestDrainGuard(t *testing.T) {
 	g.Expect(emu.PlaceResource("pvc-drain", "drain-b", "thin", false)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(budget(g).Spec.MinAvailable.IntValue()).To(Equal(0))
-		g.Expect(get(g, ns, "drain-a", &linstorv1.LinstorSatellite{}).Status.Drain).To(Equal(&linstorv1.DrainStatus{Allowed: true}))
+		g.Expect(get(g, ns, "drain-a", &linstorv1.LinstorSatellite{}).Status.Drain).To(Equal(&linstorv1.DrainStatus{Allowed: true, Message: "No resource needs this node's replicas"}))
 		g.Expect(eventsOf(g, ns, "drain-a", "DrainAllowed")).NotTo(BeEmpty())
 	}, timeout, tick).Should(Succeed())
 

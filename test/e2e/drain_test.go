@@ -96,7 +96,7 @@ func TestDrainIsRefusedWhileTheNodeHoldsTheOnlyUpToDateReplica(t *testing.T) {
 	d := satelliteNamed(g, node).Status.Drain
 	g.Expect(d).NotTo(BeNil())
 	g.Expect(d.Allowed).To(BeFalse())
-	g.Expect(d.HeldBy).To(ContainElement(HavePrefix(rsc + ": ")))
+	g.Expect(d.HeldBy).To(ContainElement(HaveField("Resource", rsc)))
 	t.Logf("status.drain of %s: %+v; budget annotation: %s", node, *d, budget(g).Annotations[names.AnnotationDrainReason])
 
 	// A second replica, synced from the first.
@@ -109,7 +109,7 @@ func TestDrainIsRefusedWhileTheNodeHoldsTheOnlyUpToDateReplica(t *testing.T) {
 		return accepted
 	}, timeout, tick).Should(Succeed(), "the eviction once a second replica is UpToDate")
 	t.Logf("accepted eviction: %s; budget annotation: %s", describe(accepted), budget(g).Annotations[names.AnnotationDrainReason])
-	g.Expect(satelliteNamed(g, node).Status.Drain).To(Equal(&linstorv1.DrainStatus{Allowed: true}))
+	g.Expect(satelliteNamed(g, node).Status.Drain).To(Equal(&linstorv1.DrainStatus{Allowed: true, Message: "No resource needs this node's replicas"}))
 
 	// Gone with the drain, and not back while the node is cordoned.
 	g.Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(ctx, guardKey, &corev1.Pod{})) }, timeout, tick).Should(BeTrue())

@@ -168,7 +168,7 @@ func TestChaosEveryFaultIsSeenNothingIsLost(t *testing.T) {
 		d := satelliteNamed(g, "node-2").Status.Drain
 		g.Expect(d).NotTo(BeNil())
 		g.Expect(d.Allowed).To(BeFalse())
-		g.Expect(d.HeldBy).To(ContainElement(HavePrefix("pvc-chaos-disk: ")))
+		g.Expect(d.HeldBy).To(ContainElement(HaveField("Resource", "pvc-chaos-disk")))
 	}, timeout, tick).Should(Succeed())
 
 	// No replica was lost: every surviving diskful replica holds the newest data, and no

@@ -249,7 +249,6 @@ type scope struct {
 	key     types.NamespacedName // the cluster's
 	snap    *observer.Snapshot   // LINSTOR's state as last observed
 	fresh   bool                 // snap postdates this satellite's last write to LINSTOR
-	dsReady bool                 // the satellite pod runs and is ready
 	lnode   *lapi.Node           // the LINSTOR node, when registered and fresh
 	// writer is the pass's one way to write to LINSTOR (and to read it).
 	writer *linstorWriter

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,7 +27,10 @@ func (r *Reconciler) reconcileDrain(ctx context.Context, s *scope) (ctrl.Result,
 		return ctrl.Result{}, nil // no satellite rendered: the conditions say why
 	}
 	health := r.Observer.Snapshot(s.key).Health()
-	in := satellite.DrainInput{Known: health != nil, Cordoned: s.node.Spec.Unschedulable}
+	// A NoExecute taint the satellite does not tolerate evicts the guard too (the
+	// taint manager, not a drain): re-creating it would only be evicted again. It is
+	// treated as a cordon.
+	in := satellite.DrainInput{Known: health != nil, Cordoned: s.node.Spec.Unschedulable || untoleratedNoExecute(s.node, s.satelliteSpec.Tolerations)}
 	for _, h := range health.Holding(s.sat.Name) {
 		in.Holds = append(in.Holds, satellite.DrainHold{Resource: h.Resource, Reason: h.Reason})
 	}
@@ -70,4 +74,15 @@ func (r *Reconciler) reconcileDrain(ctx context.Context, s *scope) (ctrl.Result,
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// untoleratedNoExecute: the node has a NoExecute taint the tolerations do not tolerate.
+func untoleratedNoExecute(node *corev1.Node, tolerations []corev1.Toleration) bool {
+	for i := range node.Spec.Taints {
+		t := &node.Spec.Taints[i]
+		if t.Effect == corev1.TaintEffectNoExecute && !corev1helpers.TolerationsTolerateTaint(tolerations, t) {
+			return true
+		}
+	}
+	return false
 }

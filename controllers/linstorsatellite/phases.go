@@ -77,10 +77,6 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, s *scope) (ctrl.Resu
 		if ds, ok := o.(*appsv1.DaemonSet); ok {
 			s.podSelector = ds.Spec.Selector.MatchLabels
 			s.satelliteSpec = &ds.Spec.Template.Spec
-			live := &appsv1.DaemonSet{}
-			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(ds), live); err == nil {
-				s.dsReady = live.Status.NumberReady > 0
-			}
 		}
 	}
 	return ctrl.Result{}, nil

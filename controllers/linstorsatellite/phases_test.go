@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	lapi "github.com/LINBIT/golinstor/client"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -83,7 +85,7 @@ func TestObserveLinstorLooksSoonForAConnectingSatellite(t *testing.T) {
 	r := &Reconciler{Observer: obs}
 	s := statusScope(func(s *scope) {
 		s.key, s.snap, s.fresh = key, obs.Snapshot(key), true
-		s.dsReady = false // the DaemonSet's status has not caught up with the pod
+		// The DaemonSet's status has not caught up with the pod: not an input any more.
 	})
 	before := src.reads.Load()
 	if _, err := r.observeLinstor(context.Background(), s); err != nil {
@@ -103,5 +105,27 @@ func waitFor(t *testing.T, limit time.Duration, done func() bool) {
 			t.Fatalf("not within %s", limit)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestUntoleratedNoExecute(t *testing.T) {
+	node := func(taints ...corev1.Taint) *corev1.Node { return &corev1.Node{Spec: corev1.NodeSpec{Taints: taints}} }
+	dead := corev1.Taint{Key: "node.kubernetes.io/unreachable", Effect: corev1.TaintEffectNoExecute}
+	custom := corev1.Taint{Key: "maintenance", Effect: corev1.TaintEffectNoExecute}
+	noSchedule := corev1.Taint{Key: "maintenance", Effect: corev1.TaintEffectNoSchedule}
+	tolerateUnreachable := []corev1.Toleration{{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}
+	for _, tc := range []struct {
+		name string
+		node *corev1.Node
+		want bool
+	}{
+		{"no taints", node(), false},
+		{"a tolerated NoExecute", node(dead), false},
+		{"an untolerated NoExecute evicts the guard", node(dead, custom), true},
+		{"NoSchedule does not evict a bound pod", node(noSchedule), false},
+	} {
+		if got := untoleratedNoExecute(tc.node, tolerateUnreachable); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

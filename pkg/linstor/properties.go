@@ -92,7 +92,9 @@ func ValidProperties(obj props.Object, desired map[string]string) (map[string]st
 			refused = append(refused, err.Error())
 			continue
 		}
-		valid[k] = desired[k]
+		// As LINSTOR stores it (BooleanTrueFalseProperty.normalize): "True" asked and
+		// "true" stored must not be a write on every pass.
+		valid[k] = props.Normalize(obj, k, desired[k])
 	}
 	return valid, refused
 }

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/linstor-operator/linstor-operator/pkg/linstor/props"
 	"github.com/linstor-operator/linstor-operator/pkg/names"
 )
 
@@ -57,5 +58,15 @@ func TestPropertyDiff(t *testing.T) {
 				t.Errorf("not a fixed point: second diff %+v", again)
 			}
 		})
+	}
+}
+
+func TestValidPropertiesNormalizes(t *testing.T) {
+	valid, refused := ValidProperties(props.Controller, map[string]string{"DrbdOptions/AutoEvictAllowEviction": "True"})
+	if len(refused) > 0 || valid["DrbdOptions/AutoEvictAllowEviction"] != "true" {
+		t.Fatalf("valid %v refused %v: want the value as LINSTOR stores it, \"true\"", valid, refused)
+	}
+	if mod := PropertyDiff(map[string]string{"DrbdOptions/AutoEvictAllowEviction": "true", names.AuxLastApplied: `["DrbdOptions/AutoEvictAllowEviction"]`}, valid); !IsEmpty(mod) {
+		t.Fatalf("a stored \"true\" for an asked \"True\" is a write: %+v", mod)
 	}
 }

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/linstor-operator/linstor-operator/pkg/names"
 
@@ -19,13 +20,18 @@ import (
 // setNodeReady sets the Kubernetes node's Ready condition, as its kubelet (or the node
 // lifecycle controller) would.
 func setNodeReady(g Gomega, name string, status corev1.ConditionStatus) {
+	setNodeReadySince(g, name, status, time.Now())
+}
+
+// setNodeReadySince sets the Ready condition as having changed to status at since.
+func setNodeReadySince(g Gomega, name string, status corev1.ConditionStatus, since time.Time) {
 	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		n := &corev1.Node{}
 		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, n); err != nil {
 			return err
 		}
 		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, Reason: "Test", Message: "set by the test",
-			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.NewTime(since)}}
 		return env.Client.Status().Update(context.Background(), n)
 	})).To(Succeed())
 }

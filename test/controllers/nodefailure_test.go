@@ -8,8 +8,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 )
@@ -17,15 +15,7 @@ import (
 // failNode makes a node fail as a dead machine does: Kubernetes reports it NotReady
 // since ago, and LINSTOR loses its satellite and its DRBD.
 func failNode(g Gomega, name string, ago time.Duration) {
-	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n := &corev1.Node{}
-		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, n); err != nil {
-			return err
-		}
-		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown",
-			Message: "Kubelet stopped posting node status.", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.NewTime(time.Now().Add(-ago))}}
-		return env.Client.Status().Update(context.Background(), n)
-	})).To(Succeed())
+	setNodeReadySince(g, name, corev1.ConditionUnknown, time.Now().Add(-ago))
 	g.Expect(emu.SetNodeOnline(name, false)).To(Succeed())
 }
 

@@ -18,7 +18,7 @@ import (
 )
 
 // This file runs last (file order). Chaos on the kwok cluster: a cut replication link,
-// writes on both sides of it (split brain), a failed disk. Each fault must be seen
+// writes on both sides of it (split brain), a failed disk, a lost quorum. Each fault must be seen
 // within a few observer cycles (this suite's interval is 2 s) in the LinstorCluster's
 // status and the claim's Events; nothing is discarded without a confirmation; no
 // replica's data is lost; and everything recovers.
@@ -171,9 +171,35 @@ func TestChaosEveryFaultIsSeenNothingIsLost(t *testing.T) {
 		g.Expect(d.HeldBy).To(ContainElement(HaveField("Resource", "pvc-chaos-disk")))
 	}, timeout, tick).Should(Succeed())
 
+	// 4. Quorum lost: three replicas (LINSTOR's auto-quorum: majority), every link
+	// between them cut; no replica reaches a majority, DRBD refuses I/O everywhere.
+	for _, n := range []string{"node-0", "node-1", "node-3"} {
+		g.Expect(em.PlaceResource("pvc-chaos-q", n, samplePool, false)).To(Succeed())
+	}
+	q := claimOn(t, g, "pvc-chaos-q")
+	g.Eventually(func(g Gomega) {
+		s, _ := stateOf(g, "pvc-chaos-q")
+		g.Expect(s).To(Equal("Healthy"))
+	}, timeout, tick).Should(Succeed())
+	fault = time.Now()
+	cuts := [][2]string{{"node-0", "node-1"}, {"node-0", "node-3"}, {"node-1", "node-3"}}
+	for _, c := range cuts {
+		g.Expect(em.PartitionLink(c[0], c[1])).To(Succeed())
+	}
+	detect(t, g, fault, "pvc-chaos-q", "QuorumLost")
+	g.Eventually(func(g Gomega) { told(g, q, "ReplicasQuorumLost", "pvc-chaos-q") }, timeout, tick).Should(Succeed())
+	for _, c := range cuts {
+		g.Expect(em.HealLink(c[0], c[1])).To(Succeed())
+	}
+	g.Eventually(func(g Gomega) {
+		s, _ := stateOf(g, "pvc-chaos-q")
+		g.Expect(s).To(Equal("Healthy"))
+		told(g, q, "ReplicasRecovered", "pvc-chaos-q")
+	}, timeout, tick).Should(Succeed())
+
 	// No replica was lost: every surviving diskful replica holds the newest data, and no
 	// LINSTOR volume was destroyed behind a workload's back.
-	for rsc, nodes := range map[string][]string{"pvc-chaos-link": {"node-0", "node-1"}, "pvc-chaos-sb": {"node-1", "node-2"}, "pvc-chaos-disk": {"node-2"}} {
+	for rsc, nodes := range map[string][]string{"pvc-chaos-link": {"node-0", "node-1"}, "pvc-chaos-sb": {"node-1", "node-2"}, "pvc-chaos-disk": {"node-2"}, "pvc-chaos-q": {"node-0", "node-1", "node-3"}} {
 		for _, n := range nodes {
 			ok, err := em.HasNewestData(rsc, n)
 			g.Expect(err).NotTo(HaveOccurred())

@@ -2,8 +2,8 @@ package linstorcluster
 
 import (
 	"context"
-	"slices"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"

@@ -70,9 +70,9 @@ type DrainDecision struct {
 	Allowed bool
 	// HeldBy names the first MaxHeldBy resources that hold the node ("rsc: reason"), or
 	// UnknownHealth; HeldCount counts every resource that holds it.
-	HeldBy    []string
+	HeldBy []string
 	// Holds are the first MaxHeldBy holds, for the status.
-	Holds []DrainHold
+	Holds     []DrainHold
 	HeldCount int32
 	// Reason says in one sentence why the drain is allowed or held (the budget's
 	// annotation, the Event).

@@ -201,8 +201,8 @@ type tracked struct {
 	// healthDue: a write that changes replicas asked for the next cycle to read the
 	// resource view too.
 	healthDue bool
-	written map[string]time.Time
-	cancel  context.CancelFunc
+	written   map[string]time.Time
+	cancel    context.CancelFunc
 }
 
 // New returns an observer reading through source.

@@ -2,7 +2,6 @@ package emulator_test
 
 import (
 	"context"
-	"strconv"
 	"testing"
 	"time"
 
@@ -82,13 +81,7 @@ func isFalse(b *bool) bool { return b != nil && !*b }
 // conformingHarness is onlineHarness behind the OpenAPI validator.
 func conformingHarness(t *testing.T, nodes ...string) (*harness, *clock) {
 	t.Helper()
-	h := newHarness(t, true)
-	clk := newClock(h.emu)
-	for i, n := range nodes {
-		must(t, h.client.Nodes.Create(context.Background(), satellite(n, "10.0.4."+strconv.Itoa(i+1))))
-	}
-	clk.Advance(time.Second)
-	return h, clk
+	return harnessWithNodes(t, true, "10.0.4.", nodes...)
 }
 
 // replication_states as LINSTOR fills them (Json.apiToVolumeState): Established

@@ -54,10 +54,17 @@ func expect(t *testing.T, what string, status int, got []answer, wantStatus int,
 // onlineHarness is an emulator with a manual clock and nodes whose satellites are up.
 func onlineHarness(t *testing.T, nodes ...string) (*harness, *clock) {
 	t.Helper()
-	h := newHarness(t, false)
+	return harnessWithNodes(t, false, "10.0.1.", nodes...)
+}
+
+// harnessWithNodes registers nodes at subnet+1, +2, ... (validated against the OpenAPI
+// spec when conform) and lets their satellites connect.
+func harnessWithNodes(t *testing.T, conform bool, subnet string, nodes ...string) (*harness, *clock) {
+	t.Helper()
+	h := newHarness(t, conform)
 	clk := newClock(h.emu)
 	for i, n := range nodes {
-		must(t, h.client.Nodes.Create(context.Background(), satellite(n, "10.0.1."+strconv.Itoa(i+1))))
+		must(t, h.client.Nodes.Create(context.Background(), satellite(n, subnet+strconv.Itoa(i+1))))
 	}
 	clk.Advance(time.Second)
 	return h, clk

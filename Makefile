@@ -227,5 +227,5 @@ bench-backup: envtest-assets ## Peak memory of a backup and a restore of OBJECTS
 		go test ./test/bench/ -run TestBackupMemory -count=1 -v -timeout 60m
 
 .PHONY: bench
-bench: kwok-assets ## Scale benchmark on kwok: NODES (default 100) nodes, time to converge, VOLUMES (default 0) resources of 3 replicas placed, then a STEADY (default 5m) window; the operator's API writes against the floor, LINSTOR requests, memory, CPU (results in bin/bench/, see docs/performance.md).
+bench: kwok-assets ## Scale benchmark on kwok: NODES (default 100) nodes, time to converge, VOLUMES (default 0) resources of 3 replicas placed, then a STEADY (default 5m) window; the operator's API writes against the floor, LINSTOR requests, memory, CPU (results in bin/bench/, see docs/performance.md); PROFILE=1 saves the operator's CPU and heap profiles of the steady window.
 	go run ./cmd/bench -nodes $(or $(NODES),100) -steady $(or $(STEADY),5m) $(if $(VOLUMES),-volumes $(VOLUMES)) $(if $(OPERATOR),-operator $(OPERATOR))

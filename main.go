@@ -40,7 +40,7 @@ func main() {
 		os.Exit(rehearsal.Main(os.Args[2:], os.Stderr))
 	}
 	var (
-		metricsAddr, probeAddr, logLevel, logFormat, linstorURL string
+		metricsAddr, probeAddr, pprofAddr, logLevel, logFormat, linstorURL string
 		namespace, webhookCertDir                               string
 		leaderElect, secureMetrics, enableHTTP2                 bool
 		webhooksEnabled                                         bool
@@ -50,6 +50,7 @@ func main() {
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Metrics endpoint address; 0 disables it.")
 	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with Kubernetes authentication and authorization.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Health and readiness probe address.")
+	flag.StringVar(&pprofAddr, "pprof-bind-address", "0", "Go's profiling endpoints (/debug/pprof/) at this address, unauthenticated: bind it to loopback; 0 disables them.")
 	flag.BoolVar(&leaderElect, "leader-elect", true, "Use a Lease so only one operator replica acts.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the metrics and webhook servers (off: CVE-2023-44487).")
 	flag.BoolVar(&webhooksEnabled, "webhooks", true, "Serve the conversion and validating webhooks.")
@@ -105,6 +106,7 @@ func main() {
 			Metrics:                       metricsOpts,
 			WebhookServer:                 webhook.NewServer(webhook.Options{CertDir: webhookCertDir, TLSOpts: tlsOpts}),
 			HealthProbeBindAddress:        probeAddr,
+			PprofBindAddress:              pprofAddr,
 			LeaderElection:                leaderElect,
 			LeaderElectionID:              "linstor-operator.linstor.io",
 			LeaderElectionReleaseOnCancel: true,

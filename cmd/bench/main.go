@@ -67,6 +67,7 @@ type options struct {
 	coupleEach time.Duration
 	database   bool
 	volumes    int // resources placed after convergence, before the steady window
+	profile    bool
 }
 
 type stringList []string
@@ -85,6 +86,7 @@ func main() {
 	flag.StringVar(&o.operator, "operator", os.Getenv("OPERATOR"), "Operator binary to run (env OPERATOR); empty: build the working tree into bin/bench/manager. An older build can be benchmarked this way.")
 	flag.DurationVar(&o.coupleEach, "emulator-interval", time.Second, "How often the LINSTOR emulator looks at the cluster's pods (a satellite is ONLINE at most this long after its pod runs).")
 	flag.BoolVar(&o.database, "emulator-database", true, "Keep the emulator's state in the cluster as LINSTOR's k8s database backend does (as the demo); off saves the apiserver that load at 1,000 nodes.")
+	flag.BoolVar(&o.profile, "profile", os.Getenv("PROFILE") != "", "Profile the operator in the steady window: its CPU over the window and its heap at the end, into the output directory (env PROFILE).")
 	flag.Var(&opArgs, "operator-arg", "Extra operator argument (repeatable).")
 	flag.StringVar(&o.name, "cluster-name", "linstor-bench", "Name of the kwok cluster (`make demo-down` removes one a killed bench left).")
 	flag.StringVar(&o.namespace, "namespace", "linstor", "Namespace of the LinstorCluster.")
@@ -256,6 +258,13 @@ func run(o options) (err error) {
 	go audit.run(bg)
 
 	step(start, fmt.Sprintf("starting the operator %s (LINSTOR emulator at %s; log %s)", rel(o.root, o.operator), linstorURL, rel(o.root, o.opLogPath)))
+	var prof *profiler
+	if o.profile {
+		if prof, err = newProfiler(o.out); err != nil {
+			return err
+		}
+		o.opArgs = append(o.opArgs, prof.operatorArg())
+	}
 	op, err = startOperator(o.operator, cl.Kubeconfig, o.namespace, linstorURL, o.opLogPath, o.opArgs)
 	if err != nil {
 		return err
@@ -266,7 +275,7 @@ func run(o options) (err error) {
 		return err
 	}
 
-	b := &bench{o: o, ck: ck, ww: ww, audit: audit, linstor: linstorReqs, op: op, emu: emu, start: start}
+	b := &bench{o: o, ck: ck, ww: ww, audit: audit, linstor: linstorReqs, op: op, emu: emu, start: start, prof: prof}
 	b.res.Operator = rel(o.root, o.operator)
 	b.res.OperatorBuiltFromWorkingTree = built
 	if rev, err := gitDescribe(o.root); err == nil && built {
@@ -325,6 +334,7 @@ type bench struct {
 	op      *operatorProc
 	emu     *emulator.Emulator
 	start   time.Time
+	prof    *profiler // nil: not profiling
 
 	res        results
 	points     []point
@@ -443,6 +453,13 @@ func (b *bench) measure(ctx context.Context, c client.Client) error {
 
 	// Steady state.
 	end := k + int(o.steady/time.Second)
+	cpuProfiled := make(chan error, 1)
+	if prof := b.prof; prof != nil {
+		if err := prof.heap(ctx, "converged-heap.pprof"); err != nil {
+			step(b.start, fmt.Sprintf("no heap profile at convergence: %v", err))
+		}
+		go func() { cpuProfiled <- prof.cpu(ctx, "steady-cpu.pprof", o.steady-2*time.Second) }()
+	}
 	regressions := 0
 	for k < end {
 		select {
@@ -467,6 +484,15 @@ func (b *bench) measure(ctx context.Context, c client.Client) error {
 	}
 	b.res.SteadyRegressedSeconds = regressions
 	b.endPhase("steady", phaseStart, end)
+	if prof := b.prof; prof != nil {
+		if err := <-cpuProfiled; err != nil {
+			step(b.start, fmt.Sprintf("no CPU profile of the steady window: %v", err))
+		}
+		if err := prof.heap(ctx, "steady-heap.pprof"); err != nil {
+			step(b.start, fmt.Sprintf("no heap profile after the steady window: %v", err))
+		}
+		step(b.start, fmt.Sprintf("profiles in %s: go tool pprof %s", rel(o.root, o.out), rel(o.root, filepath.Join(o.out, "steady-cpu.pprof"))))
+	}
 	if o.volumes > 0 {
 		// After the window, so its reaction is not counted as steady state.
 		node := "storage-0"

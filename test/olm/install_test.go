@@ -69,7 +69,7 @@ func requireInstalled(t *testing.T) {
 // the LinstorCluster created from that release's samples: Available. Then data in every
 // table LINSTOR's migrations 28-30 read or write, as that LINSTOR writes it.
 func installThroughOLM(t *testing.T) {
-	g := NewWithT(t)
+	g := newG(t)
 	c := world.client
 	previous, err := oldestRelease()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -160,7 +160,7 @@ func oldestRelease() (*runbundle.Bundle, error) {
 // csv's binary as them.
 func startRelease(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVersion) (*operatorPod, *appsv1.Deployment) {
 	t.Helper()
-	g := NewWithT(t)
+	g := newG(t)
 	specs := csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs
 	g.Expect(specs).To(HaveLen(1))
 	image := csv.Annotations["containerImage"]
@@ -224,7 +224,7 @@ func (w logWriter) Write(p []byte) (int, error) {
 // The API server calls the operator's conversion and validating webhooks through the
 // Service OLM created for the Deployment, at its pods' addresses.
 func webhooksReachedThroughOLMService(t *testing.T) {
-	g := NewWithT(t)
+	g := newG(t)
 	c := world.client
 	requireInstalled(t)
 	service := installed.deployment.Name + "-service"
@@ -464,7 +464,7 @@ func ptrInt32(i *int32) int32 {
 // LINSTOR: the LinstorCluster, the LINSTOR controller and satellites, the CRDs and the
 // data they hold stay. It runs last: it uninstalls the operator.
 func operandsSurviveTheirOperator(t *testing.T) {
-	g := NewWithT(t)
+	g := newG(t)
 	requireInstalled(t)
 	c := world.client
 	cluster := &linstorv1.LinstorCluster{}

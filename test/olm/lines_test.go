@@ -104,7 +104,7 @@ func releaseOfLine(g Gomega, line string) *runbundle.Bundle {
 // 28 makes of the one before the hop.
 func nextLineWithARollback(t *testing.T) {
 	requireInstalled(t)
-	g := NewWithT(t)
+	g := newG(t)
 	next := releaseOfLine(g, "1.32")
 	from := linstorVersionOf(g, installed.csv)
 	to := next.CSV.Annotations[bundle.LinstorVersionAnnotation]

@@ -164,6 +164,7 @@ func inside(m *testing.M) (code int) {
 			}
 		}
 		fmt.Fprintf(os.Stderr, "test/olm: the whole suite took %.1fs\n", time.Since(start).Seconds())
+		showFailures()
 	}()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "test/olm: setting up the world:", err)

@@ -42,7 +42,7 @@ const samplePool = "file-thin"
 //     installs it.
 func upgradeThroughOLM(t *testing.T) {
 	requireInstalled(t)
-	g := NewWithT(t)
+	g := newG(t)
 	c := world.client
 	current, err := runbundle.ReadBundle(filepath.Join(world.root, "bundle"))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -314,7 +314,7 @@ func clusterEvents(g Gomega, reason string) []string {
 // installs the next release.
 func fixForwardWhileDegraded(t *testing.T) {
 	requireInstalled(t)
-	g := NewWithT(t)
+	g := newG(t)
 	version := clusterNow(g).Status.Version
 	before := satelliteUIDs(g)
 	g.Expect(before).To(HaveLen(3))
@@ -678,7 +678,7 @@ func setLabel(g Gomega, node, key, value string) {
 // unapproved, so it never runs.
 func channelSwitchMovesTheLine(t *testing.T) {
 	requireInstalled(t)
-	g := NewWithT(t)
+	g := newG(t)
 	lineNow, lineNext := "stable-linstor-1.33", "stable-linstor-1.34"
 	g.Expect(linstorVersionOf(g, installed.csv)).To(HavePrefix("1.33."))
 	setChannel(g, lineNow)

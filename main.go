@@ -41,11 +41,11 @@ func main() {
 	}
 	var (
 		metricsAddr, probeAddr, pprofAddr, logLevel, logFormat, linstorURL string
-		namespace, webhookCertDir                               string
-		leaderElect, secureMetrics, enableHTTP2                 bool
-		webhooksEnabled                                         bool
-		apiQPS                                                  float64
-		apiBurst                                                int
+		namespace, webhookCertDir                                          string
+		leaderElect, secureMetrics, enableHTTP2                            bool
+		webhooksEnabled                                                    bool
+		apiQPS                                                             float64
+		apiBurst                                                           int
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Metrics endpoint address; 0 disables it.")
 	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with Kubernetes authentication and authorization.")

@@ -19,6 +19,8 @@ CONTROLLER_GEN ?= $(GOBIN_DIR)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE ?= $(GOBIN_DIR)/kustomize-$(KUSTOMIZE_VERSION)
 KUBEBUILDER_ASSETS ?= $(GOBIN_DIR)/k8s/$(K8S_VERSION)
 OPM ?= $(GOBIN_DIR)/opm/opm-v1.73.0
+PROMTOOL_VERSION ?= v0.316.0
+PROMTOOL ?= $(GOBIN_DIR)/promtool/promtool-$(PROMTOOL_VERSION)
 
 SHELL = /usr/bin/env bash -o pipefail
 .SHELLFLAGS = -ec
@@ -69,8 +71,8 @@ olm-assets: ## Build OLM's olm and catalog operators from source and copy OLM's 
 	hack/build-olm.sh >/dev/null
 
 .PHONY: test
-test: manifests generate fmt vet envtest-assets kwok-assets olm-assets opm config-check ## Run all tests: unit, fuzz round trips, LINSTOR API conformance, real kube-apiserver, bundle and catalog, end to end on kwok.
-	KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) CONTROLLER_GEN=$(CONTROLLER_GEN) OPM=$(OPM) \
+test: manifests generate fmt vet envtest-assets kwok-assets olm-assets opm promtool config-check ## Run all tests: unit, fuzz round trips, LINSTOR API conformance, real kube-apiserver, bundle and catalog, alert rules, end to end on kwok.
+	KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) CONTROLLER_GEN=$(CONTROLLER_GEN) OPM=$(OPM) PROMTOOL=$(PROMTOOL) \
 	LINSTOR_OPENAPI_SPEC=$(LINSTOR_OPENAPI_SPEC) \
 	go test ./... -count=1 -timeout 30m
 
@@ -162,6 +164,10 @@ bundle-build: ## Build the bundle image.
 .PHONY: opm
 opm: ## Build opm from source (cached in bin/opm/).
 	hack/build-opm.sh >/dev/null
+
+.PHONY: promtool
+promtool: ## Build promtool from source (cached in bin/promtool/); test/alerts checks and unit-tests the alert rules with it.
+	PROMTOOL_VERSION=$(PROMTOOL_VERSION) hack/build-promtool.sh >/dev/null
 
 .PHONY: catalog
 catalog: bundle opm ## Render catalog/ (file-based catalog) from bundle/ and bundles/, and validate it.

@@ -3,6 +3,7 @@ module github.com/linstor-operator/linstor-operator
 go 1.25.0
 
 require (
+	github.com/KimMachineGun/automemlimit v1.0.1
 	github.com/LINBIT/golinstor v0.63.0
 	github.com/blang/semver/v4 v4.0.0
 	github.com/evanphx/json-patch/v5 v5.9.11
@@ -28,6 +29,8 @@ require (
 	sigs.k8s.io/randfill v1.0.0
 	sigs.k8s.io/yaml v1.6.0
 )
+
+require github.com/pbnjay/memory v0.0.0-20210728143218-7b4eea64cf58 // indirect
 
 require (
 	cel.dev/expr v0.24.0 // indirect

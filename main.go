@@ -5,10 +5,12 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/go-logr/logr"
 	"github.com/go-logr/zapr"
 	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
@@ -33,6 +35,10 @@ var setupLog logr.Logger
 // defaultWebhookCertDir is where OLM (and config/default's cert-manager patch) mount the
 // serving cert.
 const defaultWebhookCertDir = "/tmp/k8s-webhook-server/serving-certs"
+
+// goMemLimitRatio is the share of the container's memory limit the Go runtime aims to
+// stay under.
+const goMemLimitRatio = 0.75
 
 func main() {
 	// The migration rehearsal's Job runs steps of this binary (pkg/rehearsal).
@@ -73,6 +79,20 @@ func main() {
 	}
 	ctrl.SetLogger(zapr.NewLogger(log))
 	setupLog = ctrl.Log.WithName("setup")
+
+	// The informers' caches and each cycle's decoding of LINSTOR's resource view grow
+	// with the cluster; with the Go default (GOGC alone) a large one overshoots the
+	// container's limit between collections and is OOM-killed. A soft limit below it
+	// makes the collector work harder instead. A quarter stays for what the Go limit
+	// cannot steer (a decode in flight, memory not yet returned to the system).
+	// GOMEMLIMIT in the environment wins.
+	if _, err := memlimit.Set(
+		memlimit.WithRatio(goMemLimitRatio),
+		memlimit.WithProvider(memlimit.FromCgroup),
+		memlimit.WithLogger(slog.New(logr.ToSlogHandler(setupLog))),
+	); err != nil {
+		setupLog.Error(err, "could not set the Go memory limit from the container's; running without")
+	}
 
 	if namespace == "" {
 		setupLog.Error(nil, "no namespace to run LINSTOR in: set --namespace or OPERATOR_NAMESPACE")

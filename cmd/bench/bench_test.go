@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -116,5 +117,43 @@ func TestSVGIsWellFormed(t *testing.T) {
 		if !strings.Contains(svg, want) {
 			t.Errorf("no %q in the picture", want)
 		}
+	}
+}
+
+// The bench limits the operator as its pod is limited: the limit is the bundle's, the
+// one OLM installs, and config/manager is where it is set.
+func TestPodMemoryLimitIsTheBundles(t *testing.T) {
+	root := envtest.RepoRoot()
+	limit, err := podMemoryLimit(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "config", "manager", "manager.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("memory: %dMi", limit>>20)
+	if limit%(1<<20) != 0 || !strings.Contains(string(raw), want) {
+		t.Fatalf("the bundle's manager memory limit is %d bytes; config/manager/manager.yaml has no %q", limit, want)
+	}
+}
+
+// A shell moves itself into the cgroup and becomes the binary, keeping its pid and
+// the arguments (a plain directory stands in for the cgroup: its cgroup.procs gets the
+// pid written).
+func TestMemoryCgroupWrapRunsTheBinaryInside(t *testing.T) {
+	cg := &memoryCgroup{dir: t.TempDir()}
+	name, args := cg.wrap("/bin/sh", []string{"-c", `printf '%s|%s|%s' "$$" "$0" "$1"`, "a b", "c"})
+	out, err := exec.Command(name, args...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs, err := os.ReadFile(filepath.Join(cg.dir, "cgroup.procs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Split(string(out), "|")
+	if len(fields) != 3 || fields[0] != strings.TrimSpace(string(procs)) || fields[1] != "a b" || fields[2] != "c" {
+		t.Fatalf("ran as %q with cgroup.procs %q: want the same pid and the arguments a b, c", out, procs)
 	}
 }

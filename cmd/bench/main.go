@@ -265,7 +265,24 @@ func run(o options) (err error) {
 		}
 		o.opArgs = append(o.opArgs, prof.operatorArg())
 	}
-	op, err = startOperator(o.operator, cl.Kubeconfig, o.namespace, linstorURL, o.opLogPath, o.opArgs)
+	// The operator runs limited as in its pod: the kernel enforces the bundle's memory
+	// limit, and the operator sets its Go memory limit from it.
+	var cg *memoryCgroup
+	limit, limitErr := podMemoryLimit(o.root)
+	if limitErr == nil {
+		cg, limitErr = newMemoryCgroup(fmt.Sprintf("linstor-bench-operator-%d", os.Getpid()), limit)
+	}
+	if cg != nil {
+		defer func() {
+			if e := cg.remove(); e != nil {
+				fmt.Fprintln(os.Stderr, "bench: removing the operator's memory cgroup:", e)
+			}
+		}()
+		step(start, fmt.Sprintf("the operator runs in memory cgroup %s limited to %d MiB (the bundle's limit)", cg.dir, limit>>20))
+	} else {
+		step(start, fmt.Sprintf("the operator's memory is NOT limited: %v", limitErr))
+	}
+	op, err = startOperator(o.operator, cl.Kubeconfig, o.namespace, linstorURL, o.opLogPath, o.opArgs, cg)
 	if err != nil {
 		return err
 	}
@@ -276,6 +293,10 @@ func run(o options) (err error) {
 	}
 
 	b := &bench{o: o, ck: ck, ww: ww, audit: audit, linstor: linstorReqs, op: op, emu: emu, start: start, prof: prof}
+	b.res.MemoryLimitBytes = limit
+	if cg == nil && limitErr != nil {
+		b.res.MemoryLimitNotEnforced = limitErr.Error()
+	}
 	b.res.Operator = rel(o.root, o.operator)
 	b.res.OperatorBuiltFromWorkingTree = built
 	if rev, err := gitDescribe(o.root); err == nil && built {
@@ -293,6 +314,11 @@ func run(o options) (err error) {
 	// Stop the operator before it sees the cluster go away; the results are in memory.
 	if e := op.stop(); e != nil {
 		fmt.Fprintln(os.Stderr, "bench:", e)
+	}
+	if cg != nil {
+		if n, e := cg.oomKills(); e == nil {
+			b.res.OOMKills = n
+		}
 	}
 	op = nil
 	if b.phasesDone > 0 {
@@ -447,7 +473,11 @@ func (b *bench) measure(ctx context.Context, c client.Client) error {
 		}
 		b.res.Notes = append(b.res.Notes, fmt.Sprintf("The LinstorCluster counted the %d volumes %s after they were placed (5 s of it settling); the steady window starts then.", o.volumes, waited.Round(time.Second)))
 		step(b.start, b.res.Notes[len(b.res.Notes)-1])
+		// Placing them is a phase of its own: what the operator spends on volumes
+		// arriving (reading a growing view each cycle) is not the steady state's.
+		phaseStart = k
 		k = b.tickSecond(time.Now())
+		b.endPhase("volumes", phaseStart, k)
 	}
 	phaseStart = k
 

@@ -34,7 +34,7 @@ type operatorProc struct {
 	log  *os.File
 }
 
-func startOperator(binary, kubeconfig, namespace, linstorURL, logPath string, extra []string) (*operatorProc, error) {
+func startOperator(binary, kubeconfig, namespace, linstorURL, logPath string, extra []string, cg *memoryCgroup) (*operatorProc, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
@@ -44,7 +44,11 @@ func startOperator(binary, kubeconfig, namespace, linstorURL, logPath string, ex
 		"--webhooks=false", "--leader-elect=false",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0",
 	}, extra...)
-	cmd := exec.Command(binary, args...)
+	name := binary
+	if cg != nil {
+		name, args = cg.wrap(binary, args)
+	}
+	cmd := exec.Command(name, args...)
 	// The namespace goes by environment: releases before the flag ignore it.
 	env := []string{"KUBECONFIG=" + kubeconfig, "OPERATOR_NAMESPACE=" + namespace}
 	for _, e := range os.Environ() {

@@ -23,6 +23,12 @@ type results struct {
 	EmulatorInterval             string    `json:"emulatorInterval"`
 	EmulatorDatabase             bool      `json:"emulatorDatabase"`
 	Notes                        []string  `json:"notes"`
+	// MemoryLimitBytes is the manager container's memory limit in the bundle; the
+	// operator ran in a memory cgroup of that size unless MemoryLimitNotEnforced says why.
+	MemoryLimitBytes       int64  `json:"memoryLimitBytes,omitempty"`
+	MemoryLimitNotEnforced string `json:"memoryLimitNotEnforced,omitempty"`
+	// OOMKills: the kernel killed the operator for memory (its cgroup's count).
+	OOMKills int `json:"oomKills,omitempty"`
 
 	// Volumes placed after convergence (VOLUMES=) and their replicas.
 	Volumes  int `json:"volumes,omitempty"`
@@ -323,6 +329,12 @@ func markdown(r *results) string {
 	w("Operator `%s`%s, user agent `%s*`, field managers %s. Started %s.\n", r.Operator, rev, r.OperatorUserAgentPrefix,
 		"`"+strings.Join(r.OperatorFieldManagers, "`, `")+"`", r.StartedAt.Format(time.RFC3339))
 	w("No admission or conversion webhooks (`--webhooks=false`). LINSTOR emulator following the pods every %s, database in the cluster: %t.", r.EmulatorInterval, r.EmulatorDatabase)
+	switch {
+	case r.MemoryLimitBytes > 0 && r.MemoryLimitNotEnforced == "":
+		w("Memory: the operator ran in a memory cgroup limited to %s, the bundle's limit for its container (it sets its Go memory limit from it, as in its pod); OOM kills: %d.", mib(r.MemoryLimitBytes), r.OOMKills)
+	case r.MemoryLimitBytes > 0:
+		w("Memory: NOT limited (the bundle's limit is %s, but %s); the operator had no Go memory limit.", mib(r.MemoryLimitBytes), r.MemoryLimitNotEnforced)
+	}
 	if r.Interrupted {
 		w(" **Interrupted**: partial results.")
 	}

@@ -66,7 +66,7 @@ func placeVolumes(emu *emulator.Emulator, prefix string, nodes, n int) (int, err
 
 // volumesNote says what was placed and how long it took, for the report's notes.
 func volumesNote(volumes, replicas int, took time.Duration) string {
-	return fmt.Sprintf("%d volumes (%d diskful replicas) placed through the emulator after convergence in %s, outside both phases; the steady window runs with them.",
+	return fmt.Sprintf("%d volumes (%d diskful replicas) placed through the emulator after convergence in %s (the volumes phase); the steady window runs with them.",
 		volumes, replicas, took.Round(100*time.Millisecond))
 }
 

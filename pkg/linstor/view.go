@@ -32,10 +32,11 @@ type DrbdView struct {
 	MayPromote  *bool
 }
 
-// DrbdConnection is one peer connection as the satellite reports it.
+// DrbdConnection is one peer connection as the satellite reports it. Its JSON names
+// are the server's, so the decoded map is kept as it is, not copied.
 type DrbdConnection struct {
-	Connected bool
-	Message   string
+	Connected bool   `json:"connected"`
+	Message   string `json:"message"`
 }
 
 // VolumeView is one volume of a replica.
@@ -47,10 +48,10 @@ type VolumeView struct {
 	Replication map[string]ReplicationState
 }
 
-// ReplicationState is the replication towards one peer.
+// ReplicationState is the replication towards one peer (JSON names: the server's).
 type ReplicationState struct {
-	State          string
-	DonePercentage *float64
+	State          string   `json:"replication_state"`
+	DonePercentage *float64 `json:"done_percentage"`
 }
 
 // HasFlag tells whether LINSTOR set flag on the replica (flags are upper case,
@@ -90,13 +91,8 @@ type layerJSON struct {
 
 type drbdJSON struct {
 	NodeID      int32                     `json:"node_id"`
-	Connections map[string]connectionJSON `json:"connections"`
+	Connections map[string]DrbdConnection `json:"connections"`
 	MayPromote  *bool                     `json:"may_promote"`
-}
-
-type connectionJSON struct {
-	Connected bool   `json:"connected"`
-	Message   string `json:"message"`
 }
 
 type volumeJSON struct {
@@ -106,13 +102,8 @@ type volumeJSON struct {
 }
 
 type volumeStateJSON struct {
-	DiskState         string                          `json:"disk_state"`
-	ReplicationStates map[string]replicationStateJSON `json:"replication_states"`
-}
-
-type replicationStateJSON struct {
-	ReplicationState string   `json:"replication_state"`
-	DonePercentage   *float64 `json:"done_percentage"`
+	DiskState         string                      `json:"disk_state"`
+	ReplicationStates map[string]ReplicationState `json:"replication_states"`
 }
 
 // findDrbd returns the DRBD layer of the tree, depth first: DRBD is the top layer in
@@ -142,10 +133,7 @@ func (j *viewJSON) view() ResourceView {
 	if d := findDrbd(j.LayerObject); d != nil {
 		v.Drbd = &DrbdView{NodeID: d.NodeID, MayPromote: d.MayPromote}
 		if len(d.Connections) > 0 {
-			v.Drbd.Connections = make(map[string]DrbdConnection, len(d.Connections))
-			for peer, c := range d.Connections {
-				v.Drbd.Connections[peer] = DrbdConnection(c)
-			}
+			v.Drbd.Connections = d.Connections
 		}
 	}
 	if len(j.Volumes) > 0 {
@@ -155,10 +143,7 @@ func (j *viewJSON) view() ResourceView {
 			if vol.State != nil {
 				vv.DiskState = vol.State.DiskState
 				if len(vol.State.ReplicationStates) > 0 {
-					vv.Replication = make(map[string]ReplicationState, len(vol.State.ReplicationStates))
-					for peer, r := range vol.State.ReplicationStates {
-						vv.Replication[peer] = ReplicationState{State: r.ReplicationState, DonePercentage: r.DonePercentage}
-					}
+					vv.Replication = vol.State.ReplicationStates
 				}
 			}
 			v.Volumes[i] = vv

@@ -2,6 +2,7 @@ package linstorsatellite
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -190,7 +191,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 				old, new := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
 				// Readiness decides when an evicted node is restored.
 				// An uncordoned node gets its drain guard back.
-				return nodeAddressesChanged(old, new) || nodeReadyChanged(old, new) || old.Spec.Unschedulable != new.Spec.Unschedulable
+				// A NoExecute taint may be the node being lost (ExpectOffline).
+				return nodeAddressesChanged(old, new) || nodeReadyChanged(old, new) || old.Spec.Unschedulable != new.Spec.Unschedulable ||
+					!slices.EqualFunc(old.Spec.Taints, new.Spec.Taints, func(a, b corev1.Taint) bool { return a.MatchTaint(&b) && a.Value == b.Value })
 			},
 		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles, RateLimiter: reconciler.RateLimiter()})

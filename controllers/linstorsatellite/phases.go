@@ -339,6 +339,11 @@ func (r *Reconciler) observeLinstor(_ context.Context, s *scope) (ctrl.Result, e
 	if s.connection == "ONLINE" {
 		// LINSTOR accepts a satellite only at the controller's exact version.
 		s.version = s.snap.Version
+		if s.satelliteSpec != nil && satellite.NodeBeingLost(s.node, s.satelliteSpec.Tolerations, time.Now(), expectOffline) {
+			// LINSTOR reports the loss only when its connection fails, without an
+			// event: looked for every second, so its replicas' health follows at once.
+			r.Observer.ExpectOffline(s.key, s.sat.Name, expectOffline)
+		}
 	}
 	s.pools.Observe(observedPools(s.snap.Pools(s.sat.Name)))
 	if looksForOnline(s.connection, meta.FindStatusCondition(s.sat.Status.Conditions, linstorv1.ConditionAvailable), time.Now()) {
@@ -353,6 +358,10 @@ func (r *Reconciler) observeLinstor(_ context.Context, s *scope) (ctrl.Result, e
 // ONLINE, after the last time the satellite was seen waiting; it stops looking as soon
 // as the satellite is ONLINE.
 const expectOnline = time.Minute
+
+// expectOffline is how long after Kubernetes shows a node being lost the observer
+// looks every second for LINSTOR to report its satellite gone.
+const expectOffline = 2 * time.Minute
 
 // looksForOnline says whether the observer should look every second for the satellite
 // to come ONLINE: LINSTOR does not report it ONLINE and it became unavailable

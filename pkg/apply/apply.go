@@ -87,7 +87,9 @@ func (a *Applier) upToDate(ctx context.Context, desired *unstructured.Unstructur
 	if err != nil {
 		return false
 	}
-	if err := a.Client.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+	// Only read: the cache's own object, not a copy (a pass compares every satellite's
+	// objects; copying each was most of the operator's allocations at 1,000 nodes).
+	if err := a.Client.Get(ctx, client.ObjectKeyFromObject(desired), live, client.UnsafeDisableDeepCopy); err != nil {
 		return false
 	}
 	if live.GetAnnotations()[names.AnnotationAppliedHash] != desired.GetAnnotations()[names.AnnotationAppliedHash] || live.GetDeletionTimestamp() != nil {
@@ -203,7 +205,8 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, applied Applie
 		if !ok {
 			return deleted, fmt.Errorf("%s is not a list", gvk.Kind)
 		}
-		opts := []client.ListOption{selector}
+		// Only read, and copied before a deletion: the cache's own objects.
+		opts := []client.ListOption{selector, client.UnsafeDisableDeepCopy}
 		if namespace != "" {
 			opts = append(opts, client.InNamespace(namespace))
 		}
@@ -223,6 +226,10 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, applied Applie
 				continue
 			}
 			if ref := metav1.GetControllerOfNoCopy(item); ref != nil && ref.UID != owner.GetUID() {
+				continue
+			}
+			item, ok = item.DeepCopyObject().(client.Object)
+			if !ok {
 				continue
 			}
 			if err := a.Client.Delete(ctx, item, client.PropagationPolicy("Background")); err != nil && !apierrors.IsNotFound(err) {

@@ -188,15 +188,22 @@ type Observer struct {
 	clusters map[types.NamespacedName]*tracked
 }
 
+// expectation: until when to look for a node to be ONLINE (online) or not.
+type expectation struct {
+	until  time.Time
+	online bool
+}
+
 type tracked struct {
 	cluster *linstorv1.LinstorCluster
 	snap    *Snapshot
 	wake    chan struct{} // buffered 1: a requested cycle
 	due     time.Time     // earliest time a requested cycle is due (zero: none)
 	fast    time.Time     // cycles run every MinInterval until then
-	// expect: nodes whose satellite runs and that LINSTOR should report ONLINE soon,
-	// with how long to keep looking; cycles run every MinInterval while any is left.
-	expect  map[string]time.Time
+	// expect: nodes LINSTOR should soon report ONLINE (their satellite runs) or no
+	// longer ONLINE (their node is being lost), with how long to keep looking; cycles
+	// run every MinInterval while any is left.
+	expect  map[string]expectation
 	invalid time.Time // nothing observed before this is current
 	// healthDue: a write that changes replicas asked for the next cycle to read the
 	// resource view too.
@@ -400,14 +407,27 @@ func (o *Observer) RefreshWithin(key types.NamespacedName, d time.Duration) {
 // satellite): cycles run every MinInterval until it is ONLINE, or for at most window.
 // Unlike a window, this stops as soon as the last expected node is ONLINE.
 func (o *Observer) ExpectOnline(key types.NamespacedName, node string, window time.Duration) {
+	o.expectNode(key, node, window, true)
+}
+
+// ExpectOffline says a node is being lost (NotReady, its satellite's pod taken away)
+// while LINSTOR still reports it ONLINE, which it does until its own connection to the
+// satellite fails, and sends no event then: cycles run every MinInterval until LINSTOR
+// no longer reports it ONLINE (that cycle also reads the replicas' health), or for at
+// most window.
+func (o *Observer) ExpectOffline(key types.NamespacedName, node string, window time.Duration) {
+	o.expectNode(key, node, window, false)
+}
+
+func (o *Observer) expectNode(key types.NamespacedName, node string, window time.Duration, online bool) {
 	o.mu.Lock()
 	t, ok := o.clusters[key]
 	if ok {
 		if t.expect == nil {
-			t.expect = map[string]time.Time{}
+			t.expect = map[string]expectation{}
 		}
-		if until := time.Now().Add(window); until.After(t.expect[node]) {
-			t.expect[node] = until
+		if until := time.Now().Add(window); until.After(t.expect[node].until) || t.expect[node].online != online {
+			t.expect[node] = expectation{until: until, online: online}
 		}
 	}
 	o.mu.Unlock()
@@ -465,6 +485,16 @@ func (o *Observer) loop(ctx context.Context, key types.NamespacedName, t *tracke
 			next.ok = true
 		}
 		readHealth := t.healthDue || prev == nil || started.Sub(prev.healthAt) >= o.Interval-o.MinInterval
+		var healthLater time.Duration
+		if !readHealth && err == nil && leftOnline(prev, next) {
+			// Its replicas' health changed with it: read it now, but nodes lost one
+			// after the other (a rack) read it at most once per spacing.
+			if wait := o.lostNodeSpacing() - started.Sub(prev.healthAt); wait <= 0 {
+				readHealth = true
+			} else {
+				t.healthDue, healthLater = true, wait
+			}
+		}
 		t.healthDue = t.healthDue && !readHealth
 		o.mu.Unlock()
 		o.carryHealth(prev, next)
@@ -492,9 +522,13 @@ func (o *Observer) loop(ctx context.Context, key types.NamespacedName, t *tracke
 		if !t.due.IsZero() && !t.due.After(started) {
 			t.due = time.Time{}
 		}
+		if later := started.Add(healthLater); healthLater > 0 && (t.due.IsZero() || later.Before(t.due)) {
+			t.due = later // the health read a lost node brought forward, after its spacing
+		}
 		due, fast := t.due, t.fast
-		for node, until := range t.expect {
-			if n, ok := next.Node(node); time.Now().After(until) || ok && n.ConnectionStatus == "ONLINE" {
+		for node, e := range t.expect {
+			n, ok := next.Node(node)
+			if time.Now().After(e.until) || ok && (n.ConnectionStatus == "ONLINE") == e.online || !ok && !e.online {
 				delete(t.expect, node)
 			}
 		}
@@ -577,6 +611,26 @@ func (o *Observer) follow(ctx context.Context, key types.NamespacedName, t *trac
 		// Events sent while no stream was open are lost: one cycle covers the gap.
 		o.RefreshWithin(key, o.MinInterval)
 	}
+}
+
+// lostNodeSpacing is the least time between two reads of the resource view that
+// nodes leaving ONLINE bring forward.
+func (o *Observer) lostNodeSpacing() time.Duration { return 5 * o.MinInterval }
+
+// leftOnline: a node prev saw ONLINE is gone from next or no longer ONLINE.
+func leftOnline(prev, next *Snapshot) bool {
+	if prev == nil || next == nil {
+		return false
+	}
+	for key, n := range prev.nodes {
+		if n.ConnectionStatus != "ONLINE" {
+			continue
+		}
+		if m, ok := next.nodes[key]; !ok || m.ConnectionStatus != "ONLINE" {
+			return true
+		}
+	}
+	return false
 }
 
 // carryHealth gives next the replica health prev had (a cycle that does not read the

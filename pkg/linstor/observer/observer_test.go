@@ -370,3 +370,82 @@ func TestCycleClassifiesReplicas(t *testing.T) {
 		t.Fatalf("health %v older than HealthMaxAge, change %+v: want unknown and a Health change", w.obs.Snapshot(key).Health(), c)
 	}
 }
+
+// A cycle that sees a node leave ONLINE reads the resource view at once: its replicas'
+// health changed with it, and LINSTOR sends no event for a lost connection, so waiting
+// for the interval would leave the loss unseen for up to a whole interval.
+func TestNodeLeavingOnlineReadsTheHealthAtOnce(t *testing.T) {
+	w := start(t, 3, time.Hour)
+	w.next(t)
+	for _, n := range []string{"n000", "n001"} {
+		if err := w.emu.PlaceResource("pvc-1", n, "thin", false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.obs.RefreshHealth(key)
+	waitState(t, w, "pvc-1", replicahealth.Healthy)
+
+	if err := w.emu.SetNodeOnline("n001", false); err != nil {
+		t.Fatal(err)
+	}
+	w.obs.RefreshWithin(key, 0) // any cycle: a pod's change, a write; not RefreshHealth
+	waitState(t, w, "pvc-1", replicahealth.Degraded)
+
+	// Nodes lost one after the other (a rack) do not read the view every cycle: after
+	// one read, the next waits its spacing.
+	w.emu.ResetRequests()
+	for _, n := range []string{"n000", "n002"} {
+		if err := w.emu.SetNodeOnline(n, false); err != nil {
+			t.Fatal(err)
+		}
+		w.obs.RefreshWithin(key, 0)
+		w.next(t)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got := reads(w.emu)["GET /v1/view/resources"]; got > 2 {
+		t.Fatalf("two nodes lost in a row read the resource view %d times, want at most 2", got)
+	}
+}
+
+// ExpectOffline: the operator saw a node being lost (NotReady, its satellite's pod
+// taken away) while LINSTOR still reports it ONLINE; cycles run every MinInterval until
+// LINSTOR reports it gone, and that cycle reads the health.
+func TestExpectedOfflineIsLookedForAndReadsTheHealth(t *testing.T) {
+	w := start(t, 2, time.Hour)
+	w.next(t)
+	for _, n := range []string{"n000", "n001"} {
+		if err := w.emu.PlaceResource("pvc-1", n, "thin", false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.obs.RefreshHealth(key)
+	waitState(t, w, "pvc-1", replicahealth.Healthy)
+	w.obs.ExpectOffline(key, "n001", time.Minute)
+	time.Sleep(300 * time.Millisecond) // a few cycles: it still is ONLINE
+	if err := w.emu.SetNodeOnline("n001", false); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, w, "pvc-1", replicahealth.Degraded)
+	// Once it is gone, the cycles are back at the interval.
+	time.Sleep(200 * time.Millisecond)
+	w.emu.ResetRequests()
+	time.Sleep(500 * time.Millisecond)
+	if got := reads(w.emu)["GET /v1/nodes"]; got > 1 {
+		t.Fatalf("%d node reads in 500 ms after the node went OFFLINE, want the interval's pace (at most 1)", got)
+	}
+}
+
+// waitState waits up to 5 s for rsc to be in state in the observer's health.
+func waitState(t *testing.T, w *world, rsc string, state replicahealth.State) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if h := w.obs.Snapshot(key).Health(); h != nil && h.Resources[rsc] != nil && h.Resources[rsc].State == state {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not %s within 5 s (interval 1 h): health %+v", rsc, state, w.obs.Snapshot(key).Health())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

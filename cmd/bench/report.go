@@ -331,9 +331,9 @@ func markdown(r *results) string {
 	w("No admission or conversion webhooks (`--webhooks=false`). LINSTOR emulator following the pods every %s, database in the cluster: %t.", r.EmulatorInterval, r.EmulatorDatabase)
 	switch {
 	case r.MemoryLimitBytes > 0 && r.MemoryLimitNotEnforced == "":
-		w("Memory: the operator ran in a memory cgroup limited to %s, the bundle's limit for its container (it sets its Go memory limit from it, as in its pod); OOM kills: %d.", mib(r.MemoryLimitBytes), r.OOMKills)
+		w(" Memory: the operator ran in a memory cgroup limited to %s, the bundle's limit for its container (it sets its Go memory limit from it, as in its pod); OOM kills: %d.", mib(r.MemoryLimitBytes), r.OOMKills)
 	case r.MemoryLimitBytes > 0:
-		w("Memory: NOT limited (the bundle's limit is %s, but %s); the operator had no Go memory limit.", mib(r.MemoryLimitBytes), r.MemoryLimitNotEnforced)
+		w(" Memory: NOT limited (the bundle's limit is %s, but %s); the operator had no Go memory limit.", mib(r.MemoryLimitBytes), r.MemoryLimitNotEnforced)
 	}
 	if r.Interrupted {
 		w(" **Interrupted**: partial results.")

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	toolscache "k8s.io/client-go/tools/cache"
+
 	"github.com/linstor-operator/linstor-operator/pkg/names"
 
 	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
@@ -184,7 +186,11 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 // object: nothing reads them, and they are a large part of each object.
 func scopedCache(c cache.Options, namespace string) cache.Options {
 	c.DefaultTransform = cache.TransformStripManagedFields()
+	// A real node lists every image its kubelet holds (often tens of kilobytes): nothing
+	// here reads them, and a thousand nodes would keep them all.
+	nodes := cache.ByObject{Transform: stripNodeImages(c.DefaultTransform)}
 	if namespace == "" {
+		c.ByObject = map[client.Object]cache.ByObject{&corev1.Node{}: nodes}
 		return c
 	}
 	owned := labels.SelectorFromSet(labels.Set{names.LabelManagedBy: names.ManagedBy})
@@ -204,7 +210,18 @@ func scopedCache(c cache.Options, namespace string) cache.Options {
 		&networkingv1.NetworkPolicy{}:   in(owned),
 		&policyv1.PodDisruptionBudget{}: in(owned),
 		// Of the pods, only the drain guards (the others are read around the cache).
-		&corev1.Pod{}: in(labels.SelectorFromSet(labels.Set{names.LabelComponent: names.DrainGuardComponent})),
+		&corev1.Pod{}:  in(labels.SelectorFromSet(labels.Set{names.LabelComponent: names.DrainGuardComponent})),
+		&corev1.Node{}: nodes,
 	}
 	return c
+}
+
+// stripNodeImages drops status.images from a cached Node, after then.
+func stripNodeImages(then toolscache.TransformFunc) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		if n, ok := obj.(*corev1.Node); ok {
+			n.Status.Images = nil
+		}
+		return then(obj)
+	}
 }

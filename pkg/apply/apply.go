@@ -99,6 +99,9 @@ func (a *Applier) upToDate(ctx context.Context, desired *unstructured.Unstructur
 	if err != nil {
 		return false
 	}
+	// The cache's own object has no apiVersion and kind (a copy gets them set; this
+	// one must not be written to): the read was by desired's kind, so they are its.
+	m["apiVersion"], m["kind"] = desired.GetAPIVersion(), desired.GetKind()
 	return Contains(m, desired.Object)
 }
 

@@ -38,7 +38,7 @@ const defaultWebhookCertDir = "/tmp/k8s-webhook-server/serving-certs"
 
 // goMemLimitRatio is the share of the container's memory limit the Go runtime aims to
 // stay under: the rest holds the binary's pages and a margin (docs/performance.md,
-// "Memory").
+// "Replica health at scale").
 const goMemLimitRatio = 0.55
 
 func main() {

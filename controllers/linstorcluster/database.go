@@ -212,6 +212,7 @@ func (r *Reconciler) keepFinalizers(ctx context.Context, c *linstorv1.LinstorClu
 	if err := r.Client.List(ctx, &list, client.InNamespace(c.Namespace)); err != nil {
 		return fmt.Errorf("listing LinstorBackups: %w", err)
 	}
+	recordBackupMetric(c, list.Items)
 	for i := range list.Items {
 		b := &list.Items[i]
 		if b.Spec.ClusterRef.Name != c.Name {

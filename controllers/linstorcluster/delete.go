@@ -3,8 +3,6 @@ package linstorcluster
 import (
 	"context"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/linstor-operator/linstor-operator/pkg/names"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,7 +47,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, cluster *linstorv1.Lin
 	}
 	r.Observer.Forget(client.ObjectKeyFromObject(cluster))
 	r.reports.Delete(cluster.UID)
-	resourcesGauge.DeletePartialMatch(prometheus.Labels{"namespace": cluster.Namespace, "cluster": cluster.Name})
+	forgetMetrics(cluster)
 	controllerutil.RemoveFinalizer(cluster, names.FinalizerClusterCleanup)
 	return ctrl.Result{}, r.Client.Update(ctx, cluster)
 }

@@ -43,6 +43,7 @@ func (r *Reconciler) saveStatus(ctx context.Context, s *scope, passErr error) er
 	if wrote {
 		r.warnUnencrypted(before, c)
 	}
+	recordStatusMetrics(c, r.lifecycleSpec(c).PhaseTimeout)
 	return nil
 }
 

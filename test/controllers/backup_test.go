@@ -88,6 +88,9 @@ func TestBackupStopsTheControllerAndVerifiesTheCopy(t *testing.T) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.ControllerName}, &d)).To(Succeed())
 		g.Expect(*d.Spec.Replicas).To(Equal(int32(1)))
 		g.Expect(condition(getCluster(g, cluster).Status.Conditions, linstorv1.ConditionUpgradeable).Status).To(Equal(metav1.ConditionTrue))
+		// The backup-age alert reads when the newest copy completed.
+		g.Expect(gauge(g, "linstor_operator_backup_last_completed_timestamp_seconds", map[string]string{"namespace": ns, "cluster": cluster.Name})).
+			To(Equal(float64(b.Status.CompletedAt.Unix())))
 	}, timeout, tick).Should(Succeed())
 
 	// A damaged chunk is detected before anything is restored from it.

@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 )
@@ -86,26 +85,13 @@ func TestClusterMetricsFollowTheStatus(t *testing.T) {
 
 // seriesOf lists the label sets of a metric's series that carry all these labels.
 func seriesOf(g Gomega, name string, labels map[string]string) []map[string]string {
-	families, err := metrics.Registry.Gather()
-	g.Expect(err).NotTo(HaveOccurred())
 	var out []map[string]string
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
+	for _, m := range metricsMatching(g, name, labels) {
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
 		}
-	series:
-		for _, m := range f.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			for k, v := range labels {
-				if have[k] != v {
-					continue series
-				}
-			}
-			out = append(out, have)
-		}
+		out = append(out, have)
 	}
 	return out
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/linstor-operator/linstor-operator/pkg/names"
 
 	lapi "github.com/LINBIT/golinstor/client"
@@ -130,29 +132,45 @@ func updateCluster(c *linstorv1.LinstorCluster, mutate func(*linstorv1.LinstorCl
 	return envtest.Update(context.Background(), env.Client, c, mutate)
 }
 
-// gauge reads one series from the operator's metrics registry.
+// gauge reads one series from the operator's metrics registry (-1: none).
 func gauge(g Gomega, name string, labels map[string]string) float64 {
+	if ms := metricsMatching(g, name, labels); len(ms) > 0 {
+		return ms[0].GetGauge().GetValue()
+	}
+	return -1
+}
+
+// metricsMatching lists the series of metric name in the operator's registry that carry
+// all these labels.
+func metricsMatching(g Gomega, name string, labels map[string]string) []*dto.Metric {
 	families, err := metrics.Registry.Gather()
 	g.Expect(err).NotTo(HaveOccurred())
+	var out []*dto.Metric
 	for _, f := range families {
 		if f.GetName() != name {
 			continue
 		}
 	series:
 		for _, m := range f.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
 			for k, v := range labels {
-				if have[k] != v {
+				if labelValue(m, k) != v {
 					continue series
 				}
 			}
-			return m.GetGauge().GetValue()
+			out = append(out, m)
 		}
 	}
-	return -1
+	return out
+}
+
+// labelValue is the value of the series' label name ("" when it has none).
+func labelValue(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
 }
 
 func ptrKey(name string) client.ObjectKey { return client.ObjectKey{Name: name} }

@@ -377,13 +377,7 @@ func TestCycleClassifiesReplicas(t *testing.T) {
 func TestNodeLeavingOnlineReadsTheHealthAtOnce(t *testing.T) {
 	w := start(t, 3, time.Hour)
 	w.next(t)
-	for _, n := range []string{"n000", "n001"} {
-		if err := w.emu.PlaceResource("pvc-1", n, "thin", false); err != nil {
-			t.Fatal(err)
-		}
-	}
-	w.obs.RefreshHealth(key)
-	waitState(t, w, "pvc-1", replicahealth.Healthy)
+	placeHealthy(t, w)
 
 	if err := w.emu.SetNodeOnline("n001", false); err != nil {
 		t.Fatal(err)
@@ -413,13 +407,7 @@ func TestNodeLeavingOnlineReadsTheHealthAtOnce(t *testing.T) {
 func TestExpectedOfflineIsLookedForAndReadsTheHealth(t *testing.T) {
 	w := start(t, 2, time.Hour)
 	w.next(t)
-	for _, n := range []string{"n000", "n001"} {
-		if err := w.emu.PlaceResource("pvc-1", n, "thin", false); err != nil {
-			t.Fatal(err)
-		}
-	}
-	w.obs.RefreshHealth(key)
-	waitState(t, w, "pvc-1", replicahealth.Healthy)
+	placeHealthy(t, w)
 	w.obs.ExpectOffline(key, "n001", time.Minute)
 	time.Sleep(300 * time.Millisecond) // a few cycles: it still is ONLINE
 	if err := w.emu.SetNodeOnline("n001", false); err != nil {
@@ -433,6 +421,19 @@ func TestExpectedOfflineIsLookedForAndReadsTheHealth(t *testing.T) {
 	if got := reads(w.emu)["GET /v1/nodes"]; got > 1 {
 		t.Fatalf("%d node reads in 500 ms after the node went OFFLINE, want the interval's pace (at most 1)", got)
 	}
+}
+
+// placeHealthy places pvc-1 on n000 and n001 and waits for the observer to see it
+// Healthy.
+func placeHealthy(t *testing.T, w *world) {
+	t.Helper()
+	for _, n := range []string{"n000", "n001"} {
+		if err := w.emu.PlaceResource("pvc-1", n, "thin", false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.obs.RefreshHealth(key)
+	waitState(t, w, "pvc-1", replicahealth.Healthy)
 }
 
 // waitState waits up to 5 s for rsc to be in state in the observer's health.

@@ -4,6 +4,8 @@
 VERSION ?= 0.3.0
 IMAGE_TAG_BASE ?= quay.io/linstor-operator/linstor-operator
 IMG ?= $(IMAGE_TAG_BASE):v$(VERSION)
+BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
+CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
 CHANNELS ?= stable,stable-linstor-1.33
 DEFAULT_CHANNEL ?= stable
 
@@ -112,13 +114,27 @@ demo-down: ## Stop what a killed `make demo` left running.
 emulator: ## Run the LINSTOR REST emulator on :3370.
 	go run ./cmd/linstor-emulator --listen 127.0.0.1:3370
 
+# CONTAINER_TOOL is docker, podman or buildah, global flags allowed (CONTAINER_TOOL="buildah
+# --storage-driver vfs"); buildah builds with `bud`. CONTAINER_BUILD_FLAGS and
+# CONTAINER_PUSH_FLAGS pass the rest, e.g. "--isolation chroot --build-arg
+# BUILDER_IMAGE=…" and "--tls-verify=false" for a plain-HTTP registry (README, "Building the images").
+CONTAINER_TOOL ?= docker
+CONTAINER_BUILD_FLAGS ?=
+CONTAINER_PUSH_FLAGS ?=
+CONTAINER_BUILD = $(CONTAINER_TOOL) $(if $(filter buildah,$(notdir $(firstword $(CONTAINER_TOOL)))),bud,build) $(CONTAINER_BUILD_FLAGS)
+CONTAINER_PUSH = $(CONTAINER_TOOL) push $(CONTAINER_PUSH_FLAGS)
+
 .PHONY: docker-build
-docker-build: ## Build the operator image.
-	docker build -t $(IMG) .
+docker-build: ## Build the operator image IMG with CONTAINER_TOOL (docker, podman or buildah).
+	$(CONTAINER_BUILD) -t $(IMG) .
 
 .PHONY: docker-push
-docker-push: ## Push the operator image.
-	docker push $(IMG)
+docker-push: ## Push the operator image IMG.
+	$(CONTAINER_PUSH) $(IMG)
+
+.PHONY: test-images
+test-images: envtest-assets opm ## Build the operator and bundle images with buildah from local base images, push them to a registry on loopback and check what comes back (root; Debian's buildah, docker-registry, busybox-static).
+	TEST_IMAGES=1 KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) OPM=$(OPM) go test ./test/images -count=1 -v -timeout 30m
 
 ##@ Deployment
 
@@ -158,8 +174,12 @@ bundle: manifests generate ## Generate the OLM bundle: bundle/, bundle.Dockerfil
 		$(if $(IMAGE_DIGESTS),-image-digests $(IMAGE_DIGESTS))
 
 .PHONY: bundle-build
-bundle-build: ## Build the bundle image.
-	docker build -f bundle.Dockerfile -t $(IMAGE_TAG_BASE)-bundle:v$(VERSION) .
+bundle-build: ## Build the bundle image BUNDLE_IMG.
+	$(CONTAINER_BUILD) -f bundle.Dockerfile -t $(BUNDLE_IMG) .
+
+.PHONY: bundle-push
+bundle-push: ## Push the bundle image BUNDLE_IMG.
+	$(CONTAINER_PUSH) $(BUNDLE_IMG)
 
 .PHONY: opm
 opm: ## Build opm from source (cached in bin/opm/).
@@ -174,8 +194,12 @@ catalog: bundle opm ## Render catalog/ (file-based catalog) from bundle/ and bun
 	hack/render-catalog.sh $(OPM) catalog
 
 .PHONY: catalog-build
-catalog-build: ## Build the catalog image (published catalogs reference bundle images; see docs/olm.md).
-	docker build -f catalog.Dockerfile -t $(IMAGE_TAG_BASE)-catalog:v$(VERSION) .
+catalog-build: ## Build the catalog image CATALOG_IMG (published catalogs reference bundle images; see docs/olm.md).
+	$(CONTAINER_BUILD) -f catalog.Dockerfile -t $(CATALOG_IMG) .
+
+.PHONY: catalog-push
+catalog-push: ## Push the catalog image CATALOG_IMG.
+	$(CONTAINER_PUSH) $(CATALOG_IMG)
 
 # run-bundle installs BUNDLE through the OLM already running in the cluster in KUBECONFIG,
 # with no image: a catalog of that bundle served by opm at CATALOG_ADDRESS (state in

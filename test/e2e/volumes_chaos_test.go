@@ -1,27 +1,31 @@
 package e2e
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/internal/kwokcluster"
 	"github.com/linstor-operator/linstor-operator/internal/sim"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/names"
 	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
 
 // This file runs last (file order). Chaos on the kwok cluster: a cut replication link,
-// writes on both sides of it (split brain), a failed disk, a lost quorum. Each fault must be seen
-// within a few observer cycles (this suite's interval is 2 s) in the LinstorCluster's
-// status and the claim's Events; nothing is discarded without a confirmation; no
-// replica's data is lost; and everything recovers.
+// writes on both sides of it (split brain), a failed disk, a lost quorum, a lost node.
+// Each fault must be seen within a few observer cycles (this suite's interval is 2 s) in
+// the LinstorCluster's status and the claim's Events; nothing is discarded without a
+// confirmation; no replica's data is lost, none is evicted; and everything recovers.
 
 // claimOn binds a claim to a PersistentVolume of the CSI driver for resource rsc, through
 // kube-controller-manager's persistent volume binder.
@@ -63,6 +67,38 @@ func told(g Gomega, pvc *corev1.PersistentVolumeClaim, reason, rsc string) {
 		}
 	}
 	g.Expect(seen).To(ContainElement(reason))
+}
+
+// eventCount counts the claim's Events with reason that name rsc, repeats included (the
+// recorder folds a repeated Event into the first one's count).
+func eventCount(g Gomega, pvc *corev1.PersistentVolumeClaim, reason, rsc string) int32 {
+	var events corev1.EventList
+	g.Expect(env.Client.List(ctx, &events, client.InNamespace(pvc.Namespace))).To(Succeed())
+	var n int32
+	for _, e := range events.Items {
+		if e.InvolvedObject.Kind == "PersistentVolumeClaim" && e.InvolvedObject.Name == pvc.Name && e.Reason == reason && strings.Contains(e.Message, rsc) {
+			n += max(e.Count, 1)
+		}
+	}
+	return n
+}
+
+// nodeLostTaint takes a node away as a dead machine does: kube-controller-manager's
+// taint eviction evicts the satellite pod, which does not tolerate it (pkg/render: only
+// the HA controller's taints and the DaemonSet controller's defaults), and the DaemonSet
+// controller places no new one there; the coupled emulator, which follows the pods each
+// second, then reports the satellite OFFLINE. The node itself stays Ready, as kwok keeps
+// it: the operator's node-failure policy, were it on, would not act on it either.
+var nodeLostTaint = corev1.Taint{Key: "e2e.linstor.io/node-lost", Effect: corev1.TaintEffectNoExecute}
+
+// setNodeLost adds or removes nodeLostTaint, keeping the node's other taints.
+func setNodeLost(g Gomega, node string, lost bool) {
+	g.Expect(envtest.Update(ctx, env.Client, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, func(n *corev1.Node) {
+		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == nodeLostTaint.Key })
+		if lost {
+			n.Spec.Taints = append(n.Spec.Taints, nodeLostTaint)
+		}
+	})).To(Succeed())
 }
 
 // stateOf is rsc's state in status.replicas.worst ("Healthy" when not listed).
@@ -108,7 +144,7 @@ func TestChaosEveryFaultIsSeenNothingIsLost(t *testing.T) {
 		c := cluster(g)
 		g.Expect(c.Status.Replicas).NotTo(BeNil())
 		g.Expect(c.Status.Replicas.Healthy).To(Equal(int32(3)), "%+v", c.Status.Replicas)
-		g.Expect(conditionStatus(c.Status.Conditions, linstorv1.ConditionRedundant)).To(Equal(metav1.ConditionTrue))
+		g.Expect(conditionStatus(c.Status.Conditions, linstorv1.ConditionRedundant)).To(Equal(metav1.ConditionTrue), "%+v", conditionOf(c, linstorv1.ConditionRedundant))
 	}, timeout, tick).Should(Succeed())
 
 	// 1. A cut link while node-0 writes: the replicas cannot replicate; the volume is
@@ -197,9 +233,96 @@ func TestChaosEveryFaultIsSeenNothingIsLost(t *testing.T) {
 		told(g, q, "ReplicasRecovered", "pvc-chaos-q")
 	}, timeout, tick).Should(Succeed())
 
+	// 5. A lost node while the other replica's workload writes. node-4 is added for it, so
+	// that its loss disturbs no other resource and takes neither the LINSTOR nor the CSI
+	// controller with it (both run since before it existed).
+	const survivor, lost = "node-0", "node-4"
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: lost}, &corev1.Node{}); apierrors.IsNotFound(err) {
+		g.Expect(kwokcluster.AddNodes(ctx, env.Client, "node", 4, 5)).To(Succeed())
+	}
+	t.Cleanup(func() { setNodeLost(NewWithT(t), lost, false) })
+	g.Eventually(func(g Gomega) {
+		linstorNodeOnline(g, lost)
+		pools, err := em.StoragePools(lost)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(pools).To(ContainElement(HaveField("StoragePoolName", samplePool)))
+	}, timeout, tick).Should(Succeed())
+	for _, n := range []string{survivor, lost} {
+		g.Expect(em.PlaceResource("pvc-chaos-node", n, samplePool, false)).To(Succeed())
+	}
+	nodeClaim := claimOn(t, g, "pvc-chaos-node")
+	g.Eventually(func(g Gomega) {
+		g.Expect(em.Replicas("pvc-chaos-node")).To(Equal(map[string]string{survivor: "UpToDate", lost: "UpToDate"}))
+		s, _ := stateOf(g, "pvc-chaos-node")
+		g.Expect(s).To(Equal("Healthy"))
+		g.Expect(conditionOf(cluster(g), linstorv1.ConditionRedundant).Status).To(Equal(metav1.ConditionTrue))
+	}, timeout, tick).Should(Succeed())
+	g.Expect(em.SetInUse("pvc-chaos-node", survivor, true)).To(Succeed())
+	// The node-failure policy is Off (the samples set none) and the operator turned
+	// LINSTOR's own auto-evict off: a lost node's replicas wait for it.
+	g.Expect(cluster(g).Spec.NodeFailure).To(Or(BeNil(), HaveField("Policy", Or(BeEmpty(), Equal(linstorv1.NodeFailureOff)))))
+	lc, err := linstor.NewClient(env.LinstorURL, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	props, err := lc.Controller.GetProps(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(props).To(HaveKeyWithValue("DrbdOptions/AutoEvictAllowEviction", "false"))
+
+	fault = time.Now()
+	setNodeLost(g, lost, true)
+	g.Eventually(func(g Gomega) {
+		g.Expect(runningPodNodes(g, names.SatelliteComponent)).NotTo(ContainElement(lost), "the satellite pod was not evicted")
+		n, _ := em.Node(lost)
+		g.Expect(n.ConnectionStatus).To(Equal("OFFLINE"))
+	}, timeout, tick).Should(Succeed())
+	t.Logf("%s OFFLINE in LINSTOR %.1fs after the taint", lost, time.Since(fault).Seconds())
+	detect(t, g, fault, "pvc-chaos-node", "Degraded")
+	g.Eventually(func(g Gomega) { told(g, nodeClaim, "ReplicasDegraded", "pvc-chaos-node") }, timeout, tick).Should(Succeed())
+	g.Expect(conditionOf(cluster(g), linstorv1.ConditionRedundant).Status).To(Equal(metav1.ConditionFalse))
+	// The survivor holds the last UpToDate replica: its drain is held.
+	g.Eventually(func(g Gomega) {
+		d := satelliteNamed(g, survivor).Status.Drain
+		g.Expect(d).NotTo(BeNil())
+		g.Expect(d.Allowed).To(BeFalse())
+		g.Expect(d.HeldBy).To(ContainElement(linstorv1.DrainHeldResource{Resource: "pvc-chaos-node", Reason: "last UpToDate replica"}))
+	}, timeout, tick).Should(Succeed())
+	// The survivor keeps writing: the lost node falls behind; nothing is evicted or
+	// placed elsewhere while it is away.
+	g.Consistently(func(g Gomega) {
+		newest, err := em.HasNewestData("pvc-chaos-node", lost)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(newest).To(BeFalse(), "%s got the writes while away", lost)
+		n, _ := em.Node(lost)
+		g.Expect(n.Flags).NotTo(ContainElement("EVICTED"))
+		g.Expect(em.Replicas("pvc-chaos-node")).To(HaveLen(2))
+		g.Expect(em.DestroyedReplicas()).To(BeEmpty())
+	}, "5s", tick).Should(Succeed())
+
+	recoveredBefore := eventCount(g, nodeClaim, "ReplicasRecovered", "pvc-chaos-node")
+	back := time.Now()
+	setNodeLost(g, lost, false)
+	g.Eventually(func(g Gomega) { linstorNodeOnline(g, lost) }, timeout, tick).Should(Succeed())
+	t.Logf("%s ONLINE in LINSTOR %.1fs after the taint was removed", lost, time.Since(back).Seconds())
+	g.Eventually(func(g Gomega) {
+		s, _ := stateOf(g, "pvc-chaos-node")
+		g.Expect(s).To(Equal("Healthy"))
+	}, timeout, 100*time.Millisecond).Should(Succeed())
+	t.Logf("pvc-chaos-node Healthy shown %.1fs after the node came back", time.Since(back).Seconds())
+	// A ReplicasRecovered Event told after the node came back, not an older one.
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventCount(g, nodeClaim, "ReplicasRecovered", "pvc-chaos-node")).To(BeNumerically(">", recoveredBefore))
+	}, timeout, tick).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(conditionOf(cluster(g), linstorv1.ConditionRedundant).Status).To(Equal(metav1.ConditionTrue))
+		d := satelliteNamed(g, survivor).Status.Drain
+		g.Expect(d).NotTo(BeNil())
+		g.Expect(d.Allowed).To(BeTrue(), "%+v", d)
+	}, timeout, tick).Should(Succeed())
+	g.Expect(em.SetInUse("pvc-chaos-node", survivor, false)).To(Succeed())
+
 	// No replica was lost: every surviving diskful replica holds the newest data, and no
 	// LINSTOR volume was destroyed behind a workload's back.
-	for rsc, nodes := range map[string][]string{"pvc-chaos-link": {"node-0", "node-1"}, "pvc-chaos-sb": {"node-1", "node-2"}, "pvc-chaos-disk": {"node-2"}, "pvc-chaos-q": {"node-0", "node-1", "node-3"}} {
+	for rsc, nodes := range map[string][]string{"pvc-chaos-link": {"node-0", "node-1"}, "pvc-chaos-sb": {"node-1", "node-2"}, "pvc-chaos-disk": {"node-2"}, "pvc-chaos-q": {"node-0", "node-1", "node-3"},
+		"pvc-chaos-node": {survivor, lost}} {
 		for _, n := range nodes {
 			ok, err := em.HasNewestData(rsc, n)
 			g.Expect(err).NotTo(HaveOccurred())

@@ -41,6 +41,10 @@ func TestNodeBeingLost(t *testing.T) {
 			[]corev1.Taint{taint(corev1.TaintNodeUnschedulable, corev1.TaintEffectNoSchedule, 5*time.Second)}, nil, false},
 		{"untolerated NoExecute taint added an hour ago", []corev1.NodeCondition{ready(corev1.ConditionTrue, time.Hour)},
 			[]corev1.Taint{taint("chaos", corev1.TaintEffectNoExecute, time.Hour)}, nil, false},
+		{"a user's NoExecute taint (no TimeAdded: the API server records none)", []corev1.NodeCondition{ready(corev1.ConditionTrue, time.Hour)},
+			[]corev1.Taint{{Key: "chaos", Effect: corev1.TaintEffectNoExecute}}, nil, true},
+		{"unreachable NoExecute: the DaemonSet controller tolerates it for the pod", []corev1.NodeCondition{ready(corev1.ConditionUnknown, time.Hour)},
+			[]corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}}, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			node := &corev1.Node{Spec: corev1.NodeSpec{Taints: tc.taints}, Status: corev1.NodeStatus{Conditions: tc.conditions}}

@@ -49,6 +49,16 @@ func upgradeThroughOLM(t *testing.T) {
 	from := linstorVersionOf(g, installed.csv)
 	to := current.CSV.Annotations[bundle.LinstorVersionAnnotation]
 	g.Expect(to).NotTo(Equal(from), "this release upgrades LINSTOR")
+	// The rollback step shortened the phase timeout to 30 s. This test holds Verify on
+	// purpose while a release is published and OLM is watched (tens of seconds on a
+	// loaded machine): a Verify past its timeout is stalled, which releases OLM by design
+	// (lifecycle.Stalled), and the hold under test would end early. Back to the default.
+	g.Expect(testenv.Update(ctx, c, clusterNow(g), func(cl *linstorv1.LinstorCluster) {
+		if cl.Spec.Upgrade != nil {
+			cl.Spec.Upgrade.PhaseTimeout = nil
+		}
+	})).To(Succeed())
+	g.Expect(clusterNow(g).Spec.Upgrade).To(Or(BeNil(), HaveField("PhaseTimeout", BeNil())))
 
 	// Data worth keeping, with one replica still resyncing: LINSTOR's preflight waits.
 	g.Expect(linstor.emu.PlaceResource("pvc-data", "node-0", samplePool, true)).To(Succeed())

@@ -23,6 +23,8 @@ KUBEBUILDER_ASSETS ?= $(GOBIN_DIR)/k8s/$(K8S_VERSION)
 OPM ?= $(GOBIN_DIR)/opm/opm-v1.73.0
 PROMTOOL_VERSION ?= v0.316.0
 PROMTOOL ?= $(GOBIN_DIR)/promtool/promtool-$(PROMTOOL_VERSION)
+VERSITYGW_VERSION ?= v1.8.0
+VERSITYGW ?= $(GOBIN_DIR)/versitygw/versitygw-$(VERSITYGW_VERSION)
 
 SHELL = /usr/bin/env bash -o pipefail
 .SHELLFLAGS = -ec
@@ -73,8 +75,8 @@ olm-assets: ## Build OLM's olm and catalog operators from source and copy OLM's 
 	hack/build-olm.sh >/dev/null
 
 .PHONY: test
-test: manifests generate fmt vet envtest-assets kwok-assets olm-assets opm promtool config-check ## Run all tests: unit, fuzz round trips, LINSTOR API conformance, real kube-apiserver, bundle and catalog, alert rules, end to end on kwok.
-	KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) CONTROLLER_GEN=$(CONTROLLER_GEN) OPM=$(OPM) PROMTOOL=$(PROMTOOL) \
+test: manifests generate fmt vet envtest-assets kwok-assets olm-assets opm promtool versitygw config-check ## Run all tests: unit, fuzz round trips, LINSTOR API conformance, real kube-apiserver, bundle and catalog, alert rules, end to end on kwok.
+	KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) CONTROLLER_GEN=$(CONTROLLER_GEN) OPM=$(OPM) PROMTOOL=$(PROMTOOL) VERSITYGW=$(VERSITYGW) \
 	LINSTOR_OPENAPI_SPEC=$(LINSTOR_OPENAPI_SPEC) \
 	go test ./... -count=1 -timeout 30m
 
@@ -184,6 +186,10 @@ bundle-push: ## Push the bundle image BUNDLE_IMG.
 .PHONY: opm
 opm: ## Build opm from source (cached in bin/opm/).
 	hack/build-opm.sh >/dev/null
+
+.PHONY: versitygw
+versitygw: ## Build the versitygw S3 gateway from source (cached in bin/versitygw/); offsite backup tests run it on loopback as the real S3 server.
+	VERSITYGW_VERSION=$(VERSITYGW_VERSION) hack/build-versitygw.sh >/dev/null
 
 .PHONY: promtool
 promtool: ## Build promtool from source (cached in bin/promtool/); test/alerts checks and unit-tests the alert rules with it.

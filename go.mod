@@ -3,6 +3,7 @@ module github.com/linstor-operator/linstor-operator
 go 1.25.0
 
 require (
+	filippo.io/age v1.3.2
 	github.com/KimMachineGun/automemlimit v1.0.1
 	github.com/LINBIT/golinstor v0.63.0
 	github.com/blang/semver/v4 v4.0.0
@@ -17,6 +18,7 @@ require (
 	github.com/operator-framework/api v0.33.0
 	github.com/operator-framework/operator-lib v0.19.0
 	github.com/prometheus/client_golang v1.23.2
+	github.com/robfig/cron/v3 v3.0.1
 	go.uber.org/zap v1.27.0
 	k8s.io/api v0.34.2
 	k8s.io/apiextensions-apiserver v0.34.2
@@ -32,6 +34,7 @@ require (
 )
 
 require (
+	filippo.io/hpke v0.4.0 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/go-ini/ini v1.67.0 // indirect
 	github.com/klauspost/compress v1.18.2 // indirect
@@ -41,11 +44,9 @@ require (
 	github.com/minio/md5-simd v1.1.2 // indirect
 	github.com/pbnjay/memory v0.0.0-20210728143218-7b4eea64cf58 // indirect
 	github.com/philhofer/fwd v1.2.0 // indirect
-	github.com/rogpeppe/go-internal v1.16.0 // indirect
 	github.com/rs/xid v1.6.0 // indirect
 	github.com/tinylib/msgp v1.6.1 // indirect
 	golang.org/x/crypto v0.55.0 // indirect
-	golang.org/x/tools v0.49.0 // indirect
 )
 
 require (
@@ -85,7 +86,7 @@ require (
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 	github.com/prometheus/client_model v0.6.2
-	github.com/prometheus/common v0.66.1 // indirect
+	github.com/prometheus/common v0.66.1
 	github.com/prometheus/procfs v0.16.1 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/spf13/cobra v1.9.1 // indirect

@@ -130,3 +130,20 @@ const (
 // The LinstorBackup's conditions give its phase as their reason (BackupPending,
 // BackupRunning, BackupCompleted, BackupFailed); a backup waiting for a restore,
 // rollback or migration is Pending and its message says why.
+
+// Reasons of the LinstorBackupSchedule and LinstorBackupTarget (besides AsExpected and
+// InvalidSpec).
+const (
+	// ReasonClusterNotFound: the LinstorCluster a schedule names does not exist.
+	ReasonClusterNotFound = "ClusterNotFound"
+	// ReasonTargetNotFound: the LinstorBackupTarget named does not exist.
+	ReasonTargetNotFound = "TargetNotFound"
+	// ReasonTargetUnavailable: the LinstorBackupTarget named is not Available.
+	ReasonTargetUnavailable = "TargetUnavailable"
+	// ReasonSuspended: spec.suspend is true.
+	ReasonSuspended = "Suspended"
+	// ReasonLastBackupFailed: the schedule's newest finished backup failed.
+	ReasonLastBackupFailed = "LastBackupFailed"
+	// ReasonRetentionFailed: old backups could not be deleted from the bucket.
+	ReasonRetentionFailed = "RetentionFailed"
+)

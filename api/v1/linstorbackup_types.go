@@ -6,8 +6,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// LinstorBackupSpec says whose LINSTOR database to back up.
+// LinstorBackupSpec says whose LINSTOR database to back up, and where the copy goes.
 // +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: create a new LinstorBackup"
+// +kubebuilder:validation:XValidation:rule="!has(self.importFrom) || has(self.targetRef)",message="spec.importFrom names a backup in a bucket: spec.targetRef must name its LinstorBackupTarget"
 type LinstorBackupSpec struct {
 	// clusterRef names the LinstorCluster in this namespace. Its LINSTOR controller is
 	// stopped while the backup is taken (volumes keep working: DRBD does not need it).
@@ -23,13 +24,32 @@ type LinstorBackupSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Timeout",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// targetRef sends the copy, encrypted, to this LinstorBackupTarget's bucket instead
+	// of Secrets in this namespace: a backup that survives the cluster. The LINSTOR
+	// controller is stopped only while the copy is read and sent; reading it back to
+	// verify it (phase Verifying) runs with LINSTOR started again.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup Target"
+	TargetRef *BackupTargetReference `json:"targetRef,omitempty"`
+
+	// importFrom takes nothing: it names a backup already in targetRef's bucket (its id,
+	// as the target's status.backups lists it, for example one another cluster took).
+	// The operator reads it back and decrypts it; verified, it is Completed and can be
+	// named in a LinstorCluster's spec.database.restoreFrom, which is how a new cluster
+	// is restored after a disaster. Deleting such a LinstorBackup leaves the bucket alone.
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._-]+/[A-Za-z0-9._-]+$`
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Import From Bucket",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	ImportFrom string `json:"importFrom,omitempty"`
 }
 
 // DefaultBackupTimeout is a backup's deadline when spec.timeout is unset.
 const DefaultBackupTimeout = 10 * time.Minute
 
 // BackupPhase is where a backup stands.
-// +kubebuilder:validation:Enum=Pending;Running;Completed;Failed
+// +kubebuilder:validation:Enum=Pending;Running;Verifying;Completed;Failed
 type BackupPhase string
 
 const (
@@ -37,6 +57,9 @@ const (
 	BackupPending BackupPhase = "Pending"
 	// BackupRunning copies the database.
 	BackupRunning BackupPhase = "Running"
+	// BackupVerifying reads a copy sent to a bucket back (LINSTOR runs again), or an
+	// imported one.
+	BackupVerifying BackupPhase = "Verifying"
 	// BackupCompleted holds a verified copy.
 	BackupCompleted BackupPhase = "Completed"
 	// BackupFailed could not be taken; message says why.
@@ -81,6 +104,16 @@ type LinstorBackupStatus struct {
 	// secrets hold the copy in order, in chunks; they are owned by this LinstorBackup.
 	// +optional
 	Secrets []string `json:"secrets,omitempty"`
+	// stored says where the copy is in spec.targetRef's bucket.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Stored Copy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:hidden"}
+	Stored *StoredCopy `json:"stored,omitempty"`
+	// controllerStopped is how long the LINSTOR controller was kept stopped for this
+	// backup: from the backup's creation, when the stop is asked, to the end of the copy
+	// (a bucket's read-back is not counted: LINSTOR runs again meanwhile).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Controller Stopped For",xDescriptors={"urn:alm:descriptor:text"}
+	ControllerStopped *metav1.Duration `json:"controllerStopped,omitempty"`
 	// startedAt and completedAt bound the time the controller was stopped for it.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Started At",xDescriptors={"urn:alm:descriptor:text"}
@@ -94,8 +127,39 @@ type LinstorBackupStatus struct {
 	Message string `json:"message,omitempty"`
 }
 
+// StoredCopy is a copy in a bucket.
+type StoredCopy struct {
+	// target is the LinstorBackupTarget.
+	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Backup Target",xDescriptors={"urn:alm:descriptor:io.kubernetes:linstor.io:v1:LinstorBackupTarget"}
+	Target string `json:"target"`
+	// id of the copy in the bucket.
+	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="ID in the Bucket",xDescriptors={"urn:alm:descriptor:text"}
+	ID string `json:"id"`
+	// encryptedSize and encryptedChecksum are the stored object's bytes.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Encrypted Size (bytes)",xDescriptors={"urn:alm:descriptor:text"}
+	EncryptedSize int64 `json:"encryptedSize,omitempty"`
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Encrypted Checksum",xDescriptors={"urn:alm:descriptor:text"}
+	EncryptedChecksum string `json:"encryptedChecksum,omitempty"`
+	// keyFingerprint says which key opens it.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Key Fingerprint",xDescriptors={"urn:alm:descriptor:text"}
+	KeyFingerprint string `json:"keyFingerprint,omitempty"`
+	// cluster that took it (namespace/name) and its uid, as the bucket records.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Taken of Cluster",xDescriptors={"urn:alm:descriptor:text"}
+	Cluster string `json:"cluster,omitempty"`
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Cluster UID",xDescriptors={"urn:alm:descriptor:text"}
+	ClusterUID string `json:"clusterUID,omitempty"`
+}
+
 // LinstorBackup is a copy of a LinstorCluster's LINSTOR database (k8s backend), taken
-// on demand or before an upgrade.
+// on demand, on a schedule or before an upgrade, kept in Secrets or, encrypted, in a
+// bucket; or a copy another cluster left in a bucket, imported to be restored.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:storageversion
@@ -104,8 +168,9 @@ type LinstorBackupStatus struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="LINSTOR",type=string,JSONPath=`.status.linstorVersion`
 // +kubebuilder:printcolumn:name="Objects",type=integer,JSONPath=`.status.objects`
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.targetRef.name`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +operator-sdk:csv:customresourcedefinitions:displayName="LINSTOR Backup",resources={{Secret,v1}}
+// +operator-sdk:csv:customresourcedefinitions:displayName="LINSTOR Backup",resources={{Secret,v1},{LinstorBackupTarget,v1}}
 type LinstorBackup struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

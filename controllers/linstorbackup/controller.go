@@ -36,6 +36,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorbackups/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorbackups/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",namespace=system,resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=linstor.io,resources=linstorbackuptargets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=delete,resourceNames=ebsremotes.internal.linstor.linbit.com;files.internal.linstor.linbit.com;keyvaluestore.internal.linstor.linbit.com;layerbcachevolumes.internal.linstor.linbit.com;layercachevolumes.internal.linstor.linbit.com;layerdrbdresourcedefinitions.internal.linstor.linbit.com;layerdrbdresources.internal.linstor.linbit.com;layerdrbdvolumedefinitions.internal.linstor.linbit.com;layerdrbdvolumes.internal.linstor.linbit.com;layerluksvolumes.internal.linstor.linbit.com;layeropenflexresourcedefinitions.internal.linstor.linbit.com;layeropenflexvolumes.internal.linstor.linbit.com;layerresourceids.internal.linstor.linbit.com;layerstoragevolumes.internal.linstor.linbit.com;layerwritecachevolumes.internal.linstor.linbit.com;linstorremotes.internal.linstor.linbit.com;linstorversion.internal.linstor.linbit.com;nodeconnections.internal.linstor.linbit.com;nodenetinterfaces.internal.linstor.linbit.com;nodes.internal.linstor.linbit.com;nodestorpool.internal.linstor.linbit.com;propscontainers.internal.linstor.linbit.com;resourceconnections.internal.linstor.linbit.com;resourcedefinitions.internal.linstor.linbit.com;resourcegroups.internal.linstor.linbit.com;resources.internal.linstor.linbit.com;rollback.internal.linstor.linbit.com;s3remotes.internal.linstor.linbit.com;satellitescapacity.internal.linstor.linbit.com;schedules.internal.linstor.linbit.com;secaccesstypes.internal.linstor.linbit.com;secaclmap.internal.linstor.linbit.com;secconfiguration.internal.linstor.linbit.com;secdfltroles.internal.linstor.linbit.com;secidentities.internal.linstor.linbit.com;secidrolemap.internal.linstor.linbit.com;secobjectprotection.internal.linstor.linbit.com;secroles.internal.linstor.linbit.com;sectyperules.internal.linstor.linbit.com;sectypes.internal.linstor.linbit.com;spacehistory.internal.linstor.linbit.com;storpooldefinitions.internal.linstor.linbit.com;trackingdate.internal.linstor.linbit.com;volumeconnections.internal.linstor.linbit.com;volumedefinitions.internal.linstor.linbit.com;volumegroups.internal.linstor.linbit.com;volumes.internal.linstor.linbit.com
 // A restore into a cluster without LINSTOR's tables (a new installation, a table a
 // migration dropped) creates them; create cannot be limited by name, so pkg/dbbackup
@@ -60,7 +61,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// No poll: a backup is woken by its own writes, and a step that waits says when.
 	return reconciler.Pass(ctx, s, r.saveStatus, 0, func() bool { return s.stop },
 		r.reconcileEnded,
+		r.reconcileImport,
 		r.reconcileCluster,
+		r.reconcileVerifying,
+		r.reconcileTargetUsable,
 		r.reconcileAccepted,
 		r.reconcileWaiting,
 		r.reconcileControllerStopped,
@@ -76,6 +80,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A deleted backup held for a database-replacement marker is released once the
 		// marker goes: its deletion wakes the backups it may have held.
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.backupsHeldBy)).
+		// An import waiting for its target (or a copy being read back) goes on when the
+		// target appears or changes.
+		Watches(&linstorv1.LinstorBackupTarget{}, handler.EnqueueRequestsFromMapFunc(r.backupsVerifyingAt)).
 		Complete(r)
 }
 
@@ -93,6 +100,21 @@ func (r *Reconciler) backupsHeldBy(ctx context.Context, o client.Object) []ctrl.
 	var out []ctrl.Request
 	for _, b := range list.Items {
 		if b.Spec.ClusterRef.Name == cluster && b.DeletionTimestamp != nil && controllerutil.ContainsFinalizer(&b, names.FinalizerBackupInUse) {
+			out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&b)})
+		}
+	}
+	return out
+}
+
+// backupsVerifyingAt maps a LinstorBackupTarget to the backups in Verifying that name it.
+func (r *Reconciler) backupsVerifyingAt(ctx context.Context, o client.Object) []ctrl.Request {
+	var list linstorv1.LinstorBackupList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []ctrl.Request
+	for _, b := range list.Items {
+		if b.Spec.TargetRef != nil && b.Spec.TargetRef.Name == o.GetName() && (b.Status.Phase == "" || b.Status.Phase == linstorv1.BackupVerifying) {
 			out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&b)})
 		}
 	}

@@ -31,6 +31,9 @@ import (
 // written while the tables were read: such a copy is torn, yet its checksum matches
 // (it proves only that the Secrets hold what was read), so it fails instead.
 func (r *Reconciler) take(ctx context.Context, b *linstorv1.LinstorBackup, cluster *linstorv1.LinstorCluster) error {
+	if b.Spec.TargetRef != nil {
+		return r.takeToBucket(ctx, b, cluster)
+	}
 	started := time.Now()
 	stayedStopped := func() error { return r.controllerStayedStopped(ctx, cluster, started) }
 	cw := &chunkWriter{ctx: ctx, r: r, b: b, hash: sha256.New(), stayedStopped: stayedStopped}
@@ -62,6 +65,7 @@ func (r *Reconciler) take(ctx context.Context, b *linstorv1.LinstorBackup, clust
 		st.Phase, st.Checksum, st.Size, st.Secrets = linstorv1.BackupCompleted, checksum, cw.size, cw.names
 		st.CRDs, st.Objects = int32(counts.CRDs), int32(counts.Objects)
 		st.CompletedAt = ptrTime(metav1.Now())
+		st.ControllerStopped = &metav1.Duration{Duration: time.Since(b.CreationTimestamp.Time).Round(time.Millisecond)}
 		st.Message = fmt.Sprintf("%d CRDs, %d objects, %d bytes in %d Secrets", counts.CRDs, counts.Objects, cw.size, len(cw.names))
 	}); err != nil {
 		return err

@@ -241,8 +241,8 @@ func activeAndRunning(ctx context.Context, c client.Reader, cluster *linstorv1.L
 	}
 	for i := range list.Items {
 		b := &list.Items[i]
-		if b.Spec.ClusterRef.Name != cluster.Name || b.DeletionTimestamp != nil {
-			continue
+		if b.Spec.ClusterRef.Name != cluster.Name || b.DeletionTimestamp != nil || b.Spec.ImportFrom != "" {
+			continue // an import reads a bucket, not the database
 		}
 		switch b.Status.Phase {
 		case "", linstorv1.BackupPending:

@@ -32,11 +32,14 @@ import (
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	linstorv1alpha1 "github.com/linstor-operator/linstor-operator/api/v1alpha1"
 	"github.com/linstor-operator/linstor-operator/controllers/linstorbackup"
+	"github.com/linstor-operator/linstor-operator/controllers/linstorbackupschedule"
+	"github.com/linstor-operator/linstor-operator/controllers/linstorbackuptarget"
 	"github.com/linstor-operator/linstor-operator/controllers/linstorcluster"
 	"github.com/linstor-operator/linstor-operator/controllers/linstornodeconnection"
 	"github.com/linstor-operator/linstor-operator/controllers/linstorsatellite"
 	"github.com/linstor-operator/linstor-operator/controllers/operatorcondition"
 	"github.com/linstor-operator/linstor-operator/controllers/reconciler"
+	"github.com/linstor-operator/linstor-operator/pkg/backuptarget"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
@@ -88,6 +91,11 @@ type Options struct {
 	// OperatorCondition is the Upgradeable condition of the operator's OperatorCondition
 	// when OLM manages the operator; nil skips it.
 	OperatorCondition conditions.Condition
+	// BackupTargetPoll is how often a LinstorBackupTarget's bucket is listed again
+	// (zero: linstorbackuptarget.DefaultPoll).
+	BackupTargetPoll time.Duration
+	// Now is the clock of the LinstorBackupSchedule controller (nil: time.Now).
+	Now func() time.Time
 	// Namespace is where the operator runs LINSTOR: the operands' ServiceAccounts and
 	// RBAC are installed there with the operator, whose own permissions on Secrets and
 	// workloads end at it. A LinstorCluster elsewhere is refused. Empty lets every
@@ -171,6 +179,14 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Client: mgr.GetClient(), Database: direct, Recorder: mgr.GetEventRecorderFor("linstor-operator"),
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorBackup controller: %w", err)
+	}
+	if err := (&linstorbackuptarget.Reconciler{Client: mgr.GetClient(), Namespace: opts.Namespace, Poll: opts.BackupTargetPoll}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the LinstorBackupTarget controller: %w", err)
+	}
+	if err := (&linstorbackupschedule.Reconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("linstor-operator"), Bucket: backuptarget.Opener{Client: mgr.GetClient()}, Now: opts.Now,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the LinstorBackupSchedule controller: %w", err)
 	}
 	if opts.OperatorCondition != nil {
 		if err := (&operatorcondition.Reconciler{Client: mgr.GetClient(), Condition: opts.OperatorCondition}).SetupWithManager(mgr); err != nil {

@@ -13,8 +13,8 @@ func TestV1RulesOfTheShippedCRDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(schemas) != 5 {
-		t.Fatalf("%d v1 schemas, want the 5 kinds", len(schemas))
+	if len(schemas) != 7 {
+		t.Fatalf("%d v1 schemas, want the 7 kinds", len(schemas))
 	}
 	obj := func(spec map[string]any) map[string]any {
 		return map[string]any{"apiVersion": "linstor.io/v1", "kind": "LinstorSatelliteConfiguration", "metadata": map[string]any{"name": "x"}, "spec": spec}

@@ -59,8 +59,11 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// Open streams a backup's encoded data.
+// Open streams a backup's encoded data, from its chunk Secrets or its bucket.
 func Open(ctx context.Context, c client.Reader, b *linstorv1.LinstorBackup) io.Reader {
+	if b.Status.Stored != nil {
+		return &storedReader{ctx: ctx, c: c, b: b}
+	}
 	return &chunkReader{ctx: ctx, c: c, namespace: b.Namespace, names: append([]string(nil), b.Status.Secrets...)}
 }
 
@@ -78,9 +81,18 @@ func Verify(ctx context.Context, c client.Reader, b *linstorv1.LinstorBackup) er
 	if b.Status.Phase != linstorv1.BackupCompleted {
 		return fmt.Errorf("LinstorBackup %s is %s, not Completed", b.Name, b.Status.Phase)
 	}
-	got, err := ChecksumOf(ctx, c, b.Namespace, b.Status.Secrets)
-	if err != nil {
-		return err
+	var got string
+	if b.Status.Stored != nil {
+		h := sha256.New()
+		if _, err := io.Copy(h, Open(ctx, c, b)); err != nil {
+			return err
+		}
+		got = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	} else {
+		var err error
+		if got, err = ChecksumOf(ctx, c, b.Namespace, b.Status.Secrets); err != nil {
+			return err
+		}
 	}
 	if got != b.Status.Checksum {
 		return fmt.Errorf("LinstorBackup %s is damaged: checksum %s, expected %s", b.Name, got, b.Status.Checksum)
@@ -156,7 +168,7 @@ func Active(ctx context.Context, c client.Reader, cluster *linstorv1.LinstorClus
 	}
 	for i := range list.Items {
 		b := &list.Items[i]
-		if b.Spec.ClusterRef.Name == cluster.Name && b.DeletionTimestamp == nil && Unsupported(cluster) == "" &&
+		if b.Spec.ClusterRef.Name == cluster.Name && b.DeletionTimestamp == nil && Unsupported(cluster) == "" && b.Spec.ImportFrom == "" &&
 			(b.Status.Phase == "" || b.Status.Phase == linstorv1.BackupPending || b.Status.Phase == linstorv1.BackupRunning) {
 			return b, nil
 		}

@@ -83,8 +83,8 @@ func check(ctx context.Context, c client.Reader, b *linstorv1.LinstorBackup) (Ch
 	switch {
 	case b.Status.Phase != linstorv1.BackupCompleted:
 		return CheckResult{}, unusable(fmt.Errorf("it is %q, not Completed", b.Status.Phase))
-	case len(b.Status.Secrets) == 0:
-		return CheckResult{}, unusable(errors.New("status.secrets names no chunk Secret"))
+	case len(b.Status.Secrets) == 0 && b.Status.Stored == nil:
+		return CheckResult{}, unusable(errors.New("status.secrets names no chunk Secret and status.stored no bucket"))
 	case b.Status.Checksum == "":
 		return CheckResult{}, unusable(errors.New("status.checksum is empty"))
 	}
@@ -94,13 +94,16 @@ func check(ctx context.Context, c client.Reader, b *linstorv1.LinstorBackup) (Ch
 	data := io.TeeReader(Open(ctx, c, b), h)
 	objects, crds, decodeErr := decodeAll(data)
 	if _, err := io.Copy(io.Discard, data); err != nil {
-		if apierrors.IsNotFound(err) {
+		if apierrors.IsNotFound(err) && b.Status.Stored == nil {
 			return CheckResult{}, unusable(fmt.Errorf("it is damaged: %w", err)) // a chunk Secret is gone
+		}
+		if storedUnusable(err) {
+			return CheckResult{}, unusable(fmt.Errorf("its copy in the bucket cannot be read: %w", err))
 		}
 		return CheckResult{}, err
 	}
 	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != b.Status.Checksum {
-		return CheckResult{}, unusable(fmt.Errorf("it is damaged: its %d chunk Secrets read back with checksum %s, status.checksum is %s",
+		return CheckResult{}, unusable(fmt.Errorf("it is damaged: its %d chunk Secrets (or its bucket copy) read back with checksum %s, status.checksum is %s",
 			len(b.Status.Secrets), got, b.Status.Checksum))
 	}
 	if decodeErr != nil {

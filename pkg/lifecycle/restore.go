@@ -28,21 +28,35 @@ func stepRestore(in *Input, out *Output) bool {
 		out.State.Restore = nil
 		return false
 	}
+	name := spec.RestoreFrom
+	// firstStart holds LINSTOR's very first start (nothing was ever deployed for this
+	// object) while a restore is asked for and has not replaced the database: started
+	// on an empty database, LINSTOR would be given nodes, pools and new volumes by the
+	// operator and CSI, and the restore would then have to replace a live database
+	// (and ask for a confirmation) or be given up. A new cluster restored after a
+	// disaster starts on the restored database, or not at all.
+	firstStart := func(why string) bool {
+		if in.State.Deployed != nil {
+			return false
+		}
+		out.StopController = "LINSTOR's first start waits for the restore of " + name + ": " + why +
+			"; to start LINSTOR with an empty database instead, clear spec.database.restoreFrom"
+		return true
+	}
 	if r != nil && r.BackupName == spec.RestoreFrom {
 		switch r.Phase {
 		case RestoreRestored:
 			return false
 		case RestoreFailed:
 			out.Problem = Problem{linstorv1.ReasonInvalidSpec, r.Message}
-			return false
+			return firstStart("it failed")
 		}
 	}
-	name := spec.RestoreFrom
 	failed := func(msg string) bool {
 		out.State.Restore = &linstorv1.RestoreStatus{BackupName: name, ClusterUID: spec.ClusterUID, Phase: RestoreFailed, Message: msg}
 		out.Problem = Problem{linstorv1.ReasonInvalidSpec, msg}
 		out.Events = append(out.Events, Event{Warning: true, Reason: "RestoreFailed", Message: msg})
-		return false
+		return firstStart("it failed")
 	}
 	waiting := func(reason, msg string) bool {
 		out.Problem = Problem{reason, msg}
@@ -52,7 +66,7 @@ func stepRestore(in *Input, out *Output) bool {
 			out.StopController = "a restore of " + r.BackupName + " is being prepared"
 			return true
 		}
-		return false
+		return firstStart("the backup is not ready")
 	}
 	if spec.ExternalController {
 		return failed("spec.database.restoreFrom: the LINSTOR controller is external: restore its database where it runs")
@@ -82,7 +96,7 @@ func stepRestore(in *Input, out *Output) bool {
 			out.StopController, out.Upgrading = "a restore of "+r.BackupName+" is being prepared", true
 			return true
 		}
-		return false
+		return firstStart("the backup was not looked at yet")
 	case !b.Found:
 		return waiting(linstorv1.ReasonInvalidSpec, fmt.Sprintf("spec.database.restoreFrom: LinstorBackup %s does not exist", name))
 	case b.Cluster != spec.ClusterName:

@@ -288,6 +288,22 @@ var restoreCases = []stepCase{
 		want: expect{deployed: dv(fxTo, fxTo), requeue: Poll, problem: linstorv1.ReasonInvalidSpec, problemHas: []string{"does not exist"}},
 	},
 	{
+		name: "new installation, the backup missing (an import not created yet): LINSTOR's first start waits",
+		in:   inRestore(withReported(""), withDeployed(nil), obsRestoreBackupMissing(fxNightly), obsDBEmpty(true)),
+		want: expect{requeue: Poll, stop: "first start waits for the restore of " + fxNightly, problem: linstorv1.ReasonInvalidSpec, problemHas: []string{"does not exist"}},
+	},
+	{
+		name: "new installation, the backup still Verifying (an import reading its bucket): LINSTOR's first start waits",
+		in:   inRestore(withReported(""), withDeployed(nil), obsRestoreBackup(fxNightly, linstorv1.BackupVerifying, fxFrom), obsDBEmpty(true)),
+		want: expect{requeue: Poll, stop: "first start waits for the restore of " + fxNightly, problem: linstorv1.ReasonInvalidSpec, problemHas: []string{"not Completed yet"}},
+	},
+	{
+		name: "new installation, the backup failed: Failed, LINSTOR's first start still waits (clear restoreFrom to start empty)",
+		in:   inRestore(withReported(""), withDeployed(nil), obsRestoreBackup(fxNightly, linstorv1.BackupFailed, fxFrom), obsDBEmpty(true)),
+		want: expect{restore: RestoreFailed, restoreBackup: fxNightly, restoreUID: fxUID, stop: "clear spec.database.restoreFrom", problem: linstorv1.ReasonInvalidSpec,
+			events: ev("RestoreFailed")},
+	},
+	{
 		name: "a not-yet-Completed backup waits (no status change) rather than failing",
 		in:   inRestore(obsRestoreBackup(fxNightly, linstorv1.BackupRunning, fxFrom), obsDBEmpty(true), obsStopped()),
 		want: expect{deployed: dv(fxTo, fxTo), requeue: Poll, problem: linstorv1.ReasonInvalidSpec, problemHas: []string{"not Completed yet"}},

@@ -44,6 +44,10 @@ type world struct {
 	rehearsals     map[string]*Rehearsal
 	rehearsalFails string
 	trace          []string
+	// startedEmpty: a LINSTOR controller ran before anything was restored.
+	startedEmpty bool
+	// importPasses is how many passes a Verifying backup takes to complete.
+	importPasses int
 }
 
 func newWorld(spec Spec, st State) *world {
@@ -83,6 +87,10 @@ func (w *world) pass(t *testing.T) Output {
 			}
 		case linstorv1.BackupPending:
 			b.Phase, active = linstorv1.BackupRunning, name
+		case linstorv1.BackupVerifying: // an import reads its bucket; the database is not involved
+			if w.importPasses--; w.importPasses <= 0 {
+				b.Phase = linstorv1.BackupCompleted
+			}
 		}
 	}
 	for _, r := range w.rehearsals { // a rehearsal ends one pass after it was created
@@ -176,6 +184,11 @@ func (w *world) pass(t *testing.T) Output {
 	// Apply: the controller runs the deployed version unless stopped; a version that
 	// runs migrates the database; status.version follows what answers.
 	w.stopped, w.running = out.StopController != "", ""
+	defer func() {
+		if w.running != "" && len(w.restored) == 0 && w.spec.RestoreFrom != "" {
+			w.startedEmpty = true
+		}
+	}()
 	if d := w.state.Deployed; !w.stopped && d != nil {
 		w.running = d.Controller
 	}
@@ -347,18 +360,48 @@ var scenarioCases = []scenarioCase{
 func init() {
 	scenarioCases = append(scenarioCases,
 		scenarioCase{
-			name: "new installation restoring a damaged backup: checked before anything is written, Failed, LINSTOR starts",
+			name: "new installation restoring a damaged backup: checked before anything is written, Failed, LINSTOR stays stopped until restoreFrom is cleared, then starts",
 			setup: func(w *world) {
 				w.spec.Reported, w.state.Deployed, w.dbEmpty = "", nil, true
 				w.spec.RestoreFrom = fxNightly
 				w.backups[fxNightly] = &Backup{Name: fxNightly, Found: true, Cluster: fxCluster, Phase: linstorv1.BackupCompleted, LinstorVersion: fxFrom}
 				w.checkErrs = []error{fmt.Errorf("%w: LinstorBackup nightly is damaged", ErrBackupUnusable)}
 			},
-			idle:  stopWhenIdle,
-			trace: []string{"idle", "restore:Stopping", "restore:Failed"},
+			idle: func(w *world) bool {
+				// A new cluster asked to be restored never starts on an empty database on
+				// its own: the admin clears restoreFrom (or names another backup).
+				if r := w.state.Restore; r != nil && r.Phase == RestoreFailed && w.spec.RestoreFrom != "" {
+					if !w.stopped || w.running != "" {
+						return false // the check reports it
+					}
+					w.spec.RestoreFrom = ""
+					return true
+				}
+				return false
+			},
+			trace: []string{"idle", "restore:Stopping", "restore:Failed", "idle"},
 			check: func(t *testing.T, w *world) {
 				if len(w.restored) != 0 || w.stopped {
 					t.Errorf("restored %v, stopped %v", w.restored, w.stopped)
+				}
+			},
+		},
+		scenarioCase{
+			name: "new installation restoring a backup that is not there yet (imported from a bucket): LINSTOR never starts before it is restored",
+			setup: func(w *world) {
+				w.spec.Reported, w.state.Deployed, w.dbEmpty = "", nil, true
+				w.spec.RestoreFrom = fxNightly
+				// Imported from a bucket: read back for one pass before it is Completed.
+				w.backups[fxNightly] = &Backup{Name: fxNightly, Found: true, Cluster: fxCluster, Phase: linstorv1.BackupVerifying, LinstorVersion: fxFrom}
+				w.importPasses = 5
+			},
+			idle: stopWhenIdle,
+			// Restored at the backup's version, then this release's automatic upgrade.
+			trace: []string{"idle", "restore:Stopping", "restore:Restoring", "restore:Restored", "restore:Restored upgrade:Preflight", "restore:Restored upgrade:Backup",
+				"restore:Restored upgrade:Rehearsal", "restore:Restored upgrade:Controller", "restore:Restored upgrade:Satellites", "restore:Restored upgrade:Verify", "restore:Restored upgrade:Succeeded"},
+			check: func(t *testing.T, w *world) {
+				if len(w.restored) != 1 || w.stopped || w.running != fxTo || w.startedEmpty {
+					t.Errorf("restored %v, stopped %v, running %q, started on the empty database %v", w.restored, w.stopped, w.running, w.startedEmpty)
 				}
 			},
 		},

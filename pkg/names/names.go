@@ -25,6 +25,8 @@ const (
 	LabelSatellite = "linstor.io/satellite"
 	// LabelBackup marks the Secrets holding a backup's chunks.
 	LabelBackup = "linstor.io/backup"
+	// LabelBackupSchedule marks the LinstorBackups a LinstorBackupSchedule created.
+	LabelBackupSchedule = "linstor.io/backup-schedule"
 )
 
 // ServiceAccountName is the account an operand component's pods run as. The accounts
@@ -118,6 +120,8 @@ const (
 	// AnnotationAppliedHash on an applied object is the hash of what was last applied:
 	// an unchanged object is not sent again.
 	AnnotationAppliedHash = "linstor.io/applied-hash"
+	// AnnotationScheduledAt on a LinstorBackup a schedule created is the run's time.
+	AnnotationScheduledAt = "linstor.io/scheduled-at"
 	// AnnotationTLSHash on a pod template carries a hash of the certificates it mounts,
 	// so a renewed certificate rolls the pods (LINSTOR reads its keystores at start).
 	AnnotationTLSHash = "linstor.io/tls-hash"

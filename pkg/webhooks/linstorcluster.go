@@ -157,7 +157,8 @@ func restoreFromOf(spec *linstorv1.LinstorClusterSpec) string {
 }
 
 // validateRestoreFrom: a restore replaces LINSTOR's database, so it must name a copy
-// that exists, is verified (Completed) and was taken of this cluster. Checked when the
+// that exists, is verified (Completed, or an import still being verified) and was
+// taken of (or imported for) this cluster. Checked when the
 // field is set or changed only: the backup may be deleted after the restore.
 func (v *ClusterValidator) validateRestoreFrom(ctx context.Context, cluster *linstorv1.LinstorCluster) field.ErrorList {
 	name := restoreFromOf(&cluster.Spec)
@@ -173,6 +174,12 @@ func (v *ClusterValidator) validateRestoreFrom(ctx context.Context, cluster *lin
 	}
 	if backup.Spec.ClusterRef.Name != cluster.Name {
 		return field.ErrorList{field.Invalid(at, name, fmt.Sprintf("is a backup of LinstorCluster %q, not of %q", backup.Spec.ClusterRef.Name, cluster.Name))}
+	}
+	if backup.Spec.ImportFrom != "" && backup.Status.Phase != linstorv1.BackupFailed {
+		// An import being read back from its bucket: the restore waits for it to be
+		// verified, and a new cluster's LINSTOR does not start before (lifecycle), so
+		// the target, the import and the cluster can be applied together.
+		return nil
 	}
 	if backup.Status.Phase != linstorv1.BackupCompleted {
 		phase := string(backup.Status.Phase)

@@ -27,6 +27,7 @@ func TestMain(m *testing.M) {
 	srv := httptest.NewServer(emu.Handler())
 	emulatorURL = srv.URL
 	code := envtest.Run(m, envtest.Options{LinstorURL: srv.URL, LinstorPoll: time.Second, LinstorGrace: 3 * time.Second, DiskRelist: 2 * time.Second, RestoreSettle: 2 * time.Second,
+		BackupTargetPoll: 2 * time.Second, Now: scheduleClock.Now,
 		// cert-manager's Certificate kind, for mode CertManager; the tests play cert-manager.
 		ExtraCRDs: []string{"testdata/certificates.cert-manager.io.yaml"}}, &env)
 	srv.Close()

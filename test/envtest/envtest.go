@@ -49,6 +49,10 @@ type Options struct {
 	DiskRelist time.Duration
 	// RestoreSettle shortens how long an evicted node must be back before it is restored.
 	RestoreSettle time.Duration
+	// BackupTargetPoll shortens how often a LinstorBackupTarget's bucket is listed.
+	BackupTargetPoll time.Duration
+	// Now is the LinstorBackupSchedule controller's clock (nil: time.Now).
+	Now func() time.Time
 	// Setup registers extra controllers on the manager before it starts.
 	Setup func(ctrl.Manager) error
 	// ExtraCRDs are more CRD files or directories to install (third-party kinds).
@@ -121,13 +125,14 @@ func start(opts Options) (*Env, func() error, error) {
 
 	wh := te.WebhookInstallOptions
 	mgr, err := manager.New(cfg, manager.Options{
-		Webhooks:      true,
-		Images:        images.Default(),
-		LinstorURL:    opts.LinstorURL,
-		LinstorPoll:   opts.LinstorPoll,
-		LinstorGrace:  opts.LinstorGrace,
-		DiskRelist:    opts.DiskRelist,
-		RestoreSettle: opts.RestoreSettle,
+		Webhooks:         true,
+		Images:           images.Default(),
+		LinstorURL:       opts.LinstorURL,
+		LinstorPoll:      opts.LinstorPoll,
+		LinstorGrace:     opts.LinstorGrace,
+		DiskRelist:       opts.DiskRelist,
+		RestoreSettle:    opts.RestoreSettle,
+		BackupTargetPoll: opts.BackupTargetPoll, Now: opts.Now,
 		Manager: ctrl.Options{
 			Scheme:                 scheme,
 			Metrics:                metricsserver.Options{BindAddress: "0"},

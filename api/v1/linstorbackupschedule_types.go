@@ -1,0 +1,158 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// LinstorBackupScheduleSpec says when to back up a cluster's LINSTOR database, where
+// to, and how many backups to keep.
+type LinstorBackupScheduleSpec struct {
+	// clusterRef names the LinstorCluster in this namespace.
+	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Cluster"
+	ClusterRef ClusterReference `json:"clusterRef"`
+
+	// targetRef sends every backup, encrypted, to this LinstorBackupTarget's bucket;
+	// unset keeps them in Secrets in this namespace (lost with the cluster).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup Target"
+	TargetRef *BackupTargetReference `json:"targetRef,omitempty"`
+
+	// schedule in cron syntax ("minute hour day-of-month month day-of-week", or
+	// @hourly, @daily, @weekly, @monthly, @every <duration>), for example "0 3 * * *".
+	// Each backup stops the LINSTOR controller for the time of the copy (volumes keep
+	// working: DRBD does not need it).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Schedule",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	Schedule string `json:"schedule"`
+
+	// timeZone of the schedule, an IANA name such as "Europe/Vienna" (default UTC).
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Time Zone",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	TimeZone string `json:"timeZone,omitempty"`
+
+	// suspend stops creating backups; the ones there are kept and retention still applies.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Suspend",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
+	Suspend bool `json:"suspend,omitempty"`
+
+	// startingDeadlineSeconds: a run missed while the operator was down is taken late
+	// if its time is at most this far in the past (once, for the latest missed time, as a
+	// CronJob does); unset takes it however late.
+	// +kubebuilder:validation:Minimum=10
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Starting Deadline (s)",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	StartingDeadlineSeconds *int64 `json:"startingDeadlineSeconds,omitempty"`
+
+	// backupTimeout is each backup's spec.timeout (default 10m).
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(h|m|s))+$`
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup Timeout",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	BackupTimeout *metav1.Duration `json:"backupTimeout,omitempty"`
+
+	// retention deletes this schedule's old backups, in the cluster and in the bucket.
+	// The newest Completed backup is never deleted, whatever the rules say.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Retention"
+	Retention *BackupRetention `json:"retention,omitempty"`
+}
+
+// BackupRetention bounds how many backups a schedule keeps and for how long.
+// +kubebuilder:validation:XValidation:rule="has(self.keepLast) || has(self.maxAge)",message="retention needs keepLast, maxAge or both"
+type BackupRetention struct {
+	// keepLast keeps this many of the newest Completed backups.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Keep Last",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
+	KeepLast *int32 `json:"keepLast,omitempty"`
+
+	// maxAge deletes Completed backups older than this, for example "720h" (30 days).
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(h|m|s))+$`
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Maximum Age",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	MaxAge *metav1.Duration `json:"maxAge,omitempty"`
+}
+
+// LinstorBackupScheduleStatus says what the schedule did and will do.
+type LinstorBackupScheduleStatus struct {
+	// conditions: Ready (the schedule, target and cluster are valid), BackupsHealthy
+	// (the last backup completed).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors={"urn:alm:descriptor:io.kubernetes.conditions"}
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// observedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// lastScheduleTime is the scheduled time of the last backup created.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Scheduled",xDescriptors={"urn:alm:descriptor:text"}
+	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+	// nextScheduleTime is when the next backup is due.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Next Scheduled",xDescriptors={"urn:alm:descriptor:text"}
+	NextScheduleTime *metav1.Time `json:"nextScheduleTime,omitempty"`
+	// lastSuccessfulTime is when the last backup completed.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Successful",xDescriptors={"urn:alm:descriptor:text"}
+	LastSuccessfulTime *metav1.Time `json:"lastSuccessfulTime,omitempty"`
+	// lastBackup is the LinstorBackup created last.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Backup",xDescriptors={"urn:alm:descriptor:io.kubernetes:linstor.io:v1:LinstorBackup"}
+	LastBackup string `json:"lastBackup,omitempty"`
+	// active names the backup under way; a run that comes while one is under way is skipped.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Active Backup",xDescriptors={"urn:alm:descriptor:io.kubernetes:linstor.io:v1:LinstorBackup"}
+	Active string `json:"active,omitempty"`
+	// lastControllerStopped is how long the last completed backup kept the LINSTOR
+	// controller stopped.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Controller Stopped For",xDescriptors={"urn:alm:descriptor:text"}
+	LastControllerStopped *metav1.Duration `json:"lastControllerStopped,omitempty"`
+	// missed counts runs not taken: past the starting deadline, or while one was under way.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Missed Runs",xDescriptors={"urn:alm:descriptor:text"}
+	Missed int32 `json:"missed,omitempty"`
+}
+
+// LinstorBackupSchedule backs up a LinstorCluster's LINSTOR database on a schedule,
+// into Secrets or an encrypted bucket, and deletes old backups by count and age.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:storageversion
+// +kubebuilder:resource:shortName=lbs,categories=linstor
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterRef.name`
+// +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.schedule`
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.targetRef.name`
+// +kubebuilder:printcolumn:name="Suspend",type=boolean,JSONPath=`.spec.suspend`
+// +kubebuilder:printcolumn:name="Last Successful",type=date,JSONPath=`.status.lastSuccessfulTime`
+// +kubebuilder:printcolumn:name="Next",type=string,JSONPath=`.status.nextScheduleTime`
+// +operator-sdk:csv:customresourcedefinitions:displayName="LINSTOR Backup Schedule",resources={{LinstorBackup,v1}}
+type LinstorBackupSchedule struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec LinstorBackupScheduleSpec `json:"spec"`
+	// +optional
+	Status LinstorBackupScheduleStatus `json:"status,omitempty"`
+}
+
+// LinstorBackupScheduleList contains a list of LinstorBackupSchedule.
+// +kubebuilder:object:root=true
+type LinstorBackupScheduleList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []LinstorBackupSchedule `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&LinstorBackupSchedule{}, &LinstorBackupScheduleList{})
+}

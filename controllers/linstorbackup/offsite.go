@@ -1,0 +1,261 @@
+package linstorbackup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/backuptarget"
+	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+	"github.com/linstor-operator/linstor-operator/pkg/offsite"
+)
+
+// Backups kept in a LinstorBackupTarget's bucket (spec.targetRef): the copy is streamed
+// encrypted into the bucket while the LINSTOR controller is stopped, then read back
+// (Verifying) with LINSTOR started again, and only then published (its manifest
+// written) and Completed. An imported backup (spec.importFrom) is only read back.
+
+// retryBucket is how soon a bucket that failed for a reason that may pass (down, slow,
+// 5xx) is tried again, until the backup's deadline.
+const retryBucket = 10 * time.Second
+
+// stayedStoppedEvery is how many bytes of the stream pass between two looks at whether
+// the LINSTOR controller stayed stopped.
+const stayedStoppedEvery = 8 << 20
+
+// openTarget opens the bucket of the backup's target.
+func (r *Reconciler) openTarget(ctx context.Context, b *linstorv1.LinstorBackup) (*offsite.Store, error) {
+	t := &linstorv1.LinstorBackupTarget{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.TargetRef.Name}, t); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &backuptarget.MissingError{}
+		}
+		return nil, err
+	}
+	return backuptarget.Open(ctx, r.Client, t)
+}
+
+// bucketFailure says whether a bucket error ends the backup (it cannot pass by
+// waiting: a missing Secret or target, bad credentials, no bucket, a damaged copy, the
+// wrong key) or is retried.
+func bucketFailure(err error) (final bool) {
+	var missing *backuptarget.MissingError
+	if errors.As(err, &missing) {
+		return true
+	}
+	switch offsite.ReasonOf(err) {
+	case offsite.ReasonInvalid, offsite.ReasonUnauthorized, offsite.ReasonNoSuchBucket, offsite.ReasonUntrusted,
+		offsite.ReasonNotFound, offsite.ReasonCorrupt, offsite.ReasonWrongKey, offsite.ReasonExists:
+		return true
+	}
+	return false
+}
+
+func targetError(b *linstorv1.LinstorBackup, err error) string {
+	var missing *backuptarget.MissingError
+	if errors.As(err, &missing) && missing.Error() == "" {
+		return fmt.Sprintf("spec.targetRef: LinstorBackupTarget %s not found", b.Spec.TargetRef.Name)
+	}
+	return "spec.targetRef: " + err.Error()
+}
+
+// reconcileTargetUsable fails a new backup to a bucket that cannot be used, before the
+// LINSTOR controller is stopped for it: a copy that cannot be sent must not keep
+// LINSTOR down until the deadline.
+func (r *Reconciler) reconcileTargetUsable(ctx context.Context, s *scope) (ctrl.Result, error) {
+	b := s.backup
+	if b.Spec.TargetRef == nil || b.Status.Phase != "" {
+		return ctrl.Result{}, nil
+	}
+	store, err := r.openTarget(ctx, b)
+	if err == nil {
+		err = store.Check(ctx)
+	}
+	if err != nil {
+		return s.end(ctrl.Result{}, r.fail(ctx, b, targetError(b, err)+"; the LINSTOR controller was not stopped"))
+	}
+	return ctrl.Result{}, nil
+}
+
+// storedID is the backup's ID in the bucket: from its cluster and the copy's start, so
+// a copy resumed after a restart goes to the same place.
+func storedID(b *linstorv1.LinstorBackup, cluster *linstorv1.LinstorCluster) string {
+	return offsite.NewID(offsite.ClusterIdentity{Namespace: cluster.Namespace, Name: cluster.Name, UID: string(cluster.UID)}, b.Status.StartedAt.Time, b.Name)
+}
+
+// takeToBucket streams the database into the bucket and leaves the backup Verifying:
+// from here on LINSTOR may run again.
+func (r *Reconciler) takeToBucket(ctx context.Context, b *linstorv1.LinstorBackup, cluster *linstorv1.LinstorCluster) error {
+	started := time.Now()
+	store, err := r.openTarget(ctx, b)
+	if err != nil {
+		if bucketFailure(err) {
+			return r.fail(ctx, b, targetError(b, err))
+		}
+		return err
+	}
+	id := storedID(b, cluster)
+	var counts dbbackup.Counts
+	up, err := store.Upload(ctx, id, func(w io.Writer) error {
+		cw := &stoppedWatch{w: w, check: func() error { return r.controllerStayedStopped(ctx, cluster, started) }}
+		var err error
+		counts, err = dbbackup.Write(ctx, r.Database, cw)
+		return err
+	})
+	if err == nil {
+		// The last look: a controller that started at the very end may have written.
+		err = r.controllerStayedStopped(ctx, cluster, started)
+		if err != nil {
+			_ = store.Delete(ctx, id) // never published; its data goes too
+		}
+	}
+	switch {
+	case errors.Is(err, dbbackup.ErrNoDatabase), errors.Is(err, errControllerRan):
+		return r.fail(ctx, b, err.Error())
+	case err != nil && bucketFailure(err):
+		return r.fail(ctx, b, targetError(b, err))
+	case err != nil:
+		return err
+	}
+	stopped := time.Since(b.CreationTimestamp.Time).Round(time.Millisecond)
+	fp := store.Key().Fingerprint()
+	if err := r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
+		st.Phase, st.Checksum, st.Size = linstorv1.BackupVerifying, up.Checksum, up.Size
+		st.CRDs, st.Objects = int32(counts.CRDs), int32(counts.Objects)
+		st.Stored = &linstorv1.StoredCopy{Target: b.Spec.TargetRef.Name, ID: id, EncryptedSize: up.EncryptedSize, EncryptedChecksum: up.EncryptedChecksum,
+			KeyFingerprint: fp, Cluster: cluster.Namespace + "/" + cluster.Name, ClusterUID: string(cluster.UID)}
+		st.ControllerStopped = &metav1.Duration{Duration: stopped}
+		st.Message = fmt.Sprintf("Sent %d CRDs, %d objects (%d bytes encrypted) to the bucket; reading it back with LINSTOR started again", counts.CRDs, counts.Objects, up.EncryptedSize)
+	}); err != nil {
+		return err
+	}
+	return nil
+}
+
+// stoppedWatch passes the stream on and looks every stayedStoppedEvery bytes whether
+// the LINSTOR controller stayed stopped.
+type stoppedWatch struct {
+	w     io.Writer
+	n     int
+	check func() error
+}
+
+func (s *stoppedWatch) Write(p []byte) (int, error) {
+	s.n += len(p)
+	if s.n >= stayedStoppedEvery {
+		s.n = 0
+		if err := s.check(); err != nil {
+			return 0, err
+		}
+	}
+	return s.w.Write(p)
+}
+
+// reconcileVerifying reads a sent copy back, publishes it and completes the backup.
+func (r *Reconciler) reconcileVerifying(ctx context.Context, s *scope) (ctrl.Result, error) {
+	b := s.backup
+	if b.Status.Phase != linstorv1.BackupVerifying || b.Spec.ImportFrom != "" {
+		return ctrl.Result{}, nil
+	}
+	st := b.Status.Stored
+	store, err := r.openTarget(ctx, b)
+	if err == nil {
+		up := offsite.Upload{ID: st.ID, Size: b.Status.Size, Checksum: b.Status.Checksum, EncryptedSize: st.EncryptedSize, EncryptedChecksum: st.EncryptedChecksum}
+		if err = store.Verify(ctx, up); err == nil {
+			err = store.Publish(ctx, offsite.Manifest{ID: st.ID,
+				Cluster: offsite.ClusterIdentity{Namespace: s.cluster.Namespace, Name: s.cluster.Name, UID: st.ClusterUID},
+				Backup:  b.Name, Schedule: b.Labels[names.LabelBackupSchedule], LinstorVersion: b.Status.LinstorVersion,
+				OperatorVersion: operatorVersion(), CreatedAt: b.Status.StartedAt.Time.UTC(), CRDs: int(b.Status.CRDs), Objects: int(b.Status.Objects),
+				Size: up.Size, Checksum: up.Checksum, EncryptedSize: up.EncryptedSize, EncryptedChecksum: up.EncryptedChecksum})
+		}
+	}
+	switch {
+	case err != nil && bucketFailure(err):
+		return s.end(ctrl.Result{}, r.fail(ctx, b, "the copy in the bucket did not read back as written: "+targetError(b, err)))
+	case err != nil:
+		return s.end(ctrl.Result{RequeueAfter: retryBucket}, r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
+			st.Message = "Reading the copy back failed, retrying: " + err.Error()
+		}))
+	}
+	if err := r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
+		st.Phase, st.CompletedAt = linstorv1.BackupCompleted, ptrTime(metav1.Now())
+		st.Message = fmt.Sprintf("%d CRDs, %d objects; %d bytes encrypted in the bucket as %s, read back and verified", b.Status.CRDs, b.Status.Objects, st.Stored.EncryptedSize, st.Stored.ID)
+	}); err != nil {
+		return s.end(ctrl.Result{}, err)
+	}
+	r.Recorder.Eventf(b, corev1.EventTypeNormal, "BackupCompleted", "Backed up LINSTOR %s to the bucket of LinstorBackupTarget %s as %s (%s); the controller was stopped for %s",
+		b.Status.LinstorVersion, st.Target, st.ID, b.Status.Checksum, b.Status.ControllerStopped.Duration)
+	return s.end(ctrl.Result{}, nil)
+}
+
+// reconcileImport reads a backup another cluster (or this one) left in the bucket: it
+// is Completed once it read back whole with the target's key. Nothing is stopped.
+func (r *Reconciler) reconcileImport(ctx context.Context, s *scope) (ctrl.Result, error) {
+	b := s.backup
+	if b.Spec.ImportFrom == "" {
+		return ctrl.Result{}, nil
+	}
+	s.stop = true
+	if deadline := b.CreationTimestamp.Add(timeout(b)); time.Now().After(deadline) {
+		return ctrl.Result{}, r.fail(ctx, b, fmt.Sprintf("not imported within %s (%s)", timeout(b), or(b.Status.Message, string(b.Status.Phase))))
+	}
+	if b.Status.Phase == "" {
+		return ctrl.Result{}, r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
+			st.Phase, st.Message = linstorv1.BackupVerifying, "Reading "+b.Spec.ImportFrom+" back from the bucket"
+		})
+	}
+	store, err := r.openTarget(ctx, b)
+	var m offsite.Manifest
+	if err == nil {
+		if m, err = store.Get(ctx, b.Spec.ImportFrom); err == nil {
+			err = store.Verify(ctx, offsite.Upload{ID: m.ID, Size: m.Size, Checksum: m.Checksum, EncryptedSize: m.EncryptedSize, EncryptedChecksum: m.EncryptedChecksum})
+		}
+	}
+	var missing *backuptarget.MissingError
+	switch {
+	case errors.As(err, &missing):
+		// Applied together, the import may come before its target or the target's
+		// Secrets: it waits for them until its deadline.
+		return ctrl.Result{RequeueAfter: retryBucket}, r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
+			st.Message = "Waiting: " + targetError(b, err)
+		})
+	case err != nil && bucketFailure(err):
+		return ctrl.Result{}, r.fail(ctx, b, fmt.Sprintf("spec.importFrom: %s cannot be imported: %s", b.Spec.ImportFrom, targetError(b, err)))
+	case err != nil:
+		return ctrl.Result{RequeueAfter: retryBucket}, r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
+			st.Message = "Reading " + b.Spec.ImportFrom + " failed, retrying: " + err.Error()
+		})
+	}
+	created := metav1.NewTime(m.CreatedAt)
+	if err := r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
+		st.Phase, st.LinstorVersion, st.Checksum, st.Size = linstorv1.BackupCompleted, m.LinstorVersion, m.Checksum, m.Size
+		st.CRDs, st.Objects = int32(m.CRDs), int32(m.Objects)
+		st.StartedAt, st.CompletedAt = &created, ptrTime(metav1.Now())
+		st.Stored = &linstorv1.StoredCopy{Target: b.Spec.TargetRef.Name, ID: m.ID, EncryptedSize: m.EncryptedSize, EncryptedChecksum: m.EncryptedChecksum,
+			KeyFingerprint: m.KeyFingerprint, Cluster: m.Cluster.Namespace + "/" + m.Cluster.Name, ClusterUID: m.Cluster.UID}
+		st.Message = fmt.Sprintf("Imported %s: LINSTOR %s, %d CRDs, %d objects, taken %s of LinstorCluster %s/%s; read back and verified",
+			m.ID, m.LinstorVersion, m.CRDs, m.Objects, m.CreatedAt.UTC().Format(time.RFC3339), m.Cluster.Namespace, m.Cluster.Name)
+	}); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.Recorder.Eventf(b, corev1.EventTypeNormal, "BackupImported", "Imported %s (LINSTOR %s, %d objects) from LinstorBackupTarget %s", m.ID, m.LinstorVersion, m.Objects, b.Spec.TargetRef.Name)
+	return ctrl.Result{}, nil
+}
+
+func operatorVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		return info.Main.Version
+	}
+	return ""
+}

@@ -97,12 +97,12 @@ func (r *Reconciler) check(ctx context.Context, s *scope) (ctrl.Result, error) {
 		if s.reason == "" {
 			s.reason = string(offsite.ReasonServerError)
 		}
-		return ctrl.Result{RequeueAfter: failedPoll}, nil
+		return ctrl.Result{RequeueAfter: min(failedPoll, r.poll())}, nil
 	}
 	manifests, unreadable, err := store.List(ctx)
 	if err != nil {
 		s.reason, s.message = string(offsite.ReasonOf(err)), err.Error()
-		return ctrl.Result{RequeueAfter: failedPoll}, nil
+		return ctrl.Result{RequeueAfter: min(failedPoll, r.poll())}, nil
 	}
 	s.list, s.bad = manifests, len(unreadable)
 	return ctrl.Result{RequeueAfter: r.poll()}, nil

@@ -1,0 +1,140 @@
+package controllers
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/internal/s3server"
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+)
+
+// The fault table of offsite backups, on a real S3 server behind a fault proxy: each
+// fault gives a clear status, no backup that cannot be restored is Completed, and a
+// bucket that cannot be used never keeps LINSTOR's controller stopped.
+func TestOffsiteBackupFaultTable(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	srv := s3Bucket(t, "linstor-faults")
+	proxy, err := s3server.StartFaults(srv)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(proxy.Close)
+	freshDatabase(t)
+	ns := env.Namespace(t)
+	makeNode(t, "flt-a", "10.63.0.1", map[string]string{"suite": "flt"})
+	cluster := makeCluster(t, ns, linstorv1.LinstorClusterSpec{NodeSelector: map[string]string{"suite": "flt"}, Version: "1.33.3"})
+	g.Eventually(func(g Gomega) { g.Expect(getCluster(g, cluster).Status.Version).NotTo(BeEmpty()) }, timeout, tick).Should(Succeed())
+	backupSecrets(t, ns, srv, newIdentity(t))
+	controllerReplicas := func(g Gomega) int32 {
+		var d appsv1.Deployment
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.ControllerName}, &d)).To(Succeed())
+		return *d.Spec.Replicas
+	}
+	g.Eventually(controllerReplicas, timeout, tick).Should(Equal(int32(1)))
+
+	target := func(name, bucket, creds string) {
+		t := backupTarget(ns, name, srv, bucket)
+		t.Spec.S3.Endpoint = proxy.Endpoint
+		t.Spec.S3.CredentialsSecretRef.Name = creds
+		g.Expect(env.Client.Create(ctx, t)).To(Succeed())
+	}
+	backup := func(name, targetName string, timeout time.Duration) {
+		g.Expect(env.Client.Create(ctx, &linstorv1.LinstorBackup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: linstorv1.LinstorBackupSpec{ClusterRef: linstorv1.ClusterReference{Name: cluster.Name}, TargetRef: &linstorv1.BackupTargetReference{Name: targetName},
+				Timeout: &metav1.Duration{Duration: timeout}}})).To(Succeed())
+	}
+	targetReason := func(name, reason string) {
+		g.Eventually(func(g Gomega) {
+			c := condition(get(g, ns, name, &linstorv1.LinstorBackupTarget{}).Status.Conditions, linstorv1.ConditionAvailable)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(reason), c.Message)
+			g.Expect(c.Message).To(ContainSubstring("s3://"))
+		}, timeout, tick).Should(Succeed())
+	}
+	failedAtOnce := func(name string, says ...string) {
+		g.Eventually(func(g Gomega) {
+			b := get(g, ns, name, &linstorv1.LinstorBackup{})
+			g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupFailed))
+			for _, s := range says {
+				g.Expect(b.Status.Message).To(ContainSubstring(s))
+			}
+		}, timeout, tick).Should(Succeed())
+		g.Expect(controllerReplicas(g)).To(Equal(int32(1)), "a backup to an unusable bucket stopped LINSTOR")
+	}
+
+	// Wrong credentials: the target says so; a backup fails before LINSTOR is stopped.
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s3-wrong", Namespace: ns},
+		StringData: map[string]string{linstorv1.S3AccessKeyIDKey: srv.AccessKey, linstorv1.S3SecretAccessKeyKey: "not-the-secret"}})).To(Succeed())
+	target("wrong-creds", "linstor-faults", "s3-wrong")
+	targetReason("wrong-creds", "Unauthorized")
+	backup("to-wrong-creds", "wrong-creds", time.Minute)
+	failedAtOnce("to-wrong-creds", "Unauthorized", "the LINSTOR controller was not stopped")
+
+	// A missing bucket: the same, naming it.
+	target("no-bucket", "linstor-missing", "s3")
+	targetReason("no-bucket", "NoSuchBucket")
+	backup("to-no-bucket", "no-bucket", time.Minute)
+	failedAtOnce("to-no-bucket", "NoSuchBucket", "linstor-missing")
+
+	// The endpoint down: Unreachable; a backup fails before stopping anything.
+	target("good", "linstor-faults", "s3")
+	availableTarget(g, ns, "good")
+	g.Expect(proxy.Refuse()).To(Succeed())
+	targetReason("good", "Unreachable")
+	backup("while-down", "good", time.Minute)
+	failedAtOnce("while-down", "Unreachable")
+	g.Expect(proxy.PassThrough()).To(Succeed())
+	availableTarget(g, ns, "good")
+
+	// The server fails every write (5xx) once the copy runs: the backup retries, says
+	// why, and fails at its deadline; LINSTOR runs again and the bucket lists nothing.
+	g.Expect(proxy.FailNext(1000000, http.StatusServiceUnavailable, "SlowDown", func(r *http.Request) bool {
+		return r.Method == http.MethodPut || r.Method == http.MethodPost
+	})).To(Succeed())
+	backup("5xx", "good", 25*time.Second)
+	g.Eventually(func(g Gomega) {
+		b := get(g, ns, "5xx", &linstorv1.LinstorBackup{})
+		g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupRunning))
+		g.Expect(b.Status.Message).To(ContainSubstring("A try failed, retrying until"))
+		g.Expect(b.Status.Message).To(ContainSubstring("ServerError"))
+	}, 2*timeout, tick).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		b := get(g, ns, "5xx", &linstorv1.LinstorBackup{})
+		g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupFailed))
+		g.Expect(b.Status.Message).To(ContainSubstring("not completed within"))
+	}, 2*timeout, tick).Should(Succeed())
+	g.Expect(proxy.PassThrough()).To(Succeed())
+	g.Eventually(controllerReplicas, timeout, tick).Should(Equal(int32(1)))
+	g.Consistently(func(g Gomega) {
+		g.Expect(get(g, ns, "good", &linstorv1.LinstorBackupTarget{}).Status.Count).To(BeZero(), "a failed backup is listed in the bucket")
+	}, "3s", tick).Should(Succeed())
+
+	// A backup that completes, then an import of it with another key: WrongKey.
+	backup("good-1", "good", time.Minute)
+	var id string
+	g.Eventually(func(g Gomega) {
+		b := get(g, ns, "good-1", &linstorv1.LinstorBackup{})
+		g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupCompleted), b.Status.Message)
+		id = b.Status.Stored.ID
+	}, timeout, tick).Should(Succeed())
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "other-key", Namespace: ns},
+		StringData: map[string]string{"identity": newIdentity(t)}})).To(Succeed())
+	other := backupTarget(ns, "other-key", srv, "linstor-faults")
+	other.Spec.Encryption.KeySecretRef.Name = "other-key"
+	g.Expect(env.Client.Create(ctx, other)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, &linstorv1.LinstorBackup{ObjectMeta: metav1.ObjectMeta{Name: "import-other-key", Namespace: ns},
+		Spec: linstorv1.LinstorBackupSpec{ClusterRef: linstorv1.ClusterReference{Name: cluster.Name}, TargetRef: &linstorv1.BackupTargetReference{Name: "other-key"}, ImportFrom: id}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		b := get(g, ns, "import-other-key", &linstorv1.LinstorBackup{})
+		g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupFailed))
+		g.Expect(b.Status.Message).To(Or(ContainSubstring("WrongKey"), ContainSubstring("not authenticated by this key")))
+	}, timeout, tick).Should(Succeed())
+}

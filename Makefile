@@ -23,6 +23,8 @@ KUBEBUILDER_ASSETS ?= $(GOBIN_DIR)/k8s/$(K8S_VERSION)
 OPM ?= $(GOBIN_DIR)/opm/opm-v1.73.0
 PROMTOOL_VERSION ?= v0.316.0
 PROMTOOL ?= $(GOBIN_DIR)/promtool/promtool-$(PROMTOOL_VERSION)
+PROMETHEUS_VERSION ?= v0.316.0
+PROMETHEUS ?= $(GOBIN_DIR)/prometheus/prometheus-$(PROMETHEUS_VERSION)
 VERSITYGW_VERSION ?= v1.8.0
 VERSITYGW ?= $(GOBIN_DIR)/versitygw/versitygw-$(VERSITYGW_VERSION)
 
@@ -75,8 +77,8 @@ olm-assets: ## Build OLM's olm and catalog operators from source and copy OLM's 
 	hack/build-olm.sh >/dev/null
 
 .PHONY: test
-test: manifests generate fmt vet envtest-assets kwok-assets olm-assets opm promtool versitygw config-check ## Run all tests: unit, fuzz round trips, LINSTOR API conformance, real kube-apiserver, bundle and catalog, alert rules, end to end on kwok.
-	KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) CONTROLLER_GEN=$(CONTROLLER_GEN) OPM=$(OPM) PROMTOOL=$(PROMTOOL) VERSITYGW=$(VERSITYGW) \
+test: manifests generate fmt vet envtest-assets kwok-assets olm-assets opm promtool prometheus versitygw config-check ## Run all tests: unit, fuzz round trips, LINSTOR API conformance, real kube-apiserver, bundle and catalog, alert rules, end to end on kwok.
+	KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) CONTROLLER_GEN=$(CONTROLLER_GEN) OPM=$(OPM) PROMTOOL=$(PROMTOOL) PROMETHEUS=$(PROMETHEUS) VERSITYGW=$(VERSITYGW) \
 	LINSTOR_OPENAPI_SPEC=$(LINSTOR_OPENAPI_SPEC) \
 	go test ./... -count=1 -timeout 30m
 
@@ -195,6 +197,10 @@ versitygw: ## Build the versitygw S3 gateway from source (cached in bin/versityg
 promtool: ## Build promtool from source (cached in bin/promtool/); test/alerts checks and unit-tests the alert rules with it.
 	PROMTOOL_VERSION=$(PROMTOOL_VERSION) hack/build-promtool.sh >/dev/null
 
+.PHONY: prometheus
+prometheus: ## Build the Prometheus server from source (cached in bin/prometheus/); test/monitoring runs it to see the alerts fire.
+	PROMETHEUS_VERSION=$(PROMETHEUS_VERSION) hack/build-prometheus.sh >/dev/null
+
 .PHONY: catalog
 catalog: bundle opm ## Render catalog/ (file-based catalog) from bundle/ and bundles/, and validate it.
 	hack/render-catalog.sh $(OPM) catalog
@@ -258,8 +264,8 @@ bench-conversion: manifests envtest-assets ## Latency (p50/p99) of v1alpha1 GET 
 	KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) go test ./test/api/ -run '^$$' -bench BenchmarkConversionWebhook -benchtime 300x -count=1 -timeout 30m
 
 .PHONY: bench-backup
-bench-backup: envtest-assets ## Peak memory of a backup and a restore of OBJECTS (default 100000) LINSTOR database objects on a real API server.
-	BENCH_BACKUP=1 BENCH_BACKUP_OBJECTS=$(or $(OBJECTS),100000) KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) \
+bench-backup: envtest-assets versitygw ## Time and peak memory of a backup and a restore of OBJECTS (default 100000) LINSTOR database objects on a real API server, in Secrets and to and from a real S3 server (the controller's stopped window).
+	BENCH_BACKUP=1 BENCH_BACKUP_OBJECTS=$(or $(OBJECTS),100000) KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) VERSITYGW=$(VERSITYGW) \
 		go test ./test/bench/ -run TestBackupMemory -count=1 -v -timeout 60m
 
 .PHONY: bench

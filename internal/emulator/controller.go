@@ -3,7 +3,6 @@ package emulator
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -18,7 +17,7 @@ import (
 func (e *Emulator) getVersion(w http.ResponseWriter, _ *http.Request) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	writeJSON(w, http.StatusOK, lapi.ControllerVersion{Version: e.version, GitHash: "emulator", BuildTime: "2026-01-01T00:00:00+00:00", RestApiVersion: restAPIVersion})
+	writeJSON(w, http.StatusOK, lapi.ControllerVersion{Version: e.version, GitHash: controllerGitHash, BuildTime: controllerBuildTime, RestApiVersion: restAPIVersion})
 }
 
 // getControllerProps lists the controller and satellite configuration merged; once a
@@ -197,40 +196,5 @@ func (e *Emulator) enterPassphrase(w http.ResponseWriter, r *http.Request) {
 	default:
 		e.passphraseOpen = true
 		writeRC(w, http.StatusOK, rc(lapiconst.PassphraseAccepted|ctrlCtx|lapiconst.MaskMod, "Passphrase accepted"))
-	}
-}
-
-// connectionStatusValue is the number of ApiConsts.ConnectionStatus the controller's
-// /metrics reports as linstor_node_state.
-var connectionStatusValue = map[string]int{
-	"OFFLINE": 0, "CONNECTED": 1, "ONLINE": 2, "VERSION_MISMATCH": 3, "FULL_SYNC_FAILED": 4, "AUTHENTICATION_ERROR": 5,
-	"UNKNOWN": 6, "HOSTNAME_MISMATCH": 7, "OTHER_CONTROLLER": 8, "AUTHENTICATED": 9, "NO_STLT_CONN": 10,
-}
-
-// metrics serves a Prometheus text page like the controller's /metrics
-// (prometheus/PrometheusBuilder): linstor_info, linstor_node_state with the node's
-// connection status number and labels, and free pool capacity.
-func (e *Emulator) metrics(w http.ResponseWriter, _ *http.Request) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	fmt.Fprintf(w, "# HELP linstor_info LINSTOR controller version.\n# TYPE linstor_info gauge\nlinstor_info{version=%q} 1\n", e.version)
-	fmt.Fprintf(w, "# HELP linstor_node_state Node connection state.\n# TYPE linstor_node_state gauge\n")
-	for _, n := range e.sortedNodes() {
-		labels := fmt.Sprintf("node=%q,nodetype=%q", n.Name, n.Type)
-		for _, nif := range n.NetInterfaces {
-			if strings.EqualFold(nif.Name, n.Props[curStltConnKey]) {
-				labels = fmt.Sprintf("address=%q,encryption=%q,%s,port=\"%d\"", nif.Address.String(), nif.SatelliteEncryptionType, labels, nif.SatellitePort)
-			}
-		}
-		fmt.Fprintf(w, "linstor_node_state{%s} %d\n", labels, connectionStatusValue[e.connectionStatus(n)])
-	}
-	fmt.Fprintf(w, "# HELP linstor_storage_pool_capacity_free_bytes Free capacity.\n# TYPE linstor_storage_pool_capacity_free_bytes gauge\n")
-	for _, n := range e.sortedNodes() {
-		for _, p := range sortedPools(n) {
-			if p.ProviderKind != lapi.DISKLESS && e.online(n.Name) {
-				fmt.Fprintf(w, "linstor_storage_pool_capacity_free_bytes{node=%q,storage_pool=%q} %d\n", n.Name, p.StoragePoolName, e.poolView(p).FreeCapacity*1024)
-			}
-		}
 	}
 }

@@ -29,6 +29,10 @@
 //     vgcreate, lvcreate or `zpool create -f` on them (devicepool.go), with their
 //     partial effects. Volume groups and zpools outlive storage-pool and node
 //     deletion, controller restarts and database restores.
+//  9. S3 remotes, backups and schedules (remotes.go, backupship.go, schedules.go) write
+//     real objects, named and described as the server names and describes them, to a
+//     real S3 server; restores apply the incremental chain; schedules fire by cron on the
+//     emulator's clock (RunDueSchedules) and apply keep_local/keep_remote.
 //
 // Test hooks (methods on *Emulator) inject latency and 5xx per route (also after
 // serving the request: a lost answer), take nodes offline, force version mismatches,

@@ -81,6 +81,11 @@ type Emulator struct {
 
 	// subscribers of GET /v1/events/nodes (events.go).
 	subscribers map[*subscriber]struct{}
+	// scrapeRequests is the controller's count of /metrics scrapes (metrics.go).
+	scrapeRequests int64
+
+	// backups: S3 remotes, schedules, snapshots and volume contents (remotes.go).
+	backups backupState
 }
 
 type node struct {
@@ -99,6 +104,7 @@ type node struct {
 	// connected and lost since this controller started).
 	offlineSince time.Time
 	pools        map[string]*lapi.StoragePool
+	reconnects   int64 // the controller's connect tries of ended outages (metrics.go)
 }
 
 type resourceDefinition struct {
@@ -475,6 +481,11 @@ func (e *Emulator) RestartController() {
 	defer e.mu.Unlock()
 	e.passphraseOpen = false
 	e.endStreams()
+	// A new process counts scrapes and its nodes' connect tries from zero.
+	e.scrapeRequests = 0
+	for _, n := range e.nodes {
+		n.reconnects = 0
+	}
 }
 
 // ResetPassphrase forgets the master passphrase, as a freshly installed controller.
@@ -508,6 +519,7 @@ func (e *Emulator) StopSatellite(name string) error {
 func (e *Emulator) setOnline(n *node, online bool) {
 	if online && !n.online {
 		n.onlineSince = e.now()
+		e.countReconnects(n)
 	}
 	if !online && n.online {
 		n.offlineSince = e.now()
@@ -940,6 +952,7 @@ func (e *Emulator) Reset() {
 	e.controllerPod, e.controllerFailure, e.controllerStarting = "", "", false
 	e.failMigration, e.failStartAfterMigration = false, false
 	e.schema, e.opaque = "", nil
+	e.backups = backupState{transport: e.backups.transport, running: e.backups.running, idle: e.backups.idle}
 	e.endStreams()
 }
 

@@ -424,7 +424,7 @@ func TestConformance(t *testing.T) {
 	must(t, err)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(body), `linstor_node_state{address="10.0.0.3",encryption="PLAIN",node="n3",nodetype="SATELLITE",port="3366"} 2`) { // 2: ONLINE
+	if !strings.Contains(string(body), `linstor_node_state{node="n3",address="10.0.0.3",nodetype="SATELLITE",encryption="PLAIN",port="3366"} 2.0`) { // 2: ONLINE
 		t.Errorf("/metrics lacks n3 state:\n%s", body)
 	}
 

@@ -98,6 +98,7 @@ func (e *Emulator) routes(mux *http.ServeMux) {
 	mux.HandleFunc("PUT /v1/resource-definitions/{rd}/resources/{node}/toggle-disk/diskful", e.toggleDisk(false))
 	mux.HandleFunc("PUT /v1/resource-definitions/{rd}/resources/{node}/toggle-disk/diskful/{pool}", e.toggleDisk(false))
 	mux.HandleFunc("GET /v1/view/resources", e.viewResources)
+	e.backupRoutes(mux)
 }
 
 // missingFunc answers a request whose node does not exist; each server handler has

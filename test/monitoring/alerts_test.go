@@ -1,0 +1,528 @@
+package monitoring
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	lapi "github.com/LINBIT/golinstor/client"
+	. "github.com/onsi/gomega"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/yaml"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/internal/promserver"
+	"github.com/linstor-operator/linstor-operator/pkg/certs"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/test/envtest"
+)
+
+// The alert rules run with every for: scaled down mechanically so that a test waits
+// seconds, not hours: for' = for/forScale rounded up to whole seconds, at most maxFor.
+// Expressions, labels and annotations are those of config/prometheus/rules.yaml.
+const (
+	forScale = 300
+	maxFor   = 10 * time.Second
+)
+
+const (
+	timeout = 60 * time.Second
+	tick    = 200 * time.Millisecond
+	// runningVersion is the LINSTOR the cluster runs; the release offers a newer one.
+	runningVersion = "1.33.2"
+)
+
+func scaleFor(d time.Duration) time.Duration {
+	scaled := d / forScale
+	if rest := scaled % time.Second; rest != 0 {
+		scaled += time.Second - rest
+	}
+	return min(max(scaled, time.Second), maxFor)
+}
+
+type ruleFile struct {
+	Spec struct {
+		Groups []struct {
+			Name  string           `json:"name"`
+			Rules []map[string]any `json:"rules"`
+		} `json:"groups"`
+	} `json:"spec"`
+}
+
+// scaledRules writes the PrometheusRule's groups as a plain rule file with scaled for:
+// and returns its path and every alert's scaled for:, in the file's order.
+func scaledRules(t *testing.T, dir string) (string, []string, map[string]time.Duration) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(envtest.RepoRoot(), "config", "prometheus", "rules.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rf ruleFile
+	if err := yaml.Unmarshal(data, &rf); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	forOf := map[string]time.Duration{}
+	for _, g := range rf.Spec.Groups {
+		for _, r := range g.Rules {
+			name, _ := r["alert"].(string)
+			if name == "" {
+				continue
+			}
+			names = append(names, name)
+			if f, ok := r["for"].(string); ok {
+				d, err := model.ParseDuration(f)
+				if err != nil {
+					t.Fatalf("%s: for %q: %v", name, f, err)
+				}
+				forOf[name] = scaleFor(time.Duration(d))
+				r["for"] = model.Duration(forOf[name]).String()
+			}
+		}
+	}
+	out, err := yaml.Marshal(map[string]any{"groups": rf.Spec.Groups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, names, forOf
+}
+
+// alertLog follows /api/v1/alerts: when each alert was first seen pending and firing,
+// and the label sets it fired with.
+type alertLog struct {
+	mu      sync.Mutex
+	pending map[string]time.Time
+	firing  map[string]time.Time
+	// activeAt is Prometheus's own start of the firing alert's pending period.
+	activeAt map[string]time.Time
+	labels   map[string][]model.LabelSet
+	now      map[string]promv1.AlertState
+	err      error
+}
+
+func watchAlerts(ctx context.Context, srv *promserver.Server) *alertLog {
+	l := &alertLog{pending: map[string]time.Time{}, firing: map[string]time.Time{}, activeAt: map[string]time.Time{},
+		labels: map[string][]model.LabelSet{}, now: map[string]promv1.AlertState{}}
+	go func() {
+		for ctx.Err() == nil {
+			alerts, err := srv.Alerts(ctx)
+			seen := time.Now()
+			l.mu.Lock()
+			l.err = err
+			if err == nil {
+				l.now = map[string]promv1.AlertState{}
+			}
+			for _, a := range alerts {
+				name := string(a.Labels["alertname"])
+				if a.State == promv1.AlertStateFiring || l.now[name] == "" {
+					l.now[name] = a.State
+				}
+				switch a.State {
+				case promv1.AlertStatePending:
+					if _, ok := l.pending[name]; !ok {
+						l.pending[name] = seen
+					}
+				case promv1.AlertStateFiring:
+					if _, ok := l.firing[name]; !ok {
+						l.firing[name], l.activeAt[name] = seen, a.ActiveAt
+					}
+					if !containsLabels(l.labels[name], a.Labels) {
+						l.labels[name] = append(l.labels[name], a.Labels)
+					}
+				}
+			}
+			l.mu.Unlock()
+			time.Sleep(250 * time.Millisecond)
+		}
+	}()
+	return l
+}
+
+func containsLabels(list []model.LabelSet, ls model.LabelSet) bool {
+	for _, x := range list {
+		if x.Equal(ls) {
+			return true
+		}
+	}
+	return false
+}
+
+// firedSince: name was first seen firing at or after since.
+func (l *alertLog) firedSince(name string, since time.Time) (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	at, ok := l.firing[name]
+	return at, ok && !at.Before(since)
+}
+
+func (l *alertLog) state(name string) promv1.AlertState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.now[name]
+}
+
+func (l *alertLog) firingNow() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for name, s := range l.now {
+		if s == promv1.AlertStateFiring {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// firedWith: one of the alert's firing instances had these labels.
+func (l *alertLog) firedWith(name string, want map[string]string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+next:
+	for _, ls := range l.labels[name] {
+		for k, v := range want {
+			if string(ls[model.LabelName(k)]) != v {
+				continue next
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// fault is one injected problem and the alerts it must make fire, with labels each
+// firing instance must carry.
+type fault struct {
+	what   string
+	alerts map[string]map[string]string
+	at     time.Time
+}
+
+// expectFiring waits until every alert of the faults fired after its fault, and checks
+// that Prometheus held it pending for its for: first.
+func expectFiring(t *testing.T, log *alertLog, forOf map[string]time.Duration, srv *promserver.Server, within time.Duration, faults ...*fault) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		for _, f := range faults {
+			for name, labels := range f.alerts {
+				_, ok := log.firedSince(name, f.at)
+				g.Expect(ok).To(BeTrue(), "%s (after %s) is %q", name, f.what, log.state(name))
+				g.Expect(log.firedWith(name, labels)).To(BeTrue(), "%s fired without labels %v: %v", name, labels, log.labels[name])
+			}
+		}
+	}, within, tick).Should(Succeed(), func() string {
+		failed, err := srv.Query(context.Background(), `sum by (route, code) (increase(linstor_operator_linstor_requests_total{code!~"2.."}[10m]))`)
+		return fmt.Sprintf("firing now: %s\nfailed LINSTOR requests: %v %v\n%s", strings.Join(log.firingNow(), ", "), failed, err, srv.LogTail(10))
+	})
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	for _, f := range faults {
+		for name := range f.alerts {
+			// Prometheus fires an alert only once it has been pending for its for:.
+			if held := log.firing[name].Sub(log.activeAt[name]); held < forOf[name]-time.Second/2 {
+				t.Errorf("%s fired %s after it went pending, before its for: of %s", name, held, forOf[name])
+			}
+			t.Logf("%s fired %s after %s (for: %s)", name, log.firing[name].Sub(f.at).Round(100*time.Millisecond), f.what, forOf[name])
+		}
+	}
+}
+
+// Every alert the operator and LINSTOR can be made to raise here fires in a real
+// Prometheus that scrapes the LINSTOR emulator's /metrics and the operator's metrics
+// while its controllers run; on a healthy cluster only the honest "never backed up"
+// fires. The test logs the alert → fired table at the end.
+func TestAlertsFireInPrometheus(t *testing.T) {
+	bin, err := promserver.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := env.Namespace(t)
+
+	// A cluster of 8 nodes running LINSTOR 1.33.2 pinned, the Manual upgrade policy, and
+	// internal TLS from a Secret of the user's.
+	was := emu.Version()
+	emu.SetVersion(runningVersion)
+	t.Cleanup(func() { emu.SetVersion(was) })
+	nodes := []string{"mon-1", "mon-2", "mon-3", "mon-4", "mon-5", "mon-6", "mon-7", "mon-8"}
+	for i, n := range nodes {
+		makeNode(t, n, fmt.Sprintf("10.60.0.%d", i+1), map[string]string{"suite": "mon"})
+	}
+	ca, err := certs.NewCA("user-ca", time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	internalTLS := userCertificate(g, ns, "my-internal-tls", ca, time.Now())
+	g.Expect(env.Client.Create(ctx, internalTLS)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, &linstorv1.LinstorSatelliteConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: ns},
+		Spec: linstorv1.LinstorSatelliteConfigurationSpec{StoragePools: []linstorv1.StoragePool{{Name: "thin", LvmThinPool: &linstorv1.LvmThinPool{}}}}})).To(Succeed())
+	cluster := &linstorv1.LinstorCluster{ObjectMeta: metav1.ObjectMeta{Name: "linstor", Namespace: ns}, Spec: linstorv1.LinstorClusterSpec{
+		NodeSelector: map[string]string{"suite": "mon"},
+		Version:      runningVersion,
+		Upgrade:      &linstorv1.UpgradeSpec{Policy: linstorv1.UpgradeManual},
+		TLS:          &linstorv1.TLSSpec{Internal: &linstorv1.TLSConfig{Mode: linstorv1.TLSSecret, SecretName: "my-internal-tls"}},
+	}}
+	g.Expect(env.Client.Create(ctx, cluster)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := getCluster(g, cluster)
+		g.Expect(condition(c, linstorv1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue), "%+v", c.Status.Conditions)
+		g.Expect(c.Status.Satellites.Total).To(Equal(int32(len(nodes))))
+		for _, n := range nodes {
+			sat := &linstorv1.LinstorSatellite{}
+			g.Expect(env.Client.Get(ctx, keyOf(ns, n), sat)).To(Succeed())
+			g.Expect(sat.Status.StoragePools).To(HaveLen(1), n)
+		}
+	}, timeout, tick).Should(Succeed())
+
+	// Volumes placed so that each fault below touches one of them.
+	place := map[string][]string{"pvc-deg": {"mon-1", "mon-2"}, "pvc-disk": {"mon-1", "mon-3"}, "pvc-sb": {"mon-4", "mon-5"}, "pvc-q": {"mon-6", "mon-7", "mon-8"}}
+	for rd, on := range place {
+		for _, n := range on {
+			g.Expect(emu.PlaceResource(rd, n, "thin", false)).To(Succeed())
+		}
+	}
+	g.Eventually(func(g Gomega) {
+		r := getCluster(g, cluster).Status.Replicas
+		g.Expect(r).NotTo(BeNil())
+		g.Expect(r.Healthy).To(Equal(int32(len(place))), "%+v", r)
+	}, timeout, tick).Should(Succeed())
+
+	// drbd-reactor of mon-1, played by a page without DRBD resources, until it stops.
+	reactor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	}))
+	defer reactor.Close()
+
+	dir := t.TempDir()
+	rules, alertNames, forOf := scaledRules(t, dir)
+	srv, err := promserver.Start(ctx, promserver.Config{Binary: bin, Dir: dir, RuleFiles: []string{rules}, Jobs: []promserver.Job{
+		{Name: "linstor-operator", Targets: []string{hostPort(operatorMetrics)}},
+		// As the ServiceMonitor and PodMonitor of the cluster's namespace label them.
+		{Name: ns + "/linstor-controller", Targets: []string{hostPort(linstorURL)}, Labels: map[string]string{"namespace": ns}},
+		{Name: ns + "/linstor-satellite", Targets: []string{hostPort(reactor.URL)}, Labels: map[string]string{"namespace": ns, "node": "mon-1"}},
+	}})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer srv.Stop()
+	log := watchAlerts(ctx, srv)
+
+	// Every target is scraped, the LINSTOR page included.
+	g.Eventually(func(g Gomega) {
+		targets, err := srv.Targets(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(targets).To(HaveLen(3))
+		for _, tg := range targets {
+			g.Expect(tg.Health).To(Equal(promv1.HealthGood), "%s: %s", tg.ScrapeURL, tg.LastError)
+		}
+		vec, err := srv.Query(ctx, fmt.Sprintf(`linstor_node_state{namespace=%q, nodetype="SATELLITE"} == 2`, ns))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(vec).To(HaveLen(len(nodes)))
+	}, timeout, tick).Should(Succeed())
+
+	// Healthy: after the longest for:, only the database's missing backup fires, as it
+	// should (no LinstorBackup was ever taken).
+	time.Sleep(maxFor + 3*time.Second)
+	g.Eventually(log.firingNow, timeout, tick).Should(ContainElement("LinstorDatabaseNeverBackedUp"))
+	g.Expect(log.firingNow()).To(Equal([]string{"LinstorDatabaseNeverBackedUp"}))
+	g.Expect(log.firedWith("LinstorDatabaseNeverBackedUp", map[string]string{"namespace": ns, "cluster": "linstor"})).To(BeTrue())
+
+	// Faults, all at once: each touches its own nodes and volumes.
+	lc, err := linstor.NewClient(linstorURL, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	of := func(extra ...string) map[string]string {
+		out := map[string]string{"namespace": ns}
+		for i := 0; i+1 < len(extra); i += 2 {
+			out[extra[i]] = extra[i+1]
+		}
+		return out
+	}
+	clusterLabels := of("cluster", "linstor")
+	offline := &fault{what: "satellite mon-2 offline", alerts: map[string]map[string]string{
+		"LinstorSatelliteOffline":   of("node", "mon-2"),
+		"LinstorSatelliteNotOnline": of("cluster", "linstor", "state", "OFFLINE"),
+		"LinstorResourceDegraded":   clusterLabels,
+	}}
+	offline.at = time.Now()
+	g.Expect(emu.SetNodeOnline("mon-2", false)).To(Succeed())
+
+	disk := &fault{what: "the disk of pvc-disk on mon-3 failed", alerts: map[string]map[string]string{"LinstorResourceUnintentionallyDiskless": clusterLabels}}
+	disk.at = time.Now()
+	g.Expect(emu.FailDisk("pvc-disk", "mon-3")).To(Succeed())
+
+	splitBrain := &fault{what: "pvc-sb written on both sides of a cut link, then healed", alerts: map[string]map[string]string{"LinstorResourceSplitBrain": clusterLabels}}
+	splitBrain.at = time.Now()
+	g.Expect(emu.PartitionLink("mon-4", "mon-5")).To(Succeed())
+	for _, n := range []string{"mon-4", "mon-5"} {
+		g.Expect(emu.SetInUse("pvc-sb", n, true)).To(Succeed())
+		g.Expect(emu.SetInUse("pvc-sb", n, false)).To(Succeed())
+	}
+	g.Expect(emu.HealLink("mon-4", "mon-5")).To(Succeed())
+
+	quorum := &fault{what: "every link between pvc-q's three replicas cut", alerts: map[string]map[string]string{"LinstorResourceQuorumLost": clusterLabels}}
+	quorum.at = time.Now()
+	for _, cut := range [][2]string{{"mon-6", "mon-7"}, {"mon-6", "mon-8"}, {"mon-7", "mon-8"}} {
+		g.Expect(emu.PartitionLink(cut[0], cut[1])).To(Succeed())
+	}
+
+	expiring := &fault{what: "my-internal-tls replaced by a certificate that expires in 10 days",
+		alerts: map[string]map[string]string{"LinstorCertificateExpiringSoon": of("cluster", "linstor", "secret", "my-internal-tls")}}
+	expiring.at = time.Now()
+	renewed := userCertificate(g, ns, "my-internal-tls", ca, time.Now().Add(-certs.LeafValidity+10*24*time.Hour))
+	g.Expect(envtest.Update(ctx, env.Client, internalTLS, func(s *corev1.Secret) { s.Data = renewed.Data })).To(Succeed())
+
+	full := &fault{what: "a 95 GiB volume in mon-1's 100 GiB pool", alerts: map[string]map[string]string{"LinstorStoragePoolAlmostFull": of("node", "mon-1", "pool", "thin")}}
+	full.at = time.Now()
+	g.Expect(lc.ResourceDefinitions.Create(ctx, lapi.ResourceDefinitionCreate{ResourceDefinition: lapi.ResourceDefinition{Name: "pvc-big"}})).To(Succeed())
+	g.Expect(lc.ResourceDefinitions.CreateVolumeDefinition(ctx, "pvc-big", lapi.VolumeDefinitionCreate{VolumeDefinition: lapi.VolumeDefinition{SizeKib: 95 << 20}})).To(Succeed())
+	g.Expect(lc.Resources.Create(ctx, lapi.ResourceCreate{Resource: lapi.Resource{Name: "pvc-big", NodeName: "mon-1", Props: map[string]string{"StorPoolName": "thin"}}})).To(Succeed())
+
+	reactorDown := &fault{what: "drbd-reactor of mon-1 stops answering", alerts: map[string]map[string]string{"DrbdMetricsDown": of("node", "mon-1")}}
+	reactorDown.at = time.Now()
+	reactor.CloseClientConnections()
+	reactor.Close()
+
+	// LINSTOR 1.33.3 offered under the Manual policy while the database was never backed
+	// up: LinstorUpgradeAwaitsApprovalWithoutBackup should fire, but it cannot. Its
+	// expression joins linstor_operator_upgrade_phase_started_timestamp_seconds
+	// {phase="AwaitingApproval"}, and the operator exports that gauge only with
+	// status.upgrade.phaseStartedAt, which AwaitingApproval never sets
+	// (pkg/lifecycle/version.go). Asserted here as it is, so that the fix turns this
+	// test red and moves the alert to the ones that must fire.
+	g.Expect(envtest.Update(ctx, env.Client, cluster, func(c *linstorv1.LinstorCluster) { c.Spec.Version = "" })).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		u := getCluster(g, cluster).Status.Upgrade
+		g.Expect(u).NotTo(BeNil())
+		g.Expect(u.Phase).To(Equal(linstorv1.UpgradeAwaitingApproval))
+		g.Expect(u.PhaseStartedAt).To(BeNil())
+	}, timeout, tick).Should(Succeed())
+
+	expectFiring(t, log, forOf, srv, 2*timeout, offline, disk, splitBrain, quorum, expiring, full, reactorDown)
+	vec, err := srv.Query(ctx, fmt.Sprintf(`linstor_operator_upgrade_phase_started_timestamp_seconds{namespace=%q}`, ns))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(vec).To(BeEmpty(), "the operator now exports the AwaitingApproval phase: expect LinstorUpgradeAwaitsApprovalWithoutBackup to fire")
+	g.Expect(log.state("LinstorUpgradeAwaitsApprovalWithoutBackup")).To(BeEmpty())
+
+	// The satellite back: its alert ends.
+	g.Expect(emu.SetNodeOnline("mon-2", true)).To(Succeed())
+	g.Eventually(func() promv1.AlertState { return log.state("LinstorSatelliteOffline") }, timeout, tick).Should(BeEmpty())
+
+	// The API's TLS names a Secret that does not exist: the cluster is Degraded. And a
+	// client sends the conversion webhook requests it cannot read (HTTP 400).
+	degraded := &fault{what: "spec.tls.api names a missing Secret", alerts: map[string]map[string]string{"LinstorClusterDegraded": clusterLabels}}
+	degraded.at = time.Now()
+	g.Expect(envtest.Update(ctx, env.Client, cluster, func(c *linstorv1.LinstorCluster) {
+		c.Spec.TLS.API = &linstorv1.TLSConfig{Mode: linstorv1.TLSSecret, SecretName: "missing-api-tls", ClientSecretName: "missing-api-client-tls"}
+	})).To(Succeed())
+	webhookErrors := &fault{what: "malformed ConversionReviews sent to /convert", alerts: map[string]map[string]string{"LinstorOperatorWebhookErrors": {"webhook": "/convert", "code": "400"}}}
+	webhookErrors.at = time.Now()
+	stopPosting := postMalformedConversions(t, ctx)
+	expectFiring(t, log, forOf, srv, 2*timeout, degraded, webhookErrors)
+	stopPosting()
+
+	// LINSTOR's controller stops answering: the operator reports it unreachable.
+	down := &fault{what: "the LINSTOR controller stops answering", alerts: map[string]map[string]string{
+		"LinstorControllerDown":        clusterLabels,
+		"LinstorControllerUnreachable": {},
+	}}
+	down.at = time.Now()
+	linstorDown.Store(true)
+	t.Cleanup(func() { linstorDown.Store(false) })
+	// LinstorControllerUnreachable counts failed requests in 10 minutes (> 10), which
+	// the scaled for: does not shorten: the operator retries a LINSTOR that does not
+	// answer after 1, 2, 4, 8, 16 and then every 30 seconds (the observer's backoff), so
+	// the count passes 10 about three minutes into the outage.
+	expectFiring(t, log, forOf, srv, 5*time.Minute, down)
+
+	// What fired, alert by alert.
+	var table bytes.Buffer
+	fmt.Fprintf(&table, "%-45s %-6s %s\n", "alert", "fired", "for: (scaled)")
+	for _, name := range alertNames {
+		_, fired := log.firedSince(name, time.Time{})
+		yes := "no"
+		if fired {
+			yes = "yes"
+		}
+		fmt.Fprintf(&table, "%-45s %-6s %s\n", name, yes, forOf[name])
+	}
+	t.Logf("alerts seen firing in Prometheus:\n%s", table.String())
+
+	// docs/alerts.md says which alerts this test sees firing: it must say what happened.
+	documented := seenFiringColumn(t)
+	for _, name := range alertNames {
+		_, fired := log.firedSince(name, time.Time{})
+		if doc, ok := documented[name]; !ok || doc != fired {
+			t.Errorf("docs/alerts.md: %s is marked seen firing %q (%v), but it fired here: %v", name, map[bool]string{true: "yes", false: "no"}[doc], ok, fired)
+		}
+	}
+}
+
+var seenFiringRow = regexp.MustCompile(`^\| \[(\w+)\]\(#\w+\) \| \w+ \| \w+ \| (yes|no) \|$`)
+
+// seenFiringColumn reads the "seen firing in Prometheus" column of docs/alerts.md.
+func seenFiringColumn(t *testing.T) map[string]bool {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(envtest.RepoRoot(), "docs", "alerts.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if m := seenFiringRow.FindStringSubmatch(line); m != nil {
+			out[m[1]] = m[2] == "yes"
+		}
+	}
+	return out
+}
+
+// userCertificate is a Secret of the user's with a certificate of ca issued at from
+// (valid for certs.LeafValidity).
+func userCertificate(g Gomega, ns, name string, ca certs.Pair, from time.Time) *corev1.Secret {
+	leaf, err := certs.Issue(ca, certs.Request{CommonName: "linstor", Server: true, Client: true}, from)
+	g.Expect(err).NotTo(HaveOccurred())
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Data: map[string][]byte{"ca.crt": ca.CertPEM, "tls.crt": leaf.CertPEM, "tls.key": leaf.KeyPEM}}
+}
+
+// postMalformedConversions sends the operator's conversion webhook a ConversionReview
+// without a request every 400 ms, 8 times: over several scrapes, so that rate() sees
+// the 400s grow.
+func postMalformedConversions(t *testing.T, ctx context.Context) func() {
+	t.Helper()
+	opts := env.Manager.GetWebhookServer().(*webhook.DefaultServer).Options
+	url := fmt.Sprintf("https://%s:%d/convert", opts.Host, opts.Port)
+	// The test's own client; the API server is not involved.
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 5 * time.Second}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 8 && ctx.Err() == nil; i++ {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{}`))
+			req.Header.Set("Content-Type", "application/json")
+			if resp, err := client.Do(req); err == nil {
+				resp.Body.Close()
+			}
+			time.Sleep(400 * time.Millisecond)
+		}
+	}()
+	return func() { cancel(); <-done }
+}

@@ -186,6 +186,12 @@ func finished(p linstorv1.UpgradePhase, from, to string) *linstorv1.UpgradeStatu
 		BackupName: fxPreBackup, Message: "The upgrade to " + to + " failed and was rolled back (saved)"}
 }
 
+// awaiting is an upgrade from → to that the Manual policy has held for approval since since.
+func awaiting(from, to string, since time.Time) *linstorv1.UpgradeStatus {
+	return &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeAwaitingApproval, From: from, To: to, PhaseStartedAt: mt(since),
+		Message: "saved by the previous pass"}
+}
+
 // Observation options.
 
 func obsLinstor(version string, problems ...string) opt {
@@ -534,6 +540,16 @@ func upgradeFromTo(from, to string) func(*testing.T, Input, Output) {
 		t.Helper()
 		if u := out.State.Upgrade; u == nil || u.From != from || u.To != to {
 			t.Errorf("upgrade status %+v, want %s→%s", u, from, to)
+		}
+	}
+}
+
+// phaseStartedAt: status.upgrade.phaseStartedAt is at.
+func phaseStartedAt(at time.Time) func(*testing.T, Input, Output) {
+	return func(t *testing.T, _ Input, out Output) {
+		t.Helper()
+		if u := out.State.Upgrade; u == nil || !sameTime(u.PhaseStartedAt, mt(at)) {
+			t.Errorf("upgrade status %+v, want phaseStartedAt %v", u, at)
 		}
 	}
 }

@@ -80,7 +80,7 @@ var preflightCases = []stepCase{
 		name: "approval withdrawn (Manual policy, spec.version cleared): AwaitingApproval again",
 		in:   inPhase(linstorv1.UpgradePreflight, withManualPolicy(), obsLinstor(fxFrom, "satellite node-b is OFFLINE")),
 		want: expect{upgrade: linstorv1.UpgradeAwaitingApproval, deployed: dv(fxFrom, fxFrom), events: ev("UpgradeCancelled"),
-			check: all(upgradeFromTo(fxFrom, fxTo), upgradeMsgHas("Manual"))},
+			check: all(upgradeFromTo(fxFrom, fxTo), upgradeMsgHas("Manual"), phaseStartedAt(fxNow))},
 	},
 	{
 		name: "spec.version names a version this release cannot run: cancelled, Refused",

@@ -75,7 +75,14 @@ func stepVersion(in *Input, out *Output) {
 		out.Problem = Problem{linstorv1.ReasonUpgradeRefused, d.Message}
 	case upgrade.AwaitApproval:
 		keep()
-		st.Upgrade = &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeAwaitingApproval, From: running, To: d.Final.String(), Message: d.Message}
+		// The wait's start is kept while the same upgrade waits: the alert on an upgrade
+		// awaiting approval reads it, and a status rewritten every pass would never settle.
+		waitingSince := metav1.NewTime(in.Now)
+		if u := st.Upgrade; u != nil && u.Phase == linstorv1.UpgradeAwaitingApproval && u.From == running && u.To == d.Final.String() && u.PhaseStartedAt != nil {
+			waitingSince = *u.PhaseStartedAt
+		}
+		st.Upgrade = &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeAwaitingApproval, From: running, To: d.Final.String(),
+			PhaseStartedAt: &waitingSince, Message: d.Message}
 	case upgrade.Upgrade:
 		keep()
 		if u := st.Upgrade; u != nil && u.Phase == linstorv1.UpgradeRolledBack && u.From == running && u.To == d.To.String() {

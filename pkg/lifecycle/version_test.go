@@ -4,6 +4,7 @@ package lifecycle
 
 import (
 	"testing"
+	"time"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 )
@@ -103,7 +104,31 @@ var versionCases = []stepCase{
 		name: "manual policy awaits approval and changes nothing",
 		in:   input(withReported(fxFrom), withDeployed(dv(fxFrom, fxFrom)), withManualPolicy()),
 		want: expect{upgrade: linstorv1.UpgradeAwaitingApproval, deployed: dv(fxFrom, fxFrom),
-			check: all(upgradeFromTo(fxFrom, fxTo), upgradeMsgHas("Manual", "spec.version to 1.33.3"))},
+			check: all(upgradeFromTo(fxFrom, fxTo), upgradeMsgHas("Manual", "spec.version to 1.33.3"), phaseStartedAt(fxNow), passesAgainQuietly)},
+	},
+	// The wait's start is exported as the phase-start metric, which the alert on an
+	// upgrade awaiting approval without any backup reads; it stays while the same
+	// upgrade waits, so the status is not rewritten pass after pass.
+	{
+		name: "still awaiting the same approval: the wait keeps its start",
+		in: input(withReported(fxFrom), withDeployed(dv(fxFrom, fxFrom)), withManualPolicy(),
+			withUpgrade(awaiting(fxFrom, fxTo, fxNow.Add(-3*time.Hour)))),
+		want: expect{upgrade: linstorv1.UpgradeAwaitingApproval, deployed: dv(fxFrom, fxFrom),
+			check: all(upgradeFromTo(fxFrom, fxTo), phaseStartedAt(fxNow.Add(-3*time.Hour)), passesAgainQuietly)},
+	},
+	{
+		name: "awaiting approval saved without a start (an earlier operator release): the wait starts now",
+		in: input(withReported(fxFrom), withDeployed(dv(fxFrom, fxFrom)), withManualPolicy(),
+			withUpgrade(&linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeAwaitingApproval, From: fxFrom, To: fxTo, Message: "saved by the previous pass"})),
+		want: expect{upgrade: linstorv1.UpgradeAwaitingApproval, deployed: dv(fxFrom, fxFrom),
+			check: all(upgradeFromTo(fxFrom, fxTo), phaseStartedAt(fxNow), passesAgainQuietly)},
+	},
+	{
+		name: "awaiting approval of another target (a newer operator release): a new wait starts now",
+		in: input(withReported(fxFrom), withDeployed(dv(fxFrom, fxFrom)), withManualPolicy(), withRelease(fxFrom, fxTo, "1.33.4"),
+			withUpgrade(awaiting(fxFrom, fxTo, fxNow.Add(-3*time.Hour)))),
+		want: expect{upgrade: linstorv1.UpgradeAwaitingApproval, deployed: dv(fxFrom, fxFrom),
+			check: all(upgradeFromTo(fxFrom, "1.33.4"), phaseStartedAt(fxNow), passesAgainQuietly)},
 	},
 	{
 		name: "manual policy approved by pinning spec.version starts the upgrade",

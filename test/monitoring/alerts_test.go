@@ -401,25 +401,26 @@ func TestAlertsFireInPrometheus(t *testing.T) {
 	reactor.Close()
 
 	// LINSTOR 1.33.3 offered under the Manual policy while the database was never backed
-	// up: LinstorUpgradeAwaitsApprovalWithoutBackup should fire, but it cannot. Its
-	// expression joins linstor_operator_upgrade_phase_started_timestamp_seconds
-	// {phase="AwaitingApproval"}, and the operator exports that gauge only with
-	// status.upgrade.phaseStartedAt, which AwaitingApproval never sets
-	// (pkg/lifecycle/version.go). Asserted here as it is, so that the fix turns this
-	// test red and moves the alert to the ones that must fire.
+	// up: the operator exports when the wait began as the AwaitingApproval phase's start.
+	awaiting := &fault{what: "spec.version unpinned under the Manual policy, no backup ever taken",
+		alerts: map[string]map[string]string{"LinstorUpgradeAwaitsApprovalWithoutBackup": clusterLabels}}
+	awaiting.at = time.Now()
 	g.Expect(envtest.Update(ctx, env.Client, cluster, func(c *linstorv1.LinstorCluster) { c.Spec.Version = "" })).To(Succeed())
+	var waitingSince metav1.Time
 	g.Eventually(func(g Gomega) {
 		u := getCluster(g, cluster).Status.Upgrade
 		g.Expect(u).NotTo(BeNil())
 		g.Expect(u.Phase).To(Equal(linstorv1.UpgradeAwaitingApproval))
-		g.Expect(u.PhaseStartedAt).To(BeNil())
+		g.Expect(u.PhaseStartedAt).NotTo(BeNil())
+		waitingSince = *u.PhaseStartedAt
 	}, timeout, tick).Should(Succeed())
 
-	expectFiring(t, log, forOf, srv, 2*timeout, offline, disk, splitBrain, quorum, expiring, full, reactorDown)
+	expectFiring(t, log, forOf, srv, 2*timeout, offline, disk, splitBrain, quorum, expiring, full, reactorDown, awaiting)
 	vec, err := srv.Query(ctx, fmt.Sprintf(`linstor_operator_upgrade_phase_started_timestamp_seconds{namespace=%q}`, ns))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(vec).To(BeEmpty(), "the operator now exports the AwaitingApproval phase: expect LinstorUpgradeAwaitsApprovalWithoutBackup to fire")
-	g.Expect(log.state("LinstorUpgradeAwaitsApprovalWithoutBackup")).To(BeEmpty())
+	g.Expect(vec).To(HaveLen(1))
+	g.Expect(string(vec[0].Metric["phase"])).To(Equal(string(linstorv1.UpgradeAwaitingApproval)))
+	g.Expect(int64(vec[0].Value)).To(Equal(waitingSince.Unix()))
 
 	// The satellite back: its alert ends.
 	g.Expect(emu.SetNodeOnline("mon-2", true)).To(Succeed())
@@ -451,6 +452,13 @@ func TestAlertsFireInPrometheus(t *testing.T) {
 	// answer after 1, 2, 4, 8, 16 and then every 30 seconds (the observer's backoff), so
 	// the count passes 10 about three minutes into the outage.
 	expectFiring(t, log, forOf, srv, 5*time.Minute, down)
+
+	// Through every pass since, the upgrade kept waiting from the same moment.
+	u := getCluster(g, cluster).Status.Upgrade
+	g.Expect(u).NotTo(BeNil())
+	g.Expect(u.Phase).To(Equal(linstorv1.UpgradeAwaitingApproval))
+	g.Expect(u.PhaseStartedAt).NotTo(BeNil())
+	g.Expect(u.PhaseStartedAt.Time).To(BeTemporally("==", waitingSince.Time), "the wait's start moved")
 
 	// What fired, alert by alert.
 	var table bytes.Buffer

@@ -5,7 +5,9 @@ import (
 )
 
 // LinstorBackupScheduleSpec says when to back up a cluster's LINSTOR database, where
-// to, and how many backups to keep.
+// to, and how many backups to keep; and, with volumes, LINSTOR's own backup shipping of
+// the volumes to the same bucket.
+// +kubebuilder:validation:XValidation:rule="!has(self.volumes) || has(self.targetRef)",message="spec.volumes ships volumes to a bucket: spec.targetRef must name its LinstorBackupTarget"
 type LinstorBackupScheduleSpec struct {
 	// clusterRef names the LinstorCluster in this namespace.
 	// +required
@@ -59,6 +61,130 @@ type LinstorBackupScheduleSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Retention"
 	Retention *BackupRetention `json:"retention,omitempty"`
+
+	// volumes ships the volumes' data to targetRef's bucket with LINSTOR's own backup
+	// shipping: the operator registers the bucket in LINSTOR as an S3 remote (named after
+	// the target, credentials from its Secret), declares a LINSTOR backup schedule
+	// (named after this object) and enables it for the resource groups named, or for
+	// every resource. LINSTOR takes the snapshots and ships them (full, then incremental
+	// on their own crons); its backups are encrypted only for volumes with a LUKS layer.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Volume Backups"
+	Volumes *VolumeBackupSpec `json:"volumes,omitempty"`
+}
+
+// VolumeBackupSpec is a LINSTOR backup schedule (LINSTOR's cron syntax: five fields,
+// no @descriptors).
+type VolumeBackupSpec struct {
+	// fullSchedule is when a full backup of each volume is shipped, for example
+	// "0 2 * * 0" (Sundays at 2:00, the LINSTOR controller's time zone).
+	// +kubebuilder:validation:Pattern=`^\S+( \S+){4}$`
+	// +kubebuilder:validation:MaxLength=128
+	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Full Backup Schedule",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	FullSchedule string `json:"fullSchedule"`
+
+	// incrementalSchedule is when an incremental backup (the changes since the last
+	// backup) is shipped, for example "0 2 * * 1-6"; unset ships only full backups.
+	// +kubebuilder:validation:Pattern=`^\S+( \S+){4}$`
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Incremental Backup Schedule",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	IncrementalSchedule string `json:"incrementalSchedule,omitempty"`
+
+	// keepLocal is how many snapshots a full backup is based on LINSTOR keeps on the
+	// nodes (LINSTOR's keep_local); unset keeps them all.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Snapshots Kept Locally",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
+	KeepLocal *int32 `json:"keepLocal,omitempty"`
+
+	// keepRemote is how many full backups (with their incrementals) LINSTOR keeps in the
+	// bucket (LINSTOR's keep_remote); unset keeps them all.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Full Backups Kept in the Bucket",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
+	KeepRemote *int32 `json:"keepRemote,omitempty"`
+
+	// resourceGroups the schedule is enabled for; empty enables it for every resource
+	// (on the LINSTOR controller).
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=set
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Resource Groups"
+	ResourceGroups []string `json:"resourceGroups,omitempty"`
+
+	// retries of a failed shipment before the next scheduled one (LINSTOR's on_failure
+	// RETRY with max_retries); unset skips to the next scheduled time.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Retries",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Retries *int32 `json:"retries,omitempty"`
+}
+
+// MaxListedVolumeBackups bounds status.volumes.resources.
+const MaxListedVolumeBackups = 100
+
+// VolumeBackupStatus is what LINSTOR reports of its shipping on this schedule.
+type VolumeBackupStatus struct {
+	// remote and schedule are the names in LINSTOR.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="LINSTOR Remote",xDescriptors={"urn:alm:descriptor:text"}
+	Remote string `json:"remote,omitempty"`
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="LINSTOR Schedule",xDescriptors={"urn:alm:descriptor:text"}
+	Schedule string `json:"schedule,omitempty"`
+	// credentialsHash says which credentials LINSTOR's remote was given (LINSTOR never
+	// returns the secret key): a changed Secret is sent again.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Credentials Hash",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:hidden"}
+	CredentialsHash string `json:"credentialsHash,omitempty"`
+	// scheduled counts the resources the schedule covers; shipped those with a backup
+	// shipped; notScheduled those LINSTOR does not ship, with a reason.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Resources Scheduled",xDescriptors={"urn:alm:descriptor:text"}
+	Scheduled int32 `json:"scheduled,omitempty"`
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Resources Shipped",xDescriptors={"urn:alm:descriptor:text"}
+	Shipped int32 `json:"shipped,omitempty"`
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Resources Not Scheduled",xDescriptors={"urn:alm:descriptor:text"}
+	NotScheduled int32 `json:"notScheduled,omitempty"`
+	// resources lists each resource's last shipped backup, next one and the reason it
+	// is not shipped: those not shipped first, then the oldest (at most 100).
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Resources",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:hidden"}
+	Resources []ResourceBackupStatus `json:"resources,omitempty"`
+}
+
+// ResourceBackupStatus is one resource's shipping.
+type ResourceBackupStatus struct {
+	// name of the LINSTOR resource.
+	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Resource",xDescriptors={"urn:alm:descriptor:text"}
+	Name string `json:"name"`
+	// lastShipped is when its last scheduled backup was shipped; lastIncremental says
+	// whether it was incremental.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Shipped",xDescriptors={"urn:alm:descriptor:text"}
+	LastShipped *metav1.Time `json:"lastShipped,omitempty"`
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Was Incremental",xDescriptors={"urn:alm:descriptor:text"}
+	LastIncremental bool `json:"lastIncremental,omitempty"`
+	// next is when the next shipment starts (unset while one runs).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Next",xDescriptors={"urn:alm:descriptor:text"}
+	Next *metav1.Time `json:"next,omitempty"`
+	// running: a shipment is under way.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Running",xDescriptors={"urn:alm:descriptor:text"}
+	Running bool `json:"running,omitempty"`
+	// reason LINSTOR gives for not shipping it.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Not Shipped Because",xDescriptors={"urn:alm:descriptor:text"}
+	Reason string `json:"reason,omitempty"`
 }
 
 // BackupRetention bounds how many backups a schedule keeps and for how long.
@@ -117,6 +243,10 @@ type LinstorBackupScheduleStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Controller Stopped For",xDescriptors={"urn:alm:descriptor:text"}
 	LastControllerStopped *metav1.Duration `json:"lastControllerStopped,omitempty"`
+	// volumes is LINSTOR's shipping of the volumes (spec.volumes).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Volume Backups",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:hidden"}
+	Volumes *VolumeBackupStatus `json:"volumes,omitempty"`
 	// missed counts runs not taken: past the starting deadline, or while one was under way.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Missed Runs",xDescriptors={"urn:alm:descriptor:text"}

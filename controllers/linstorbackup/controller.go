@@ -30,6 +30,9 @@ type Reconciler struct {
 	// controller's pods are read directly rather than cached cluster-wide.
 	Database client.Client
 	Recorder record.EventRecorder
+	// RecheckInterval overrides how often a Completed backup's bucket copy is looked at
+	// (tests).
+	RecheckInterval time.Duration
 }
 
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorbackups,verbs=get;list;watch;update;patch;delete

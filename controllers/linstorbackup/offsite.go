@@ -253,6 +253,37 @@ func (r *Reconciler) reconcileImport(ctx context.Context, s *scope) (ctrl.Result
 	return ctrl.Result{}, nil
 }
 
+// recheckInterval is how often a Completed backup's copy in a bucket is looked at (one
+// HEAD request): a bucket lifecycle rule or a hand may delete it.
+const recheckInterval = 5 * time.Minute
+
+// recheckStored fails a Completed backup whose copy in the bucket is gone or truncated:
+// nothing that cannot be restored stays Completed. A bucket that cannot be reached now
+// proves nothing; it is looked at again later.
+func (r *Reconciler) recheckStored(ctx context.Context, b *linstorv1.LinstorBackup) (ctrl.Result, error) {
+	st := b.Status.Stored
+	if st == nil || b.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	store, err := r.openTarget(ctx, b)
+	if err != nil {
+		return ctrl.Result{RequeueAfter: recheckInterval}, nil // the target's own status says why
+	}
+	err = store.Stat(ctx, offsite.Manifest{ID: st.ID, EncryptedSize: st.EncryptedSize})
+	switch offsite.ReasonOf(err) {
+	case offsite.ReasonNotFound, offsite.ReasonCorrupt:
+		return ctrl.Result{}, r.fail(ctx, b, "its copy in the bucket can no longer be restored (a bucket lifecycle rule, or deleted by hand?): "+err.Error())
+	}
+	return ctrl.Result{RequeueAfter: r.recheck()}, nil
+}
+
+func (r *Reconciler) recheck() time.Duration {
+	if r.RecheckInterval > 0 {
+		return r.RecheckInterval
+	}
+	return recheckInterval
+}
+
 func operatorVersion() string {
 	if info, ok := debug.ReadBuildInfo(); ok {
 		return info.Main.Version

@@ -40,7 +40,10 @@ func (s *scope) end(res ctrl.Result, err error) (ctrl.Result, error) {
 func (r *Reconciler) reconcileEnded(ctx context.Context, s *scope) (ctrl.Result, error) {
 	switch s.backup.Status.Phase {
 	case linstorv1.BackupCompleted:
-		return s.end(ctrl.Result{}, r.prune(ctx, s.backup))
+		if err := r.prune(ctx, s.backup); err != nil {
+			return s.end(ctrl.Result{}, err)
+		}
+		return s.end(r.recheckStored(ctx, s.backup))
 	case linstorv1.BackupFailed:
 		return s.end(ctrl.Result{}, nil)
 	}

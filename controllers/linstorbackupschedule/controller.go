@@ -18,6 +18,7 @@ import (
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/reconciler"
 	"github.com/linstor-operator/linstor-operator/pkg/backupschedule"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/names"
 )
 
@@ -30,6 +31,9 @@ type Reconciler struct {
 	Bucket BucketOpener
 	// Now is the clock (tests set it).
 	Now func() time.Time
+	// Linstor opens connections to a cluster's LINSTOR (spec.volumes); nil leaves
+	// volume backups out.
+	Linstor *linstor.Connector
 }
 
 // BucketOpener lists and deletes the backups of a bucket.
@@ -38,7 +42,8 @@ type BucketOpener interface {
 	DeleteStored(ctx context.Context, target *linstorv1.LinstorBackupTarget, id string) error
 }
 
-// +kubebuilder:rbac:groups=linstor.io,resources=linstorbackupschedules,verbs=get;list;watch
+// +kubebuilder:rbac:groups=linstor.io,resources=linstorbackupschedules,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=linstor.io,resources=linstorbackupschedules/finalizers,verbs=update
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorbackupschedules/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorbackups,verbs=create;delete
 
@@ -49,8 +54,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	sc := &scope{schedule: s, now: r.now()}
+	if s.DeletionTimestamp != nil {
+		// Only LINSTOR's schedule is cleaned up: the backups stay.
+		return reconciler.Pass(ctx, sc, func(context.Context, *scope, error) error { return nil }, 0, func() bool { return sc.stop },
+			r.reconcileReferences,
+			r.reconcileVolumes,
+		)
+	}
 	return reconciler.Pass(ctx, sc, r.saveStatus, 0, func() bool { return sc.stop },
 		r.reconcileReferences,
+		r.reconcileVolumes,
 		r.reconcileDecision,
 		r.reconcileRun,
 		r.reconcileRetention,

@@ -34,6 +34,8 @@ type scope struct {
 	created string
 	// retentionErr says why bucket retention failed.
 	retentionErr string
+	// volumes is what the volumes phase saw (nil: spec.volumes unset).
+	volumes *volumeScope
 }
 
 // reconcileReferences finds the cluster and the target; a missing one holds the runs.

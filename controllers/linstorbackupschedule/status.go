@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
@@ -14,7 +15,10 @@ import (
 // saveStatus writes what the pass decided and saw, once, only when it changed.
 func (r *Reconciler) saveStatus(ctx context.Context, s *scope, passErr error) error {
 	sc := s.schedule
-	_, err := reconciler.PatchStatus(ctx, r.Client, sc, func() { updateStatus(s, passErr) })
+	// Optimistic lock: a pass on a stale read (its own last write not in the cache yet)
+	// would count its missed runs again; its write conflicts and the pass runs again on
+	// what is stored.
+	_, err := reconciler.PatchStatus(ctx, r.Client, sc, func() { updateStatus(s, passErr) }, reconciler.WithOptimisticLock())
 	return err
 }
 
@@ -77,6 +81,16 @@ func updateStatus(s *scope, passErr error) {
 		degraded.Message = fmt.Sprintf("LinstorBackup %s failed: %s", lastFinished.Name, lastFinished.Status.Message)
 	case s.retentionErr != "":
 		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, linstorv1.ReasonRetentionFailed, s.retentionErr
+	}
+	if c := volumeCondition(s); c != nil {
+		st.Volumes = s.volumes.status
+		reconciler.SetCondition(&st.Conditions, *c)
+		if c.Status == metav1.ConditionFalse && degraded.Status == metav1.ConditionFalse {
+			degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, c.Reason, "volume backups: "+c.Message
+		}
+	} else {
+		st.Volumes = nil
+		meta.RemoveStatusCondition(&st.Conditions, linstorv1.ConditionConfigured)
 	}
 	reconciler.SetCondition(&st.Conditions, degraded)
 	if passErr == nil {

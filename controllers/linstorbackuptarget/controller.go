@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
@@ -26,6 +27,9 @@ import (
 // DefaultPoll is how often a target's bucket is listed again: backups other clusters
 // write, and objects a bucket lifecycle deletes, show up without a trigger.
 const DefaultPoll = 5 * time.Minute
+
+// checkTimeout bounds one check and listing of a bucket.
+const checkTimeout = 30 * time.Second
 
 // failedPoll is how soon a target that failed is looked at again.
 const failedPoll = time.Minute
@@ -92,6 +96,8 @@ func (r *Reconciler) check(ctx context.Context, s *scope) (ctrl.Result, error) {
 		return ctrl.Result{}, err
 	}
 	s.fprint = store.Key().Fingerprint()
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
 	if err := store.Check(ctx); err != nil {
 		s.reason, s.message = string(offsite.ReasonOf(err)), err.Error()
 		if s.reason == "" {
@@ -143,6 +149,8 @@ func updateStatus(s *scope) {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&linstorv1.LinstorBackupTarget{}, builder.WithPredicates(reconciler.NotStatusOnly())).
+		// A check waits on the network: an unreachable bucket must not delay the others.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.targetsNaming)).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.targetsNaming)).
 		Complete(r)

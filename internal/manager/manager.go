@@ -176,7 +176,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("setting up the LinstorNodeConnection controller: %w", err)
 	}
 	if err := (&linstorbackup.Reconciler{
-		Client: mgr.GetClient(), Database: direct, Recorder: mgr.GetEventRecorderFor("linstor-operator"),
+		Client: mgr.GetClient(), Database: direct, Recorder: mgr.GetEventRecorderFor("linstor-operator"), RecheckInterval: opts.BackupTargetPoll,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorBackup controller: %w", err)
 	}
@@ -184,7 +184,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("setting up the LinstorBackupTarget controller: %w", err)
 	}
 	if err := (&linstorbackupschedule.Reconciler{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("linstor-operator"), Bucket: backuptarget.Opener{Client: mgr.GetClient()}, Now: opts.Now,
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("linstor-operator"), Bucket: backuptarget.Opener{Client: mgr.GetClient()}, Now: opts.Now, Linstor: connector,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorBackupSchedule controller: %w", err)
 	}

@@ -160,6 +160,9 @@ const (
 	FinalizerProtectPassphrase     = "linstor.io/protect-passphrase"
 	FinalizerSatelliteDeletion     = "linstor.io/satellite-deletion-policy"
 	FinalizerNodeConnectionCleanup = "linstor.io/node-connection-cleanup"
+	// FinalizerVolumeBackups: a LinstorBackupSchedule with spec.volumes deletes its
+	// LINSTOR backup schedule before it goes (the bucket's backups stay).
+	FinalizerVolumeBackups = "linstor.io/volume-backups"
 	// FinalizerBackupInUse keeps a LinstorBackup that an upgrade or a restore in
 	// progress may still restore: deleting it (and with it its chunk Secrets) would make
 	// the rollback, or the restore's finish, impossible.

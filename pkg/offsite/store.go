@@ -33,6 +33,9 @@ type Location struct {
 	PathStyle bool
 }
 
+// maxTries is how many times a request is sent before its error counts.
+const maxTries = 4
+
 // Store reads and writes the backups of one Location with one Key.
 type Store struct {
 	loc    Location
@@ -86,6 +89,10 @@ func newClient(loc Location) (*minio.Client, error) {
 		Region:       loc.Region,
 		BucketLookup: lookup,
 		Transport:    transport,
+		// minio-go tries 10 times by default (4–5 s against a refused connection):
+		// enough tries to ride out a brief 5xx, few enough that one unreachable bucket
+		// does not hold a controller's worker for long.
+		MaxRetries: maxTries,
 	})
 }
 

@@ -32,6 +32,16 @@ func s3Bucket(t *testing.T, bucket string) *s3server.Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Stop() })
+	t.Cleanup(func() {
+		// envtest deletes no namespace's objects: targets left on a stopped server would
+		// keep the target controller busy for the tests after.
+		var list linstorv1.LinstorBackupTargetList
+		if env.Client.List(context.Background(), &list) == nil {
+			for i := range list.Items {
+				_ = env.Client.Delete(context.Background(), &list.Items[i])
+			}
+		}
+	})
 	if err := srv.CreateBucket(context.Background(), bucket); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -54,7 +56,7 @@ func TestOffsiteBackupFaultTable(t *testing.T) {
 	targetReason := func(name, reason string) {
 		g.Eventually(func(g Gomega) {
 			c := condition(get(g, ns, name, &linstorv1.LinstorBackupTarget{}).Status.Conditions, linstorv1.ConditionAvailable)
-			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse), c.Message)
 			g.Expect(c.Reason).To(Equal(reason), c.Message)
 			g.Expect(c.Message).To(ContainSubstring("s3://"))
 		}, timeout, tick).Should(Succeed())
@@ -136,5 +138,14 @@ func TestOffsiteBackupFaultTable(t *testing.T) {
 		b := get(g, ns, "import-other-key", &linstorv1.LinstorBackup{})
 		g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupFailed))
 		g.Expect(b.Status.Message).To(Or(ContainSubstring("WrongKey"), ContainSubstring("not authenticated by this key")))
+	}, timeout, tick).Should(Succeed())
+
+	// A bucket lifecycle rule deletes the copy: the Completed backup turns Failed, saying why.
+	g.Expect(os.Remove(filepath.Join(srv.Dir, "linstor-faults", "site-a", "linstor-operator", "databases", id, "database.json.gz.age"))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		b := get(g, ns, "good-1", &linstorv1.LinstorBackup{})
+		g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupFailed))
+		g.Expect(b.Status.Message).To(ContainSubstring("can no longer be restored"))
+		g.Expect(b.Status.Message).To(ContainSubstring("NotFound"))
 	}, timeout, tick).Should(Succeed())
 }

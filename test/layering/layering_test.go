@@ -279,8 +279,9 @@ var linstorServices = map[string]bool{
 var linstorReads = map[string]bool{"SyncStatus": true}
 
 // unobserved are the packages whose LINSTOR writes concern what the observer does not
-// list: the node connection controller reads the connections itself on every pass.
-var unobserved = []string{"controllers/linstornodeconnection"}
+// list: the node connection controller reads the connections itself on every pass, the
+// backup schedule controller LINSTOR's S3 remotes, schedules and their enables.
+var unobserved = []string{"controllers/linstornodeconnection", "controllers/linstorbackupschedule"}
 
 // writerFiles may tell the observer of a write or evacuate a node: they are the writers.
 var writerFiles = []string{"controllers/linstorsatellite/writer.go"}

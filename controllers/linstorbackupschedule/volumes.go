@@ -1,0 +1,182 @@
+package linstorbackupschedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	lapi "github.com/LINBIT/golinstor/client"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/backuptarget"
+	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor"
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+	"github.com/linstor-operator/linstor-operator/pkg/volumebackup"
+)
+
+// volumePoll is how often LINSTOR's shipping is read for the status (one view request).
+const volumePoll = time.Minute
+
+// volumeScope is what the volumes phase saw.
+type volumeScope struct {
+	status *linstorv1.VolumeBackupStatus
+	// problem says why LINSTOR does not ship as asked (reason, message).
+	reason, message string
+}
+
+// reconcileVolumes keeps LINSTOR's S3 remote, backup schedule and its enables as
+// spec.volumes asks, and reads LINSTOR's shipping of each resource (O(1) requests: the
+// remotes, the schedules, the resource groups, the controller's properties, one view).
+func (r *Reconciler) reconcileVolumes(ctx context.Context, s *scope) (ctrl.Result, error) {
+	sc := s.schedule
+	if sc.DeletionTimestamp != nil || sc.Spec.Volumes == nil {
+		return ctrl.Result{}, r.removeVolumeSchedule(ctx, s)
+	}
+	v := &volumeScope{status: sc.Status.Volumes.DeepCopy()}
+	s.volumes = v
+	if v.status == nil {
+		v.status = &linstorv1.VolumeBackupStatus{}
+	}
+	if r.Linstor == nil || s.cluster == nil || s.target == nil {
+		v.reason, v.message = s.notReadyReason, s.notReadyMessage
+		return ctrl.Result{}, nil
+	}
+	if why := lifecycle.LinstorWritesFenced(&s.cluster.Status); why != "" {
+		v.reason, v.message = linstorv1.ReasonLinstorWritesFenced, why
+		return ctrl.Result{RequeueAfter: volumePoll}, nil
+	}
+	if !controllerutil.ContainsFinalizer(sc, names.FinalizerVolumeBackups) {
+		controllerutil.AddFinalizer(sc, names.FinalizerVolumeBackups)
+		if err := r.Client.Update(ctx, sc); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	store, err := backuptarget.Open(ctx, r.Client, s.target)
+	if err != nil {
+		v.reason, v.message = linstorv1.ReasonTargetUnavailable, err.Error()
+		return ctrl.Result{}, nil
+	}
+	loc := store.Location()
+	remote := lapi.S3Remote{RemoteName: volumebackup.Name(s.target.Name), Endpoint: loc.Endpoint, Bucket: loc.Bucket, Region: loc.Region,
+		AccessKey: loc.AccessKeyID, SecretKey: loc.SecretAccessKey, UsePathStyle: loc.PathStyle}
+	d := volumebackup.Desired{Remote: remote, CredentialsHash: volumebackup.CredentialsHash(remote),
+		Schedule: volumebackup.DesiredSchedule(volumebackup.Name(sc.Name), sc.Spec.Volumes), Groups: sc.Spec.Volumes.ResourceGroups}
+	conn, err := r.Linstor.Connect(ctx, s.cluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	o, err := observeVolumes(ctx, conn, d, v.status.CredentialsHash)
+	if err != nil {
+		v.reason, v.message = linstorv1.ReasonLinstorError, err.Error()
+		return ctrl.Result{RequeueAfter: volumePoll}, nil
+	}
+	for _, a := range volumebackup.Plan(d, o) {
+		if err := applyVolumeAction(ctx, conn, d, a); err != nil {
+			v.reason, v.message = linstorv1.ReasonLinstorError, fmt.Sprintf("%s: %v", volumebackup.Describe(a, d.Remote.RemoteName, d.Schedule.Name), err)
+			return ctrl.Result{RequeueAfter: volumePoll}, nil
+		}
+		if a.Kind == volumebackup.CreateRemote || a.Kind == volumebackup.ModifyRemote {
+			v.status.CredentialsHash = d.CredentialsHash
+		}
+		event(r, sc, false, "VolumeBackups", "LINSTOR: "+volumebackup.Describe(a, d.Remote.RemoteName, d.Schedule.Name))
+	}
+	v.status.Remote, v.status.Schedule = d.Remote.RemoteName, d.Schedule.Name
+	if o.Remote != nil && v.status.CredentialsHash == "" {
+		v.status.CredentialsHash = o.RecordedHash
+	}
+	rows, err := linstor.ScheduledResources(ctx, conn, d.Remote.RemoteName, d.Schedule.Name)
+	if err != nil {
+		v.reason, v.message = linstorv1.ReasonLinstorError, "reading LINSTOR's schedules-by-resource view: "+err.Error()
+		return ctrl.Result{RequeueAfter: volumePoll}, nil
+	}
+	v.status.Scheduled, v.status.Shipped, v.status.NotScheduled, v.status.Resources = volumebackup.Summarize(rows)
+	return ctrl.Result{RequeueAfter: volumePoll}, nil
+}
+
+// observeVolumes reads the remote, the schedule and where it is enabled.
+func observeVolumes(ctx context.Context, conn *linstor.Connection, d volumebackup.Desired, recorded string) (volumebackup.Observed, error) {
+	o := volumebackup.Observed{RecordedHash: recorded, GroupProps: map[string]map[string]string{}}
+	remotes, err := conn.Remote.GetAllS3(ctx)
+	if err != nil {
+		return o, fmt.Errorf("listing LINSTOR's S3 remotes: %w", err)
+	}
+	for i := range remotes {
+		if remotes[i].RemoteName == d.Remote.RemoteName {
+			o.Remote = &remotes[i]
+		}
+	}
+	if o.Schedule, err = linstor.GetSchedule(ctx, conn, d.Schedule.Name); err != nil {
+		return o, fmt.Errorf("listing LINSTOR's schedules: %w", err)
+	}
+	if o.ControllerProps, err = conn.Controller.GetProps(ctx); err != nil {
+		return o, fmt.Errorf("reading the controller's properties: %w", err)
+	}
+	groups, err := conn.ResourceGroups.GetAll(ctx)
+	if err != nil {
+		return o, fmt.Errorf("listing resource groups: %w", err)
+	}
+	for _, g := range groups {
+		o.GroupProps[g.Name] = g.Props
+	}
+	return o, nil
+}
+
+func applyVolumeAction(ctx context.Context, conn *linstor.Connection, d volumebackup.Desired, a volumebackup.Action) error {
+	switch a.Kind {
+	case volumebackup.CreateRemote:
+		return conn.Remote.CreateS3(ctx, d.Remote)
+	case volumebackup.ModifyRemote:
+		return conn.Remote.ModifyS3(ctx, d.Remote.RemoteName, d.Remote)
+	case volumebackup.CreateSchedule:
+		return linstor.CreateSchedule(ctx, conn, d.Schedule)
+	case volumebackup.ModifySchedule:
+		return linstor.ModifySchedule(ctx, conn, d.Schedule)
+	case volumebackup.Enable, volumebackup.Disable:
+		return linstor.SetScheduleEnabled(ctx, conn, d.Remote.RemoteName, d.Schedule.Name, a.Group, a.Kind == volumebackup.Enable)
+	}
+	return fmt.Errorf("unknown action %s", a.Kind)
+}
+
+// removeVolumeSchedule deletes LINSTOR's schedule (LINSTOR drops its enables with it)
+// when spec.volumes is unset or the LinstorBackupSchedule is deleted, then releases the
+// finalizer. The remote and every backup in the bucket stay: deleting a schedule never
+// deletes a backup.
+func (r *Reconciler) removeVolumeSchedule(ctx context.Context, s *scope) error {
+	sc := s.schedule
+	if !controllerutil.ContainsFinalizer(sc, names.FinalizerVolumeBackups) {
+		return nil
+	}
+	if s.cluster != nil && r.Linstor != nil {
+		conn, err := r.Linstor.Connect(ctx, s.cluster)
+		if err != nil {
+			return err
+		}
+		if err := linstor.DeleteSchedule(ctx, conn, volumebackup.Name(sc.Name)); err != nil && !errors.Is(err, lapi.NotFoundError) {
+			return fmt.Errorf("deleting LINSTOR schedule %s: %w", volumebackup.Name(sc.Name), err)
+		}
+		event(r, sc, false, "VolumeBackups", "LINSTOR: deleted schedule "+volumebackup.Name(sc.Name)+" (the backups in the bucket stay)")
+	}
+	// Without the cluster there is no LINSTOR to clean up.
+	sc.Status.Volumes = nil
+	controllerutil.RemoveFinalizer(sc, names.FinalizerVolumeBackups)
+	return client.IgnoreNotFound(r.Client.Update(ctx, sc))
+}
+
+func volumeCondition(s *scope) *metav1.Condition {
+	v := s.volumes
+	if v == nil {
+		return nil
+	}
+	c := &metav1.Condition{Type: linstorv1.ConditionConfigured, Status: metav1.ConditionTrue, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: s.schedule.Generation,
+		Message: fmt.Sprintf("LINSTOR ships %d resources to remote %s on schedule %s (%d shipped, %d not scheduled)", v.status.Scheduled, v.status.Remote, v.status.Schedule, v.status.Shipped, v.status.NotScheduled)}
+	if v.reason != "" {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, v.reason, v.message
+	}
+	return c
+}

@@ -19,6 +19,9 @@ func (r *Reconciler) saveStatus(ctx context.Context, s *scope, passErr error) er
 	// would count its missed runs again; its write conflicts and the pass runs again on
 	// what is stored.
 	_, err := reconciler.PatchStatus(ctx, r.Client, sc, func() { updateStatus(s, passErr) }, reconciler.WithOptimisticLock())
+	if err == nil {
+		recordMetrics(sc)
+	}
 	return err
 }
 

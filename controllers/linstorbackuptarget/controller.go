@@ -10,13 +10,16 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/reconciler"
@@ -59,6 +62,9 @@ type scope struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	t := &linstorv1.LinstorBackupTarget{}
 	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
+		if apierrors.IsNotFound(err) {
+			targetAvailable.DeletePartialMatch(prometheus.Labels{"namespace": req.Namespace, "target": req.Name})
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &scope{target: t}
@@ -66,6 +72,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if _, serr := reconciler.PatchStatus(ctx, r.Client, t, func() { updateStatus(s) }); serr != nil && err == nil {
 		err = serr
 	}
+	recordMetrics(t, s.reason)
 	return res, err
 }
 
@@ -170,4 +177,21 @@ func (r *Reconciler) targetsNaming(ctx context.Context, o client.Object) []ctrl.
 		}
 	}
 	return out
+}
+
+var targetAvailable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "linstor_operator_backup_target_available",
+	Help: "1 when the LinstorBackupTarget's bucket can be used (Available=True), else 0, with the reason (Unreachable, Unauthorized, NoSuchBucket, SecretMissing, ...).",
+}, []string{"namespace", "target", "reason"})
+
+func init() { metrics.Registry.MustRegister(targetAvailable) }
+
+// recordMetrics replaces the target's series: one, with the current reason.
+func recordMetrics(t *linstorv1.LinstorBackupTarget, reason string) {
+	targetAvailable.DeletePartialMatch(prometheus.Labels{"namespace": t.Namespace, "target": t.Name})
+	if reason == "" {
+		targetAvailable.WithLabelValues(t.Namespace, t.Name, linstorv1.ReasonAsExpected).Set(1)
+		return
+	}
+	targetAvailable.WithLabelValues(t.Namespace, t.Name, reason).Set(0)
 }

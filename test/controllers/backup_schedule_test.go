@@ -118,6 +118,13 @@ func TestBackupScheduleRunsRetainsAndCounts(t *testing.T) {
 	st := get(g, ns, "hourly", &linstorv1.LinstorBackupSchedule{}).Status
 	g.Expect(st.LastSuccessfulTime).NotTo(BeNil())
 	g.Expect(st.LastControllerStopped).NotTo(BeNil())
+	// LinstorBackupScheduleFailing reads these.
+	g.Eventually(func(g Gomega) {
+		st := get(g, ns, "hourly", &linstorv1.LinstorBackupSchedule{}).Status
+		labels := map[string]string{"namespace": ns, "schedule": "hourly", "cluster": cluster.Name}
+		g.Expect(gauge(g, "linstor_operator_backup_schedule_last_success_timestamp_seconds", labels)).To(Equal(float64(st.LastSuccessfulTime.Unix())))
+		g.Expect(gauge(g, "linstor_operator_backup_schedule_last_run_timestamp_seconds", labels)).To(Equal(float64(st.LastScheduleTime.Unix())))
+	}, timeout, tick).Should(Succeed())
 
 	// Five hours pass at once (the operator was down): one backup, four runs missed.
 	missedBefore := st.Missed

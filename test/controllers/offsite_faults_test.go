@@ -77,6 +77,9 @@ func TestOffsiteBackupFaultTable(t *testing.T) {
 		StringData: map[string]string{linstorv1.S3AccessKeyIDKey: srv.AccessKey, linstorv1.S3SecretAccessKeyKey: "not-the-secret"}})).To(Succeed())
 	target("wrong-creds", "linstor-faults", "s3-wrong")
 	targetReason("wrong-creds", "Unauthorized")
+	g.Eventually(func(g Gomega) float64 { // LinstorBackupTargetUnavailable reads it
+		return gauge(g, "linstor_operator_backup_target_available", map[string]string{"namespace": ns, "target": "wrong-creds", "reason": "Unauthorized"})
+	}, timeout, tick).Should(Equal(0.0))
 	backup("to-wrong-creds", "wrong-creds", time.Minute)
 	failedAtOnce("to-wrong-creds", "Unauthorized", "the LINSTOR controller was not stopped")
 

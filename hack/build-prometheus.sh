@@ -8,18 +8,4 @@
 # service-discovery plugins (cloud SDKs); the tests scrape static targets only. Without the
 # builtinassets tag the web UI is not embedded; the HTTP API the tests use is all there.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-version=${PROMETHEUS_VERSION:-v0.316.0}
-bin="$root/bin/prometheus/prometheus-$version"
-if [ ! -x "$bin" ]; then
-  echo ">> building prometheus $version (one-time, a few minutes on 2 cores)" >&2
-  start=$SECONDS
-  tmp=$(mktemp -d)
-  trap 'rm -rf "$tmp"' EXIT
-  (cd "$tmp" && GOBIN="$tmp" CGO_ENABLED=0 go install -tags remove_all_sd -trimpath -ldflags "-s -w" \
-    "github.com/prometheus/prometheus/cmd/prometheus@$version")
-  mkdir -p "$(dirname "$bin")"
-  mv "$tmp/prometheus" "$bin"
-  echo ">> built prometheus in $((SECONDS - start))s" >&2
-fi
-echo "$bin"
+exec "$(dirname "$0")/go-install-tool.sh" prometheus github.com/prometheus/prometheus/cmd/prometheus "${PROMETHEUS_VERSION:-v0.316.0}" remove_all_sd

@@ -30,6 +30,17 @@ import (
 // 5xx) is tried again, until the backup's deadline.
 const retryBucket = 10 * time.Second
 
+// byDeadline bounds a step's requests to the bucket by the backup's deadline: a bucket
+// that takes a connection and never answers (a gateway on a hung disk) must not hold
+// the worker, nor LINSTOR's controller stopped, past it; the next pass fails the backup.
+func byDeadline(ctx context.Context, b *linstorv1.LinstorBackup) (context.Context, context.CancelFunc) {
+	return context.WithDeadline(ctx, b.CreationTimestamp.Add(timeout(b)))
+}
+
+// recheckTimeout bounds one look at a bucket: a new backup's check of its target, a
+// Completed backup's look at its copy.
+const recheckTimeout = 30 * time.Second
+
 // stayedStoppedEvery is how many bytes of the stream pass between two looks at whether
 // the LINSTOR controller stayed stopped.
 const stayedStoppedEvery = 8 << 20
@@ -80,7 +91,11 @@ func (r *Reconciler) reconcileTargetUsable(ctx context.Context, s *scope) (ctrl.
 	}
 	store, err := r.openTarget(ctx, b)
 	if err == nil {
-		err = store.Check(ctx)
+		// The one worker waits on this; a bucket that does not answer the check soon
+		// cannot take the copy either.
+		checkCtx, cancel := context.WithTimeout(ctx, min(recheckTimeout, time.Until(b.CreationTimestamp.Add(timeout(b)))))
+		err = store.Check(checkCtx)
+		cancel()
 	}
 	if err != nil {
 		return s.end(ctrl.Result{}, r.fail(ctx, b, targetError(b, err)+"; the LINSTOR controller was not stopped"))
@@ -105,12 +120,25 @@ func (r *Reconciler) takeToBucket(ctx context.Context, b *linstorv1.LinstorBacku
 		}
 		return err
 	}
+	// A pass on a stale cache (the Verifying write not seen yet, LINSTOR not started
+	// yet) would send the copy again: age encrypts anew, so the object would no longer
+	// be the one Verifying reads back, and its last look could delete it. The copy
+	// goes only on the backup as stored.
+	stored := &linstorv1.LinstorBackup{}
+	if err := r.Database.Get(ctx, client.ObjectKeyFromObject(b), stored); err != nil {
+		return err
+	}
+	if stored.ResourceVersion != b.ResourceVersion {
+		return apierrors.NewConflict(linstorv1.GroupVersion.WithResource("linstorbackups").GroupResource(), b.Name, errors.New("the backup changed since this pass read it"))
+	}
 	id := storedID(b, cluster)
 	var counts dbbackup.Counts
-	up, err := store.Upload(ctx, id, func(w io.Writer) error {
-		cw := &stoppedWatch{w: w, check: func() error { return r.controllerStayedStopped(ctx, cluster, started) }}
+	upCtx, cancel := byDeadline(ctx, b)
+	defer cancel()
+	up, err := store.Upload(upCtx, id, func(w io.Writer) error {
+		cw := &stoppedWatch{w: w, check: func() error { return r.controllerStayedStopped(upCtx, cluster, started) }}
 		var err error
-		counts, err = dbbackup.Write(ctx, r.Database, cw)
+		counts, err = dbbackup.Write(upCtx, r.Database, cw)
 		return err
 	})
 	if err == nil {
@@ -170,7 +198,10 @@ func (r *Reconciler) reconcileVerifying(ctx context.Context, s *scope) (ctrl.Res
 	}
 	st := b.Status.Stored
 	store, err := r.openTarget(ctx, b)
+	bucketCtx, cancel := byDeadline(ctx, b)
+	defer cancel()
 	if err == nil {
+		ctx := bucketCtx
 		up := offsite.Upload{ID: st.ID, Size: b.Status.Size, Checksum: b.Status.Checksum, EncryptedSize: st.EncryptedSize, EncryptedChecksum: st.EncryptedChecksum}
 		if err = store.Verify(ctx, up); err == nil {
 			err = store.Publish(ctx, offsite.Manifest{ID: st.ID,
@@ -217,7 +248,10 @@ func (r *Reconciler) reconcileImport(ctx context.Context, s *scope) (ctrl.Result
 	}
 	store, err := r.openTarget(ctx, b)
 	var m offsite.Manifest
+	bucketCtx, cancel := byDeadline(ctx, b)
+	defer cancel()
 	if err == nil {
+		ctx := bucketCtx
 		if m, err = store.Get(ctx, b.Spec.ImportFrom); err == nil {
 			err = store.Verify(ctx, offsite.Upload{ID: m.ID, Size: m.Size, Checksum: m.Checksum, EncryptedSize: m.EncryptedSize, EncryptedChecksum: m.EncryptedChecksum})
 		}
@@ -269,7 +303,9 @@ func (r *Reconciler) recheckStored(ctx context.Context, b *linstorv1.LinstorBack
 	if err != nil {
 		return ctrl.Result{RequeueAfter: recheckInterval}, nil // the target's own status says why
 	}
-	err = store.Stat(ctx, offsite.Manifest{ID: st.ID, EncryptedSize: st.EncryptedSize})
+	statCtx, cancel := context.WithTimeout(ctx, recheckTimeout)
+	defer cancel()
+	err = store.Stat(statCtx, offsite.Manifest{ID: st.ID, EncryptedSize: st.EncryptedSize})
 	switch offsite.ReasonOf(err) {
 	case offsite.ReasonNotFound, offsite.ReasonCorrupt:
 		return ctrl.Result{}, r.fail(ctx, b, "its copy in the bucket can no longer be restored (a bucket lifecycle rule, or deleted by hand?): "+err.Error())

@@ -172,6 +172,9 @@ func (r *Reconciler) reconcileRetention(ctx context.Context, s *scope) (ctrl.Res
 	return ctrl.Result{}, nil
 }
 
+// bucketRetentionTimeout bounds a pass's listing and deletions in the bucket.
+const bucketRetentionTimeout = 2 * time.Minute
+
 // reconcileBucketRetention applies the same retention to the bucket, to the copies this
 // schedule of this cluster made. A failure is reported, not retried at once: the next
 // run tries again.
@@ -179,17 +182,49 @@ func (r *Reconciler) reconcileBucketRetention(ctx context.Context, s *scope) (ct
 	if r.Bucket == nil || s.target == nil || s.cluster == nil || s.notReadyReason != "" {
 		return ctrl.Result{}, nil
 	}
-	stored, err := r.Bucket.StoredBackups(ctx, s.target)
+	// The controller's one worker runs every schedule: a bucket that takes the
+	// connection and never answers must not stop them all.
+	bucketCtx, cancel := context.WithTimeout(ctx, bucketRetentionTimeout)
+	defer cancel()
+	stored, err := r.Bucket.StoredBackups(bucketCtx, s.target)
 	if err != nil {
 		s.retentionErr = err.Error()
 		return ctrl.Result{}, nil
 	}
-	for _, id := range backupschedule.RetainStored(s.schedule.Spec.Retention, s.schedule.Name, string(s.cluster.UID), stored, s.now) {
-		if err := r.Bucket.DeleteStored(ctx, s.target, id); err != nil {
+	keep, err := r.storedCopiesNamed(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, id := range backupschedule.RetainStored(s.schedule.Spec.Retention, s.schedule.Name, string(s.cluster.UID), stored, s.now, keep) {
+		if err := r.Bucket.DeleteStored(bucketCtx, s.target, id); err != nil {
 			s.retentionErr = fmt.Sprintf("deleting %s from the bucket: %v", id, err)
 			return ctrl.Result{}, nil
 		}
 		event(r, s.schedule, false, "StoredBackupDeleted", fmt.Sprintf("Deleted %s from bucket %s (retention)", id, s.target.Spec.S3.Bucket))
 	}
 	return ctrl.Result{}, nil
+}
+
+// storedCopiesNamed lists the bucket IDs of the backups the cluster's lifecycle names
+// (a restore's, an upgrade's): a restore reads its copy from the bucket, so bucket
+// retention keeps it as cluster retention keeps the LinstorBackup.
+func (r *Reconciler) storedCopiesNamed(ctx context.Context, s *scope) ([]string, error) {
+	restoreFrom := ""
+	if db := s.cluster.Spec.Database; db != nil {
+		restoreFrom = db.RestoreFrom
+	}
+	var ids []string
+	for _, name := range lifecycle.BackupsNamed(&s.cluster.Status, restoreFrom) {
+		b := &linstorv1.LinstorBackup{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.schedule.Namespace, Name: name}, b); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, err
+		}
+		if b.Status.Stored != nil {
+			ids = append(ids, b.Status.Stored.ID)
+		}
+	}
+	return ids, nil
 }

@@ -12,6 +12,7 @@ package backupschedule
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -43,19 +44,24 @@ type Stored struct {
 	ID                   string
 	ClusterUID, Schedule string
 	CreatedAt            time.Time
+	// Authenticated: the target's key made the manifest (offsite.Manifest.Authenticated).
+	Authenticated bool
 }
 
 // RetainStored lists the bucket copies a schedule's retention deletes: only those the
 // same schedule of the same LinstorCluster (by uid) made, so a new cluster's schedule
-// of the same name never deletes what a lost cluster left, and the newest stays.
-func RetainStored(r *linstorv1.BackupRetention, schedule, clusterUID string, stored []Stored, now time.Time) []string {
+// of the same name never deletes what a lost cluster left, and the newest stays. The
+// IDs in keep stay whatever the rules say: the cluster's lifecycle (a restore, an
+// upgrade's way back) reads them from the bucket. A manifest the target's key did not
+// make is not counted: its schedule, uid and time are anyone's word.
+func RetainStored(r *linstorv1.BackupRetention, schedule, clusterUID string, stored []Stored, now time.Time, keep []string) []string {
 	var mine []Backup
 	for _, s := range stored {
-		if s.Schedule == schedule && s.ClusterUID == clusterUID && clusterUID != "" {
+		if s.Authenticated && s.Schedule == schedule && s.ClusterUID == clusterUID && clusterUID != "" {
 			mine = append(mine, Backup{Name: s.ID, Phase: linstorv1.BackupCompleted, Created: s.CreatedAt, Completed: s.CreatedAt})
 		}
 	}
-	return Retain(r, mine, now)
+	return slices.DeleteFunc(Retain(r, mine, now), func(id string) bool { return slices.Contains(keep, id) })
 }
 
 // Input is everything Decide reads.
@@ -141,6 +147,16 @@ func Decide(in Input) Output {
 	if in.LastScheduleTime != nil {
 		last = *in.LastScheduleTime
 	}
+	if last.After(in.Now) {
+		// Recorded by a clock that ran ahead: waiting for it would take no backup until
+		// then. The newest backup asked for before now is the last run instead.
+		last = in.Created
+		for _, b := range in.Backups {
+			if b.Created.After(last) && !b.Created.After(in.Now) {
+				last = b.Created
+			}
+		}
+	}
 	now := in.Now.In(loc)
 	next := sched.Next(last.In(loc))
 	if in.Spec.Suspend {
@@ -225,8 +241,11 @@ func Retain(r *linstorv1.BackupRetention, backups []Backup, now time.Time) []str
 	newestFirst(failed, func(b Backup) time.Time { return b.Created })
 	var out []string
 	if r != nil {
+		// A clock that ran ahead once dates a backup in the future, the newest until the
+		// clock catches up: the newest dated by a right clock stays as well.
+		newestReal := slices.IndexFunc(completed, func(b Backup) bool { return !b.Completed.After(now) })
 		for i, b := range completed {
-			if i == 0 {
+			if i == 0 || i == newestReal {
 				continue // the newest Completed backup is kept whatever the rules say
 			}
 			tooMany := r.KeepLast != nil && i >= int(*r.KeepLast)

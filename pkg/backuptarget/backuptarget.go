@@ -94,7 +94,7 @@ func (o Opener) StoredBackups(ctx context.Context, t *linstorv1.LinstorBackupTar
 	}
 	out := make([]backupschedule.Stored, 0, len(manifests))
 	for _, m := range manifests {
-		out = append(out, backupschedule.Stored{ID: m.ID, ClusterUID: m.Cluster.UID, Schedule: m.Schedule, CreatedAt: m.CreatedAt})
+		out = append(out, backupschedule.Stored{ID: m.ID, ClusterUID: m.Cluster.UID, Schedule: m.Schedule, CreatedAt: m.CreatedAt, Authenticated: m.Authenticated})
 	}
 	return out, nil
 }

@@ -144,6 +144,11 @@ type StoredCopy struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Encrypted Checksum",xDescriptors={"urn:alm:descriptor:text"}
 	EncryptedChecksum string `json:"encryptedChecksum,omitempty"`
+	// location is the bucket it was written to or read from ("<endpoint>/<bucket>/<prefix>"):
+	// a target edited since points elsewhere, which proves nothing about this copy.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Location",xDescriptors={"urn:alm:descriptor:text"}
+	Location string `json:"location,omitempty"`
 	// keyFingerprint says which key opens it.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Key Fingerprint",xDescriptors={"urn:alm:descriptor:text"}

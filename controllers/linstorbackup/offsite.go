@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -161,7 +162,7 @@ func (r *Reconciler) takeToBucket(ctx context.Context, b *linstorv1.LinstorBacku
 	if err := r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
 		st.Phase, st.Checksum, st.Size = linstorv1.BackupVerifying, up.Checksum, up.Size
 		st.CRDs, st.Objects = int32(counts.CRDs), int32(counts.Objects)
-		st.Stored = &linstorv1.StoredCopy{Target: b.Spec.TargetRef.Name, ID: id, EncryptedSize: up.EncryptedSize, EncryptedChecksum: up.EncryptedChecksum,
+		st.Stored = &linstorv1.StoredCopy{Target: b.Spec.TargetRef.Name, ID: id, Location: location(store), EncryptedSize: up.EncryptedSize, EncryptedChecksum: up.EncryptedChecksum,
 			KeyFingerprint: fp, Cluster: cluster.Namespace + "/" + cluster.Name, ClusterUID: string(cluster.UID)}
 		st.ControllerStopped = &metav1.Duration{Duration: stopped}
 		st.Message = fmt.Sprintf("Sent %d CRDs, %d objects (%d bytes encrypted) to the bucket; reading it back with LINSTOR started again", counts.CRDs, counts.Objects, up.EncryptedSize)
@@ -276,7 +277,7 @@ func (r *Reconciler) reconcileImport(ctx context.Context, s *scope) (ctrl.Result
 		st.Phase, st.LinstorVersion, st.Checksum, st.Size = linstorv1.BackupCompleted, m.LinstorVersion, m.Checksum, m.Size
 		st.CRDs, st.Objects = int32(m.CRDs), int32(m.Objects)
 		st.StartedAt, st.CompletedAt = &created, ptrTime(metav1.Now())
-		st.Stored = &linstorv1.StoredCopy{Target: b.Spec.TargetRef.Name, ID: m.ID, EncryptedSize: m.EncryptedSize, EncryptedChecksum: m.EncryptedChecksum,
+		st.Stored = &linstorv1.StoredCopy{Target: b.Spec.TargetRef.Name, ID: m.ID, Location: location(store), EncryptedSize: m.EncryptedSize, EncryptedChecksum: m.EncryptedChecksum,
 			KeyFingerprint: m.KeyFingerprint, Cluster: m.Cluster.Namespace + "/" + m.Cluster.Name, ClusterUID: m.Cluster.UID}
 		st.Message = fmt.Sprintf("Imported %s: LINSTOR %s, %d CRDs, %d objects, taken %s of LinstorCluster %s/%s; read back and verified",
 			m.ID, m.LinstorVersion, m.CRDs, m.Objects, m.CreatedAt.UTC().Format(time.RFC3339), m.Cluster.Namespace, m.Cluster.Name)
@@ -303,6 +304,11 @@ func (r *Reconciler) recheckStored(ctx context.Context, b *linstorv1.LinstorBack
 	if err != nil {
 		return ctrl.Result{RequeueAfter: recheckInterval}, nil // the target's own status says why
 	}
+	if st.Location != "" && st.Location != location(store) || st.KeyFingerprint != "" && st.KeyFingerprint != store.Key().Fingerprint() {
+		// The target was edited (another bucket, prefix or key) since: its bucket says
+		// nothing about this copy, which may well be intact where it was written.
+		return ctrl.Result{RequeueAfter: r.recheck()}, nil
+	}
 	statCtx, cancel := context.WithTimeout(ctx, recheckTimeout)
 	defer cancel()
 	err = store.Stat(statCtx, offsite.Manifest{ID: st.ID, EncryptedSize: st.EncryptedSize})
@@ -311,6 +317,12 @@ func (r *Reconciler) recheckStored(ctx context.Context, b *linstorv1.LinstorBack
 		return ctrl.Result{}, r.fail(ctx, b, "its copy in the bucket can no longer be restored (a bucket lifecycle rule, or deleted by hand?): "+err.Error())
 	}
 	return ctrl.Result{RequeueAfter: r.recheck()}, nil
+}
+
+// location names where a store reads and writes.
+func location(store *offsite.Store) string {
+	loc := store.Location()
+	return strings.TrimSuffix(loc.Endpoint, "/") + "/" + loc.Bucket + "/" + strings.Trim(loc.Prefix, "/")
 }
 
 func (r *Reconciler) recheck() time.Duration {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	lapi "github.com/LINBIT/golinstor/client"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,6 +50,14 @@ func (r *Reconciler) reconcileVolumes(ctx context.Context, s *scope) (ctrl.Resul
 	}
 	if why := lifecycle.LinstorWritesFenced(&s.cluster.Status); why != "" {
 		v.reason, v.message = linstorv1.ReasonLinstorWritesFenced, why
+		return ctrl.Result{RequeueAfter: volumePoll}, nil
+	}
+	if c := meta.FindStatusCondition(s.cluster.Status.Conditions, linstorv1.ConditionProgressing); c != nil && c.Reason == linstorv1.ReasonBackupInProgress {
+		// LINSTOR's controller is stopped for a database backup: what was seen last
+		// still holds; nothing to report as an error.
+		if prev := meta.FindStatusCondition(sc.Status.Conditions, linstorv1.ConditionConfigured); prev != nil && prev.Status == metav1.ConditionFalse {
+			v.reason, v.message = prev.Reason, prev.Message
+		}
 		return ctrl.Result{RequeueAfter: volumePoll}, nil
 	}
 	if !controllerutil.ContainsFinalizer(sc, names.FinalizerVolumeBackups) {
@@ -152,7 +161,8 @@ func (r *Reconciler) removeVolumeSchedule(ctx context.Context, s *scope) error {
 	if !controllerutil.ContainsFinalizer(sc, names.FinalizerVolumeBackups) {
 		return nil
 	}
-	if s.cluster != nil && r.Linstor != nil {
+	// A cluster being deleted takes its LINSTOR with it: nothing to clean up there.
+	if s.cluster != nil && s.cluster.DeletionTimestamp == nil && r.Linstor != nil {
 		conn, err := r.Linstor.Connect(ctx, s.cluster)
 		if err != nil {
 			return err

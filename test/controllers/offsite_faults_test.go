@@ -143,6 +143,18 @@ func TestOffsiteBackupFaultTable(t *testing.T) {
 		g.Expect(b.Status.Message).To(Or(ContainSubstring("WrongKey"), ContainSubstring("not authenticated by this key")))
 	}, timeout, tick).Should(Succeed())
 
+	// The target is edited to point elsewhere (another prefix): that proves nothing about
+	// the copy where it was written, which stays Completed; pointed back, it is checked again.
+	good := get(g, ns, "good", &linstorv1.LinstorBackupTarget{})
+	good.Spec.S3.Prefix = "site-b"
+	g.Expect(env.Client.Update(ctx, good)).To(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(get(g, ns, "good-1", &linstorv1.LinstorBackup{}).Status.Phase).To(Equal(linstorv1.BackupCompleted))
+	}, "6s", tick).Should(Succeed())
+	good = get(g, ns, "good", &linstorv1.LinstorBackupTarget{})
+	good.Spec.S3.Prefix = "site-a"
+	g.Expect(env.Client.Update(ctx, good)).To(Succeed())
+
 	// A bucket lifecycle rule deletes the copy: the Completed backup turns Failed, saying why.
 	g.Expect(os.Remove(filepath.Join(srv.Dir, "linstor-faults", "site-a", "linstor-operator", "databases", id, "database.json.gz.age"))).To(Succeed())
 	g.Eventually(func(g Gomega) {

@@ -1,7 +1,10 @@
 package e2edr
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -9,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,6 +36,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/names"
+	"github.com/linstor-operator/linstor-operator/pkg/volumebackup"
 	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
 
@@ -51,6 +56,14 @@ const (
 	// samplePool is the storage pool of config/samples' LinstorSatelliteConfiguration.
 	samplePool = "file-thin"
 	nodes      = 3
+	// volumeResource's volume 0 gets known bytes in cluster A; cluster B restores it from
+	// LINSTOR's shipped backup into restoredResource on restoreNode.
+	volumeResource   = "pvc-dr-db"
+	restoredResource = "pvc-dr-db-restored"
+	restoreNode      = "node-1"
+	// fullVolumeBackups is the schedule's LINSTOR cron for full volume backups: nightly
+	// at 2:00 on the emulator's clock, which the test moves to that hour.
+	fullVolumeBackups = "0 2 * * *"
 
 	timeout = 3 * time.Minute
 	tick    = 250 * time.Millisecond
@@ -182,6 +195,60 @@ func availableTarget(g Gomega, c client.Client) *linstorv1.LinstorBackupTarget {
 	return target
 }
 
+// volumeRemote is the LINSTOR S3 remote the operator registers for the target.
+var volumeRemote = volumebackup.Name(targetName)
+
+// volumeBackupsConfigured: the schedule is Configured (the operator registered the
+// target's bucket as LINSTOR's S3 remote, declared LINSTOR's schedule and enabled it
+// for every resource), and LINSTOR says so.
+func volumeBackupsConfigured(g Gomega, env *sim.Env, lc *lapi.Client) *metav1.Condition {
+	s := &linstorv1.LinstorBackupSchedule{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: scheduleName}, s)).To(Succeed())
+	cond := meta.FindStatusCondition(s.Status.Conditions, linstorv1.ConditionConfigured)
+	g.Expect(cond).NotTo(BeNil())
+	g.Expect(cond.Status).To(Equal(metav1.ConditionTrue), cond.Message)
+	g.Expect(cond.ObservedGeneration).To(Equal(s.Generation))
+	g.Expect(remoteNames(g, lc)).To(ContainElement(volumeRemote))
+	props, err := lc.Controller.GetProps(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(props).To(HaveKeyWithValue(linstor.ScheduleEnabledProp(volumeRemote, volumebackup.Name(scheduleName)), "true"))
+	return cond
+}
+
+func remoteNames(g Gomega, lc *lapi.Client) []string {
+	remotes, err := lc.Remote.GetAllS3(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	out := []string{}
+	for _, r := range remotes {
+		out = append(out, r.RemoteName)
+	}
+	return out
+}
+
+// nudge makes the operator look at LINSTOR's shipping now: it does so once a minute,
+// and on any change of the schedule, such as an annotation.
+func nudge(g Gomega, c client.Client) {
+	s := &linstorv1.LinstorBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: scheduleName, Namespace: namespace}}
+	g.Expect(envtest.Update(ctx, c, s, func(s *linstorv1.LinstorBackupSchedule) {
+		metav1.SetMetaDataAnnotation(&s.ObjectMeta, "test.linstor.io/wake", time.Now().Format(time.RFC3339Nano))
+	})).To(Succeed())
+}
+
+// lastShipped is status.volumes' row of a resource (nil: not listed).
+func lastShipped(g Gomega, c client.Client, resource string) *linstorv1.ResourceBackupStatus {
+	s := &linstorv1.LinstorBackupSchedule{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: scheduleName}, s)).To(Succeed())
+	if s.Status.Volumes == nil {
+		return nil
+	}
+	for i := range s.Status.Volumes.Resources {
+		if s.Status.Volumes.Resources[i].Name == resource {
+			return &s.Status.Volumes.Resources[i]
+		}
+	}
+	return nil
+}
+
 // encodedDatabase is LINSTOR's database as a backup encodes it, and its checksum.
 func encodedDatabase(g Gomega, c client.Client) (*dbbackup.Dump, []byte, string) {
 	d, err := dbbackup.Take(ctx, c)
@@ -311,11 +378,14 @@ func (s *controllerStarts) snapshot() controllerStart {
 
 // The disaster recovery of docs/disaster-recovery.md, step by step, on two simulated
 // clusters and a real S3 server: cluster A, with volumes, backs its database up to the
-// bucket on a schedule; cluster A is stopped whole, its etcd included, so nothing of it
-// is left but the bucket; cluster B, given the bucket, the credentials and the key,
-// imports the backup it finds listed and restores it before its LINSTOR first starts.
-// LINSTOR B runs on a database identical to the backup, object for object, and answers
-// with cluster A's resources.
+// bucket on a schedule, and LINSTOR ships a volume's data there on the schedule's
+// volumes cron; cluster A is stopped whole, its etcd included, so nothing of it is left
+// but the bucket; cluster B, given the bucket, the credentials and the key, imports the
+// backup it finds listed and restores it before its LINSTOR first starts. LINSTOR B
+// runs on a database identical to the backup, object for object, and answers with
+// cluster A's resources; with the schedule applied again, the operator registers the
+// bucket in LINSTOR B, and LINSTOR B restores the volume from it with the bytes cluster
+// A wrote.
 func TestNewClusterRestoresTheLostClustersBackupFromTheBucket(t *testing.T) {
 	g := NewWithT(t)
 	tl := &timeline{t: t, start: time.Now()}
@@ -359,6 +429,17 @@ func TestNewClusterRestoresTheLostClustersBackupFromTheBucket(t *testing.T) {
 		g.Expect(strings.ToUpper(string(objects))).To(And(ContainSubstring("PVC-DR-DB"), ContainSubstring("PVC-DR-LOGS")))
 	}, timeout, tick).Should(Succeed())
 	tl.mark("cluster A: LINSTOR holds %v, written to its database", resourcesA)
+	// Known bytes on a volume, for the restore in cluster B to compare.
+	volumeData := make([]byte, 256<<10)
+	_, err = rand.Read(volumeData)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(a.Emulator.WriteVolumeData(volumeResource, 0, volumeData)).To(Succeed())
+	volumeSum := sha256.Sum256(volumeData)
+	tl.mark("cluster A: %d bytes written to %s volume 0 (sha256 %x)", len(volumeData), volumeResource, volumeSum[:8])
+	// LINSTOR's scheduler runs on the emulator's clock: real time until the test moves
+	// it on to the night (it never goes back, so satellites stay connected).
+	var clockShift atomic.Int64
+	a.Emulator.SetClock(func() time.Time { return time.Now().Add(time.Duration(clockShift.Load())) })
 	clusterA := linstorCluster(g, a.Client)
 	// The admin keeps LINSTOR's master passphrase with the backup key (runbook step 1).
 	var passphraseA corev1.Secret
@@ -372,8 +453,9 @@ func TestNewClusterRestoresTheLostClustersBackupFromTheBucket(t *testing.T) {
 	tl.mark("cluster A: LinstorBackupTarget %s Available", targetName)
 	g.Expect(a.Client.Create(ctx, &linstorv1.LinstorBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: scheduleName, Namespace: namespace},
 		Spec: linstorv1.LinstorBackupScheduleSpec{ClusterRef: linstorv1.ClusterReference{Name: clusterName},
-			TargetRef: &linstorv1.BackupTargetReference{Name: targetName}, Schedule: "@every 15s"}})).To(Succeed())
-	tl.mark("cluster A: LinstorBackupSchedule %s created (@every 15s)", scheduleName)
+			TargetRef: &linstorv1.BackupTargetReference{Name: targetName}, Schedule: "@every 15s",
+			Volumes: &linstorv1.VolumeBackupSpec{FullSchedule: fullVolumeBackups}}})).To(Succeed())
+	tl.mark("cluster A: LinstorBackupSchedule %s created (@every 15s; volumes: full %q)", scheduleName, fullVolumeBackups)
 	var taken linstorv1.LinstorBackup
 	g.Eventually(func(g Gomega) {
 		var list linstorv1.LinstorBackupList
@@ -406,6 +488,44 @@ func TestNewClusterRestoresTheLostClustersBackupFromTheBucket(t *testing.T) {
 	_, _, sumA := encodedDatabase(g, a.Client)
 	tl.mark("cluster A: schedule suspended, no backup under way; %d Completed in the bucket; A's database now %s (the backup's %s)",
 		len(completedA), sumA, taken.Status.Checksum)
+
+	// Runbook section 5: LINSTOR ships the volumes on the schedule's volumes cron
+	// (spec.suspend holds the database backups only). While a database backup ran,
+	// LINSTOR was not written to: the operator configures it again at its next look.
+	configuredA := &metav1.Condition{}
+	g.Eventually(func(g Gomega) {
+		nudge(g, a.Client)
+		configuredA = volumeBackupsConfigured(g, a, lcA)
+	}, timeout, time.Second).Should(Succeed())
+	// The backup restarted LINSTOR's controller: it ships only once the operator has
+	// entered the master passphrase again (an S3 remote's keys are encrypted with it).
+	g.Eventually(func(g Gomega) { notDegradedAndUnlocked(g, a) }, timeout, tick).Should(Succeed())
+	tl.mark("cluster A: volume backups Configured, master passphrase entered: %s", configuredA.Message)
+	now := time.Now()
+	night := time.Date(now.Year(), now.Month(), now.Day(), 2, 0, 1, 0, now.Location())
+	if !night.After(now) {
+		night = night.AddDate(0, 0, 1)
+	}
+	clockShift.Store(int64(night.Sub(now)))
+	shipments := a.Emulator.RunDueSchedules(ctx)
+	g.Expect(shipments).To(BeNumerically(">=", 1))
+	g.Expect(a.Emulator.WaitForBackups(ctx)).To(Succeed())
+	inBucket, err := lcA.Backup.GetAll(ctx, volumeRemote, volumeResource, "")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(inBucket.Linstor).To(ContainElement(HaveField("Success", true)), "LINSTOR A lists %+v in the bucket for %s", inBucket.Linstor, volumeResource)
+	var shipped *linstorv1.ResourceBackupStatus
+	g.Eventually(func(g Gomega) {
+		nudge(g, a.Client)
+		shipped = lastShipped(g, a.Client, volumeResource)
+		g.Expect(shipped).NotTo(BeNil(), "status.volumes does not list %s", volumeResource)
+		g.Expect(shipped.LastShipped).NotTo(BeNil(), "status.volumes: %s not shipped", volumeResource)
+		g.Expect(shipped.LastIncremental).To(BeFalse())
+	}, timeout, time.Second).Should(Succeed())
+	tl.mark("cluster A: emulator clock moved to %s: LINSTOR shipped %d resources to the bucket; status.volumes: %s last shipped %s (full)",
+		night.Format("15:04:05"), shipments, volumeResource, shipped.LastShipped.Format(time.RFC3339))
+	// The admin keeps the schedule with the cluster's other manifests.
+	keptSchedule := &linstorv1.LinstorBackupSchedule{}
+	g.Expect(a.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: scheduleName}, keptSchedule)).To(Succeed())
 
 	// The disaster: cluster A and everything in it are gone.
 	stopCluster(g, a)
@@ -541,7 +661,36 @@ func TestNewClusterRestoresTheLostClustersBackupFromTheBucket(t *testing.T) {
 	tl.mark("compared: cluster B's database %d CRDs, %d objects, %s = the backup of cluster A %d CRDs, %d objects, %s",
 		restoredCRDs, restoredObjects, restoredSum, taken.Status.CRDs, taken.Status.Objects, wantChecksum)
 
-	// TODO(#32 item 4): restore a volume from its shipped LINSTOR backup (the S3 remote
-	// re-created from the restored database, a backup restore through LINSTOR B) and
-	// compare its data with the backup's, once the emulator ships volume backups.
+	// Step 6: the schedule applied again as cluster A had it (suspended, as the test left
+	// it, so the bucket keeps only the backups it knows); the operator registers the
+	// bucket in LINSTOR B again (the emulator keeps remotes outside the database tables,
+	// so LINSTOR B has none until then).
+	g.Expect(b.StartOperator()).To(Succeed())
+	remotesBefore := remoteNames(g, lcB)
+	g.Expect(b.Client.Create(ctx, &linstorv1.LinstorBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: scheduleName, Namespace: namespace},
+		Spec: keptSchedule.Spec})).To(Succeed())
+	tl.mark("cluster B: operator running again; LinstorBackupSchedule %s applied as cluster A had it (volumes: full %q); LINSTOR B's S3 remotes: %v",
+		scheduleName, keptSchedule.Spec.Volumes.FullSchedule, remotesBefore)
+	configuredB := &metav1.Condition{}
+	g.Eventually(func(g Gomega) { configuredB = volumeBackupsConfigured(g, b, lcB) }, timeout, tick).Should(Succeed())
+	tl.mark("cluster B: volume backups Configured, LINSTOR B's S3 remotes: %v: %s", remoteNames(g, lcB), configuredB.Message)
+
+	// Section 5: the volume restored from its backup in the bucket, through LINSTOR B.
+	listed, err := lcB.Backup.GetAll(ctx, volumeRemote, volumeResource, "")
+	g.Expect(err).NotTo(HaveOccurred())
+	var backupIDs []string
+	for id, bk := range listed.Linstor {
+		g.Expect(bk.Restorable).To(BeTrue(), "backup %s", id)
+		backupIDs = append(backupIDs, id)
+	}
+	g.Expect(backupIDs).To(HaveLen(1), "LINSTOR B lists %v in the bucket for %s", backupIDs, volumeResource)
+	g.Expect(lcB.Backup.Restore(ctx, volumeRemote, lapi.BackupRestoreRequest{SrcRscName: volumeResource, TargetRscName: restoredResource, NodeName: restoreNode})).To(Succeed())
+	g.Expect(b.Emulator.WaitForBackups(ctx)).To(Succeed())
+	g.Expect(placements(g, lcB)).To(ContainElement(restoredResource + "@" + restoreNode))
+	restoredData, err := b.Emulator.ReadVolumeData(restoreNode, restoredResource, 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(bytes.Equal(restoredData, volumeData)).To(BeTrue(), "%s volume 0: %d bytes restored differ from the %d cluster A wrote", restoredResource, len(restoredData), len(volumeData))
+	restoredVolumeSum := sha256.Sum256(restoredData)
+	tl.mark("compared: %s volume 0 on %s, restored by LINSTOR B from backup %s, %d bytes, sha256 %x = what cluster A wrote to %s",
+		restoredResource, restoreNode, backupIDs[0], len(restoredData), restoredVolumeSum[:8], volumeResource)
 }

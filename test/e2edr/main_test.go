@@ -1,7 +1,8 @@
 // Package e2edr plays docs/disaster-recovery.md end to end: a kwok-simulated cluster
-// backs LINSTOR's database up to a real S3 server on a schedule, is stopped whole (its
-// etcd too), and a second simulated cluster, given only the bucket, the credentials and
-// the key, restores it before LINSTOR first starts.
+// backs LINSTOR's database up to a real S3 server on a schedule and has LINSTOR ship a
+// volume there, is stopped whole (its etcd too), and a second simulated cluster, given
+// only the bucket, the credentials and the key, restores the database before LINSTOR
+// first starts, then the volume from LINSTOR's backup.
 package e2edr
 
 import (

@@ -36,7 +36,9 @@ type LinstorBackupScheduleSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Time Zone",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	TimeZone string `json:"timeZone,omitempty"`
 
-	// suspend stops creating backups; the ones there are kept and retention still applies.
+	// suspend stops creating database backups; the ones there are kept and retention
+	// still applies. LINSTOR's shipping of the volumes (spec.volumes) goes on: remove
+	// spec.volumes to stop it.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Suspend",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Suspend bool `json:"suspend,omitempty"`

@@ -86,6 +86,11 @@ func (r *Reconciler) reconcileVolumes(ctx context.Context, s *scope) (ctrl.Resul
 		return ctrl.Result{RequeueAfter: volumePoll}, nil
 	}
 	for _, a := range volumebackup.Plan(d, o) {
+		if a.Kind == volumebackup.ForeignRemote {
+			v.reason, v.message = linstorv1.ReasonLinstorError, fmt.Sprintf("LINSTOR already has an S3 remote %s for %s/%s that this schedule never configured: "+
+				"it is left alone; rename the LinstorBackupTarget or delete that remote", d.Remote.RemoteName, o.Remote.Endpoint, o.Remote.Bucket)
+			return ctrl.Result{RequeueAfter: volumePoll}, nil
+		}
 		if err := applyVolumeAction(ctx, conn, d, a); err != nil {
 			v.reason, v.message = linstorv1.ReasonLinstorError, fmt.Sprintf("%s: %v", volumebackup.Describe(a, d.Remote.RemoteName, d.Schedule.Name), err)
 			return ctrl.Result{RequeueAfter: volumePoll}, nil

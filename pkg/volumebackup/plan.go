@@ -33,6 +33,9 @@ const (
 	// Enable and Disable the schedule for Group ("" is every resource: the controller).
 	Enable  Kind = "Enable"
 	Disable Kind = "Disable"
+	// ForeignRemote: LINSTOR has a remote of that name pointing elsewhere that the
+	// operator never configured; it is left alone and nothing else is written.
+	ForeignRemote Kind = "ForeignRemote"
 )
 
 // Action is one LINSTOR write.
@@ -87,6 +90,12 @@ func DesiredSchedule(name string, v *linstorv1.VolumeBackupSpec) linstor.Schedul
 // disables.
 func Plan(d Desired, o Observed) []Action {
 	var out []Action
+	sameLocation := o.Remote != nil && strings.EqualFold(o.Remote.Endpoint, d.Remote.Endpoint) && o.Remote.Bucket == d.Remote.Bucket
+	if o.Remote != nil && o.RecordedHash == "" && !sameLocation {
+		// Modifying it would send the user's other schedules' backups elsewhere. A
+		// restored database's remote (same endpoint and bucket) is taken over.
+		return []Action{{Kind: ForeignRemote}}
+	}
 	switch {
 	case o.Remote == nil:
 		out = append(out, Action{Kind: CreateRemote})

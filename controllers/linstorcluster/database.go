@@ -241,16 +241,13 @@ func activeAndRunning(ctx context.Context, c client.Reader, cluster *linstorv1.L
 	}
 	for i := range list.Items {
 		b := &list.Items[i]
-		if b.Spec.ClusterRef.Name != cluster.Name || b.DeletionTimestamp != nil || b.Spec.ImportFrom != "" {
-			continue // an import reads a bucket, not the database
+		if b.Spec.ClusterRef.Name != cluster.Name || !dbbackup.StopsController(b) {
+			continue
 		}
-		switch b.Status.Phase {
-		case "", linstorv1.BackupPending:
-			if active == "" {
-				active = b.Name
-			}
-		case linstorv1.BackupRunning:
+		if b.Status.Phase == linstorv1.BackupRunning {
 			active, running = b.Name, b.Name
+		} else if active == "" {
+			active = b.Name
 		}
 	}
 	return active, running, nil

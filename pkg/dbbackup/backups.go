@@ -160,18 +160,20 @@ func ControllerPods(ctx context.Context, c client.Reader, cluster *linstorv1.Lin
 	return pods.Items, nil
 }
 
-// Active reports whether a backup of the cluster needs the controller stopped.
-func Active(ctx context.Context, c client.Reader, cluster *linstorv1.LinstorCluster) (*linstorv1.LinstorBackup, error) {
-	var list linstorv1.LinstorBackupList
-	if err := c.List(ctx, &list, client.InNamespace(cluster.Namespace)); err != nil {
-		return nil, err
+// StopsController reports whether a backup needs the LINSTOR controller stopped now:
+// accepted (Pending) or copying (Running). A new backup to a bucket stops nothing
+// before its target was checked (it is accepted after): a bucket that cannot be used
+// must fail the backup with LINSTOR running. An import reads a bucket, not the
+// database.
+func StopsController(b *linstorv1.LinstorBackup) bool {
+	if b.DeletionTimestamp != nil || b.Spec.ImportFrom != "" {
+		return false
 	}
-	for i := range list.Items {
-		b := &list.Items[i]
-		if b.Spec.ClusterRef.Name == cluster.Name && b.DeletionTimestamp == nil && Unsupported(cluster) == "" && b.Spec.ImportFrom == "" &&
-			(b.Status.Phase == "" || b.Status.Phase == linstorv1.BackupPending || b.Status.Phase == linstorv1.BackupRunning) {
-			return b, nil
-		}
+	switch b.Status.Phase {
+	case "":
+		return b.Spec.TargetRef == nil
+	case linstorv1.BackupPending, linstorv1.BackupRunning:
+		return true
 	}
-	return nil, nil
+	return false
 }

@@ -6,7 +6,7 @@
 //	<prefix>/linstor-operator/databases/<ID>/database.json.gz.age   the backup
 //	<prefix>/linstor-operator/databases/<ID>/manifest.json          what it is (JSON)
 //
-// ID is "<namespace>.<cluster name>/<UTC yyyymmddThhmmssZ>-<backup name>" (NewID).
+// ID is "<namespace>.<cluster name>/<UTC yyyymmddThhmmssZ>-<uid8>-<backup name>" (NewID).
 // database.json.gz.age is the stream dbbackup.Write writes (gzip of JSON lines)
 // encrypted with age (https://age-encryption.org/v1): to an X25519 recipient, or to a
 // passphrase through scrypt (work factor 2^15), then ChaCha20-Poly1305 in 64 KiB

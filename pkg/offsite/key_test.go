@@ -88,8 +88,20 @@ func TestNewRejectsInvalid(t *testing.T) {
 // could leave the backup's directory is refused before a request.
 func TestIDs(t *testing.T) {
 	at := time.Date(2026, 11, 28, 1, 2, 3, 0, time.FixedZone("CET", 3600))
-	if got := offsite.NewID(testCluster, at, "nightly-1"); got != "linstor.prod/20261128T000203Z-nightly-1" {
+	if got := offsite.NewID(testCluster, at, "nightly-1"); got != "linstor.prod/20261128T000203Z-2f6b8f2e-nightly-1" {
 		t.Fatalf("NewID: %s", got)
+	}
+	// Two clusters of the same namespace and name (a restored cluster beside the one it
+	// came from, two sites sharing a bucket) whose schedules fire in the same second
+	// name their backups alike: their copies must not land on one object.
+	other := testCluster
+	other.UID = "9a0c31d4-0000-4000-8000-000000000002"
+	if a, b := offsite.NewID(testCluster, at, "daily-20261128t0000"), offsite.NewID(other, at, "daily-20261128t0000"); a == b {
+		t.Fatalf("two clusters' backups share the ID %s", a)
+	}
+	s0 := newStore(t, offsite.Location{Endpoint: "http://127.0.0.1:1", Bucket: "b", AccessKeyID: "a", SecretAccessKey: "s"}, offsite.Key{Passphrase: "p"})
+	if _, err := s0.Get(context.Background(), offsite.NewID(other, at, "daily-20261128t0000")); offsite.ReasonOf(err) == offsite.ReasonInvalid {
+		t.Fatalf("an ID NewID made is refused: %v", err)
 	}
 	s := newStore(t, offsite.Location{Endpoint: "http://127.0.0.1:1", Bucket: "b", AccessKeyID: "a", SecretAccessKey: "s"}, offsite.Key{Passphrase: "p"})
 	for _, id := range []string{"", "../x", "linstor.prod/../../etc", "linstor.prod/20261128T000203Z-a/b", "/linstor.prod/20261128T000203Z-a", "Linstor.prod/20261128T000203Z-a"} {

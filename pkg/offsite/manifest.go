@@ -30,7 +30,7 @@ type ClusterIdentity struct {
 // complete and verified and a new cluster can choose one without the key.
 type Manifest struct {
 	Format int `json:"format"`
-	// ID is "<namespace>.<cluster name>/<UTC yyyymmddThhmmssZ>-<backup name>", the
+	// ID is "<namespace>.<cluster name>/<UTC yyyymmddThhmmssZ>-<uid8>-<backup name>", the
 	// backup's directory under <prefix>/linstor-operator/databases/.
 	ID      string          `json:"id"`
 	Cluster ClusterIdentity `json:"cluster"`
@@ -72,11 +72,18 @@ func (m Manifest) upload() Upload {
 	return Upload{ID: m.ID, Size: m.Size, Checksum: m.Checksum, EncryptedSize: m.EncryptedSize, EncryptedChecksum: m.EncryptedChecksum}
 }
 
-// NewID is a backup's ID: "<namespace>.<cluster name>/<UTC yyyymmddThhmmssZ>-<backup name>".
+// NewID is a backup's ID: "<namespace>.<cluster name>/<UTC yyyymmddThhmmssZ>-<uid8>-<backup name>".
 // Kubernetes namespaces have no dots, so the first dot ends the namespace; the time
-// sorts a cluster's backups by name.
+// sorts a cluster's backups by name. uid8 is the start of the cluster's UID: clusters
+// of one namespace and name sharing a bucket (a restored cluster beside the lost one's
+// site, two sites with the same manifests) whose schedules fire in the same second
+// would otherwise send their copies to one object.
 func NewID(cluster ClusterIdentity, createdAt time.Time, backup string) string {
-	return cluster.Namespace + "." + cluster.Name + "/" + createdAt.UTC().Format(idTimeLayout) + "-" + backup
+	id := cluster.Namespace + "." + cluster.Name + "/" + createdAt.UTC().Format(idTimeLayout) + "-"
+	if uid := strings.ToLower(strings.ReplaceAll(cluster.UID, "-", "")); len(uid) >= 8 {
+		id += uid[:8] + "-"
+	}
+	return id + backup
 }
 
 // idPattern: a DNS label (namespace), a DNS subdomain (cluster), the time, a DNS
@@ -85,7 +92,7 @@ var idPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?\.[a-z0-9]([-.
 
 func validateID(id string) error {
 	if !idPattern.MatchString(id) || strings.Contains(id, "..") {
-		return fmt.Errorf("backup ID %q is not <namespace>.<cluster>/<yyyymmddThhmmssZ>-<backup>", id)
+		return fmt.Errorf("backup ID %q is not <namespace>.<cluster>/<yyyymmddThhmmssZ>-[<uid8>-]<backup>", id)
 	}
 	return nil
 }

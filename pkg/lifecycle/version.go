@@ -71,7 +71,12 @@ func stepVersion(in *Input, out *Output) {
 		}
 	case upgrade.Refuse:
 		keep()
-		st.Upgrade = &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeRefused, From: running, To: d.Final.String(), Message: d.Message}
+		// Since when, kept while the same refusal stands (as an approval's wait below).
+		refusedSince := metav1.NewTime(in.Now)
+		if u := st.Upgrade; u != nil && u.Phase == linstorv1.UpgradeRefused && u.From == running && u.To == d.Final.String() && u.PhaseStartedAt != nil {
+			refusedSince = *u.PhaseStartedAt
+		}
+		st.Upgrade = &linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeRefused, From: running, To: d.Final.String(), PhaseStartedAt: &refusedSince, Message: d.Message}
 		out.Problem = Problem{linstorv1.ReasonUpgradeRefused, d.Message}
 	case upgrade.AwaitApproval:
 		keep()

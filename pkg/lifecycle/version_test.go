@@ -87,7 +87,24 @@ var versionCases = []stepCase{
 		name: "DATA LOSS: spec.version pinned back to the old version while status.version lags: refused, the old version is not deployed",
 		in:   input(withReported(fxFrom), withRequested(fxFrom), withUpgrade(finished(linstorv1.UpgradeSucceeded, fxFrom, fxTo))),
 		want: expect{upgrade: linstorv1.UpgradeRefused, deployed: dv(fxTo, fxTo), problem: linstorv1.ReasonUpgradeRefused,
-			problemHas: []string{"cannot downgrade"}, check: upgradeFromTo(fxTo, fxFrom)},
+			problemHas: []string{"cannot downgrade"}, check: all(upgradeFromTo(fxTo, fxFrom), phaseStartedAt(fxNow))},
+	},
+	// A refusal says since when (the Upgradeable=False alert and a reader of the status
+	// want it), and keeps that start while the same refusal stands: a status rewritten
+	// every pass would never settle.
+	{
+		name: "still refused the same downgrade: the refusal keeps its start",
+		in: input(withRequested(fxFrom), withUpgrade(&linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeRefused, From: fxTo, To: fxFrom,
+			PhaseStartedAt: mt(fxNow.Add(-2 * time.Hour)), Message: "saved by the previous pass"})),
+		want: expect{upgrade: linstorv1.UpgradeRefused, deployed: dv(fxTo, fxTo), problem: linstorv1.ReasonUpgradeRefused,
+			problemHas: []string{"cannot downgrade"}, check: all(upgradeFromTo(fxTo, fxFrom), phaseStartedAt(fxNow.Add(-2*time.Hour)), passesAgainQuietly)},
+	},
+	{
+		name: "refused another version: a new refusal starts now",
+		in: input(withRequested("1.32.0"), withUpgrade(&linstorv1.UpgradeStatus{Phase: linstorv1.UpgradeRefused, From: fxTo, To: fxFrom,
+			PhaseStartedAt: mt(fxNow.Add(-2 * time.Hour)), Message: "saved by the previous pass"})),
+		want: expect{upgrade: linstorv1.UpgradeRefused, deployed: dv(fxTo, fxTo), problem: linstorv1.ReasonUpgradeRefused,
+			problemHas: []string{"1.32.0 is not a version"}, check: phaseStartedAt(fxNow)},
 	},
 	{
 		name: "pinning the running version settles a rolled-back upgrade",
@@ -140,7 +157,7 @@ var versionCases = []stepCase{
 		name: "downgrade refused",
 		in:   input(withRequested(fxFrom)),
 		want: expect{upgrade: linstorv1.UpgradeRefused, deployed: dv(fxTo, fxTo), problem: linstorv1.ReasonUpgradeRefused,
-			problemHas: []string{"cannot downgrade"}, check: upgradeFromTo(fxTo, fxFrom)},
+			problemHas: []string{"cannot downgrade"}, check: all(upgradeFromTo(fxTo, fxFrom), phaseStartedAt(fxNow), passesAgainQuietly)},
 	},
 	{
 		name: "a version this release cannot run is refused",

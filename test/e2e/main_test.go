@@ -8,15 +8,10 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"go.uber.org/zap/zapcore"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/linstor-operator/linstor-operator/internal/kwokcluster"
 	"github.com/linstor-operator/linstor-operator/internal/sim"
@@ -38,14 +33,12 @@ func run(m *testing.M) int {
 	root := envtest.RepoRoot()
 	// The operator runs in this process; its log goes to a file, and its end is shown
 	// when a test fails.
-	logPath := filepath.Join(root, "bin", "e2e-operator.log")
-	logFile, err := os.Create(logPath)
+	logPath, closeLog, err := envtest.LogOperatorTo("e2e-operator.log")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	defer logFile.Close()
-	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.Level(zapcore.InfoLevel)))
+	defer closeLog()
 	start := time.Now()
 	env, err = sim.Start(context.Background(), sim.Options{Root: root, Name: clusterName, Namespace: namespace,
 		// Four satellite pods roll in about 20 s on a loaded 2-core machine: a 20 s phase
@@ -73,29 +66,9 @@ func run(m *testing.M) int {
 	// Nothing may outlive the run: no cluster process, no listening port. Processes get
 	// a few seconds to finish shutting down.
 	clusterDir := filepath.Join(kwokcluster.Workdir(root), "clusters", clusterName)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		left, open := kwokcluster.ProcessesUnder(clusterDir), listening(addrs)
-		if len(left) == 0 && len(open) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			fmt.Fprintf(os.Stderr, "e2e: left behind: processes %v, listening %v\n", left, open)
-			code = 1
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
+	if err := envtest.NothingLeft([]string{clusterDir}, addrs, 15*time.Second); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		code = 1
 	}
 	return code
-}
-
-func listening(addrs []string) []string {
-	var out []string
-	for _, addr := range addrs {
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			_ = c.Close()
-			out = append(out, addr)
-		}
-	}
-	return out
 }

@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"net"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -114,19 +113,8 @@ func stopCluster(g Gomega, env *sim.Env) {
 	g.Expect(env.Stop()).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.Cluster.Processes()).To(BeEmpty())
-		g.Expect(listening(addrs)).To(BeEmpty())
+		g.Expect(envtest.Listening(addrs)).To(BeEmpty())
 	}, 15*time.Second, tick).Should(Succeed())
-}
-
-func listening(addrs []string) []string {
-	var out []string
-	for _, addr := range addrs {
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			_ = c.Close()
-			out = append(out, addr)
-		}
-	}
-	return out
 }
 
 func linstorCluster(g Gomega, c client.Client) *linstorv1.LinstorCluster {

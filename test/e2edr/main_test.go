@@ -8,15 +8,9 @@ package e2edr
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-
-	"github.com/linstor-operator/linstor-operator/internal/kwokcluster"
 	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
 
@@ -34,37 +28,21 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	root := envtest.RepoRoot()
 	// Both clusters' operators run in this process; their log goes to one file, whose
 	// end is shown when a test fails.
-	logPath := filepath.Join(root, "bin", "e2edr-operator.log")
-	logFile, err := os.Create(logPath)
+	logPath, closeLog, err := envtest.LogOperatorTo("e2edr-operator.log")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2edr:", err)
 		return 1
 	}
-	defer logFile.Close()
-	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.Level(zapcore.InfoLevel)))
+	defer closeLog()
 	code := m.Run()
 	if code != 0 {
 		envtest.ShowTail("e2edr", logPath, 150)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		var left []string
-		for _, dir := range started.processDirs {
-			left = append(left, kwokcluster.ProcessesUnder(dir)...)
-		}
-		open := listening(started.addresses)
-		if len(left) == 0 && len(open) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			fmt.Fprintf(os.Stderr, "e2edr: left behind: processes %v, listening %v\n", left, open)
-			code = 1
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
+	if err := envtest.NothingLeft(started.processDirs, started.addresses, 15*time.Second); err != nil {
+		fmt.Fprintln(os.Stderr, "e2edr:", err)
+		code = 1
 	}
 	return code
 }

@@ -8,5 +8,6 @@
 //	func TestMain(m *testing.M) { os.Exit(envtest.Run(m, envtest.Options{}, &env)) }
 //
 // It also holds, once, the helpers several suites share (envtest stories, e2e, OLM, the
-// bundle tools, the bench): Update, RunningPods, WaitFor, ShowTail and OPMBinary.
+// bundle tools, the bench): Update, RunningPods, WaitFor, ShowTail, OPMBinary, LogOperatorTo,
+// NothingLeft and Listening.
 package envtest

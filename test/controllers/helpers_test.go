@@ -28,38 +28,10 @@ const (
 	tick    = 100 * time.Millisecond
 )
 
-// makeNode creates a Kubernetes node with an InternalIP, Ready; it is deleted after the
-// test. It plays the kubelet (status) and the node lifecycle controller, which envtest
-// does not run: the API server taints every new node node.kubernetes.io/not-ready
-// (admission plugin TaintNodesByCondition), and that controller lifts the taint once
-// the node is Ready. A node left with it would get no satellite.
+// makeNode creates a Ready node with an InternalIP, deleted after the test
+// (envtest.ReadyNode).
 func makeNode(t *testing.T, name, ip string, labels map[string]string) *corev1.Node {
-	t.Helper()
-	ctx := context.Background()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
-	if err := env.Client.Create(ctx, node); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(ctx, node) })
-	node.Status = corev1.NodeStatus{
-		Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}},
-		NodeInfo:   corev1.NodeSystemInfo{OSImage: "Ubuntu 24.04 LTS"},
-		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
-	}
-	if err := env.Client.Status().Update(ctx, node); err != nil {
-		t.Fatal(err)
-	}
-	var taints []corev1.Taint
-	for _, taint := range node.Spec.Taints {
-		if taint.Key != corev1.TaintNodeNotReady {
-			taints = append(taints, taint)
-		}
-	}
-	node.Spec.Taints = taints
-	if err := env.Client.Update(ctx, node); err != nil {
-		t.Fatal(err)
-	}
-	return node
+	return envtest.ReadyNode(t, env.Client, name, ip, labels)
 }
 
 // makeCluster creates a LinstorCluster and, after the test, deletes it and waits until

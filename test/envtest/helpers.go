@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -96,4 +97,38 @@ func OPMBinary(t testing.TB) string {
 		t.Fatalf("opm not found at %s: run make opm", opm)
 	}
 	return opm
+}
+
+// ReadyNode creates a Kubernetes node with an InternalIP, Ready; it is deleted after the
+// test. It plays the kubelet (status) and the node lifecycle controller, which envtest
+// does not run: the API server taints every new node node.kubernetes.io/not-ready
+// (admission plugin TaintNodesByCondition), and that controller lifts the taint once
+// the node is Ready. A node left with it would get no satellite.
+func ReadyNode(t testing.TB, c client.Client, name, ip string, labels map[string]string) *corev1.Node {
+	t.Helper()
+	ctx := context.Background()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	if err := c.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(ctx, node) })
+	node.Status = corev1.NodeStatus{
+		Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}},
+		NodeInfo:   corev1.NodeSystemInfo{OSImage: "Ubuntu 24.04 LTS"},
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+	}
+	if err := c.Status().Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	var taints []corev1.Taint
+	for _, taint := range node.Spec.Taints {
+		if taint.Key != corev1.TaintNodeNotReady {
+			taints = append(taints, taint)
+		}
+	}
+	node.Spec.Taints = taints
+	if err := c.Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	return node
 }

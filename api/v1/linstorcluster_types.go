@@ -598,6 +598,11 @@ type RestoreStatus struct {
 	// recreated object never inherits a restore.
 	// +optional
 	ClusterUID string `json:"clusterUID,omitempty"`
+	// backupUID is the UID of the LinstorBackup the restore read: a Failed restore is
+	// tried again when a new LinstorBackup of that name replaces the failed one (an
+	// import created again once its Secret was fixed).
+	// +optional
+	BackupUID string `json:"backupUID,omitempty"`
 	// phase is AwaitingConfirmation (the live database would be replaced), Stopping
 	// (nothing touched yet), Restoring (the database is being replaced; LINSTOR stays
 	// stopped until it is complete), Restored or Failed (refused, nothing touched).

@@ -367,7 +367,7 @@ func (r *Reconciler) observeBackup(ctx context.Context, namespace, name string) 
 	// One being deleted while the lifecycle still holds it (FinalizerBackupInUse) is
 	// still there to restore: its chunk Secrets go only once it is gone.
 	found := b.DeletionTimestamp == nil || controllerutil.ContainsFinalizer(b, names.FinalizerBackupInUse)
-	return &lifecycle.Backup{Name: name, Found: found, Cluster: b.Spec.ClusterRef.Name, Phase: b.Status.Phase,
+	return &lifecycle.Backup{Name: name, Found: found, UID: string(b.UID), Cluster: b.Spec.ClusterRef.Name, Phase: b.Status.Phase,
 		Message: b.Status.Message, LinstorVersion: b.Status.LinstorVersion, Checksum: b.Status.Checksum, Objects: int64(b.Status.Objects)}, nil
 }
 

@@ -39,6 +39,8 @@ const (
 	fxFrom    = "1.33.2"
 	fxTo      = "1.33.3"
 	fxNightly = "nightly"
+	// fxBackupUID is the UID of the observed LinstorBackup a restore reads.
+	fxBackupUID = "5b1d7c9e-0000-4000-8000-00000000b001"
 	fxWeekly  = "weekly"
 	fxActive  = "manual-1"
 )
@@ -216,8 +218,21 @@ func obsUpgradeBackupMissing() opt {
 }
 func obsRestoreBackup(name string, phase linstorv1.BackupPhase, version string) opt {
 	return func(in *Input) {
-		in.Observed.RestoreBackup = &Backup{Name: name, Found: true, Cluster: fxCluster, Phase: phase, LinstorVersion: version,
+		in.Observed.RestoreBackup = &Backup{Name: name, Found: true, UID: fxBackupUID, Cluster: fxCluster, Phase: phase, LinstorVersion: version,
 			Message: "backup says " + string(phase), Checksum: "sha256:feedbeef", Objects: 42}
+	}
+}
+
+// withRestoreBackupUID records the UID of the LinstorBackup the restore read.
+func withRestoreBackupUID(uid string) opt { return func(in *Input) { in.State.Restore.BackupUID = uid } }
+
+// restoreBackupUID asserts the UID of the LinstorBackup the restore records.
+func restoreBackupUID(uid string) func(*testing.T, Input, Output) {
+	return func(t *testing.T, _ Input, out Output) {
+		t.Helper()
+		if r := out.State.Restore; r == nil || r.BackupUID != uid {
+			t.Errorf("restore status %+v, want backupUID %q", r, uid)
+		}
 	}
 }
 func obsRestoreBackupOf(cluster string) opt {

@@ -113,6 +113,8 @@ type Linstor struct {
 type Backup struct {
 	Name  string
 	Found bool
+	// UID tells a LinstorBackup created again under the same name from the one before.
+	UID string
 	// Cluster is the LinstorCluster it was taken from.
 	Cluster        string
 	Phase          linstorv1.BackupPhase
@@ -274,6 +276,9 @@ func Needs(spec Spec, st State) Need {
 	n.Marker = !spec.ExternalController && st.Deployed == nil && st.Upgrade == nil && st.Restore == nil
 	if r := st.Restore; r != nil && r.Phase == RestoreRestoring {
 		n.RestoreBackup, n.ControllerStopped = restoringTarget(spec, r), true
+	} else if r != nil && r.Phase == RestoreFailed && r.BackupName == spec.RestoreFrom && r.BackupUID != "" {
+		// Only whether the LinstorBackup was created again under its name (retried).
+		n.RestoreBackup = r.BackupName
 	} else if target := restoreTarget(spec, st); target != "" {
 		n.RestoreBackup = target
 		n.DatabaseEmpty = st.Restore == nil || st.Restore.Phase == RestoreAwaitingConfirmation || st.Restore.BackupName != target

@@ -421,6 +421,11 @@ var needsCases = []needsCase{
 		want: Need{},
 	},
 	{
+		name: "Failed, same backup, its UID recorded: the backup is looked at (one created again under the name is retried)",
+		in:   inRestore(withRestore(RestoreFailed, fxNightly, fxUID, ""), withRestoreBackupUID(fxBackupUID)),
+		want: Need{RestoreBackup: fxNightly},
+	},
+	{
 		name: "Restored, another backup named: a new request",
 		in:   inRestore(withRestoreFrom(fxWeekly), withRestore(RestoreRestored, fxNightly, fxUID, fxFrom)),
 		want: Need{RestoreBackup: fxWeekly, DatabaseEmpty: true, ControllerStopped: true},

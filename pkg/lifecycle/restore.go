@@ -48,12 +48,25 @@ func stepRestore(in *Input, out *Output) bool {
 		case RestoreRestored:
 			return false
 		case RestoreFailed:
+			if b := in.Observed.RestoreBackup; r.BackupUID != "" && b != nil && b.Name == name && b.Found && b.UID != r.BackupUID {
+				// A new LinstorBackup of that name (an import created again once its
+				// Secret or key was fixed): a new request, decided from the next pass
+				// on with everything it needs observed.
+				out.State.Restore = nil
+				out.Requeue = soon
+				out.Events = append(out.Events, Event{Reason: "RestoreRetried", Message: fmt.Sprintf(
+					"LinstorBackup %s was created again since its restore failed: restoring it", name)})
+				return firstStart("the new LinstorBackup " + name + " is looked at")
+			}
 			out.Problem = Problem{linstorv1.ReasonInvalidSpec, r.Message}
 			return firstStart("it failed")
 		}
 	}
 	failed := func(msg string) bool {
 		out.State.Restore = &linstorv1.RestoreStatus{BackupName: name, ClusterUID: spec.ClusterUID, Phase: RestoreFailed, Message: msg}
+		if b := in.Observed.RestoreBackup; b != nil && b.Name == name && b.Found {
+			out.State.Restore.BackupUID = b.UID
+		}
 		out.Problem = Problem{linstorv1.ReasonInvalidSpec, msg}
 		out.Events = append(out.Events, Event{Warning: true, Reason: "RestoreFailed", Message: msg})
 		return firstStart("it failed")
@@ -136,7 +149,7 @@ func stepRestore(in *Input, out *Output) bool {
 	out.StopController = "a restore of " + name + " is being prepared"
 	out.Upgrading = true
 	if !stopping {
-		out.State.Restore = &linstorv1.RestoreStatus{BackupName: name, ClusterUID: spec.ClusterUID, Phase: RestoreStopping,
+		out.State.Restore = &linstorv1.RestoreStatus{BackupName: name, ClusterUID: spec.ClusterUID, BackupUID: b.UID, Phase: RestoreStopping,
 			LinstorVersion: b.LinstorVersion, Message: "Stopping the LINSTOR controller to restore " + name}
 		if spec.ConfirmRestore != "" {
 			out.Actions = append(out.Actions, Action{Kind: RemoveAnnotation, Annotation: names.AnnotationConfirmRestore})

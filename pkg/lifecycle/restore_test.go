@@ -20,7 +20,7 @@ var restoreCases = []stepCase{
 		name: "new request on an empty database: Stopping, nothing touched",
 		in:   inRestore(withReported(""), withDeployed(nil), obsDBEmpty(true)),
 		want: expect{restore: RestoreStopping, restoreBackup: fxNightly, restoreUID: fxUID, stop: "restore of " + fxNightly,
-			upgrading: true, requeue: soon, check: restoreVersionIs(fxFrom)},
+			upgrading: true, requeue: soon, check: all(restoreVersionIs(fxFrom), restoreBackupUID(fxBackupUID))},
 	},
 	{
 		name: "Stopping, the controller still runs: waits",
@@ -252,10 +252,10 @@ var restoreCases = []stepCase{
 			problem: linstorv1.ReasonInvalidSpec, problemHas: []string{"belongs to LinstorCluster other"}, events: ev("RestoreFailed")},
 	},
 	{
-		name: "a Failed backup: Failed, nothing touched",
+		name: "a Failed backup: Failed, nothing touched; the backup's UID is recorded",
 		in:   inRestore(obsRestoreBackup(fxNightly, linstorv1.BackupFailed, fxFrom), obsDBEmpty(true), obsStopped()),
 		want: expect{restore: RestoreFailed, deployed: dv(fxTo, fxTo), problem: linstorv1.ReasonInvalidSpec,
-			problemHas: []string{"failed"}, events: ev("RestoreFailed")},
+			problemHas: []string{"failed"}, events: ev("RestoreFailed"), check: restoreBackupUID(fxBackupUID)},
 	},
 	{
 		name: "a version this release cannot run: Failed, nothing touched",
@@ -274,6 +274,27 @@ var restoreCases = []stepCase{
 		in:   inRestore(withRestore(RestoreFailed, fxNightly, fxUID, ""), obsDBEmpty(true), obsStopped()),
 		want: expect{restore: RestoreFailed, deployed: dv(fxTo, fxTo), problem: linstorv1.ReasonInvalidSpec,
 			problemHas: []string{"saved by the previous pass"}, check: sameRestore},
+	},
+	{
+		name: "Failed stays while the same LinstorBackup (same UID) is named",
+		in:   inRestore(withRestore(RestoreFailed, fxNightly, fxUID, ""), withRestoreBackupUID(fxBackupUID), obsRestoreBackup(fxNightly, linstorv1.BackupFailed, fxFrom)),
+		want: expect{restore: RestoreFailed, deployed: dv(fxTo, fxTo), problem: linstorv1.ReasonInvalidSpec,
+			problemHas: []string{"saved by the previous pass"}, check: sameRestore},
+	},
+	// The DR runbook's fix for a failed import (a Secret was missing, the key wrong):
+	// create the LinstorBackup again. Clearing restoreFrom instead would start a new
+	// cluster's LINSTOR on an empty database.
+	{
+		name: "new installation, the failed LinstorBackup created again under its name: the restore is tried again, LINSTOR's first start still waits",
+		in: inRestore(withReported(""), withDeployed(nil), withRestore(RestoreFailed, fxNightly, fxUID, ""), withRestoreBackupUID("the-failed-import"),
+			obsRestoreBackup(fxNightly, linstorv1.BackupVerifying, fxFrom)),
+		want: expect{stop: "first start waits for the restore of " + fxNightly, requeue: soon, events: ev("RestoreRetried")},
+	},
+	{
+		name: "the failed LinstorBackup created again and Completed, LINSTOR running: a new request",
+		in: inRestore(withRestore(RestoreFailed, fxNightly, fxUID, ""), withRestoreBackupUID("the-failed-one"),
+			obsRestoreBackup(fxNightly, linstorv1.BackupCompleted, fxFrom)),
+		want: expect{deployed: dv(fxTo, fxTo), requeue: soon, events: ev("RestoreRetried")},
 	},
 	{
 		name: "another backup named after a Failed one is a new request",

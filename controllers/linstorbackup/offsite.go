@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -214,7 +215,8 @@ func (r *Reconciler) reconcileVerifying(ctx context.Context, s *scope) (ctrl.Res
 	}
 	switch {
 	case err != nil && bucketFailure(err):
-		return s.end(ctrl.Result{}, r.fail(ctx, b, "the copy in the bucket did not read back as written: "+targetError(b, err)))
+		msg := "the copy in the bucket did not read back as written: " + targetError(b, err)
+		return s.end(ctrl.Result{}, r.fail(ctx, b, msg+r.discardUnpublished(ctx, b)))
 	case err != nil:
 		return s.end(ctrl.Result{RequeueAfter: retryBucket}, r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
 			st.Message = "Reading the copy back failed, retrying: " + err.Error()
@@ -229,6 +231,27 @@ func (r *Reconciler) reconcileVerifying(ctx context.Context, s *scope) (ctrl.Res
 	r.Recorder.Eventf(b, corev1.EventTypeNormal, "BackupCompleted", "Backed up LINSTOR %s to the bucket of LinstorBackupTarget %s as %s (%s); the controller was stopped for %s",
 		b.Status.LinstorVersion, st.Target, st.ID, b.Status.Checksum, b.Status.ControllerStopped.Duration)
 	return s.end(ctrl.Result{}, nil)
+}
+
+// discardUnpublished deletes the copy of a backup that failed while Verifying: never
+// Completed, it restores nothing, yet holds the encrypted database and costs storage,
+// and no retention ever sees it (retention deletes backups, not failures). It says what
+// became of the copy, for the failure's message.
+func (r *Reconciler) discardUnpublished(ctx context.Context, b *linstorv1.LinstorBackup) string {
+	st := b.Status.Stored
+	if b.Status.Phase != linstorv1.BackupVerifying || b.Spec.ImportFrom != "" || st == nil {
+		return ""
+	}
+	store, err := r.openTarget(ctx, b)
+	if err == nil {
+		delCtx, cancel := context.WithTimeout(ctx, recheckTimeout)
+		err = store.Delete(delCtx, st.ID)
+		cancel()
+	}
+	if err != nil {
+		return fmt.Sprintf("; its copy %s, never published, could not be deleted from the bucket (%v): delete it there", st.ID, err)
+	}
+	return "; its copy, never published, was deleted from the bucket"
 }
 
 // reconcileImport reads a backup another cluster (or this one) left in the bucket: it
@@ -297,10 +320,20 @@ const recheckInterval = 5 * time.Minute
 // proves nothing; it is looked at again later.
 func (r *Reconciler) recheckStored(ctx context.Context, b *linstorv1.LinstorBackup) (ctrl.Result, error) {
 	st := b.Status.Stored
-	if st == nil || b.DeletionTimestamp != nil {
+	if st == nil || b.Spec.TargetRef == nil || b.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
-	store, err := r.openTarget(ctx, b)
+	t := &linstorv1.LinstorBackupTarget{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.TargetRef.Name}, t); err != nil {
+		return ctrl.Result{RequeueAfter: recheckInterval}, client.IgnoreNotFound(err)
+	}
+	if c := meta.FindStatusCondition(t.Status.Conditions, linstorv1.ConditionAvailable); c != nil && c.Status == metav1.ConditionFalse {
+		// The target's own check says the bucket cannot be used now (and says why): a
+		// look per backup would only hold the one worker new backups need, up to
+		// recheckTimeout each while the bucket hangs, and prove nothing.
+		return ctrl.Result{RequeueAfter: r.recheck()}, nil
+	}
+	store, err := backuptarget.Open(ctx, r.Client, t)
 	if err != nil {
 		return ctrl.Result{RequeueAfter: recheckInterval}, nil // the target's own status says why
 	}

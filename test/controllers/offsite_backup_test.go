@@ -22,6 +22,7 @@ import (
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/internal/s3server"
 	"github.com/linstor-operator/linstor-operator/pkg/names"
+	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
 
 // s3Bucket runs a real S3 server (versitygw) with one bucket for a test.
@@ -216,8 +217,29 @@ func TestOffsiteBackupRestoresANewClusterAfterTheFirstIsLost(t *testing.T) {
 			g.Expect(*d.Spec.Replicas).To(BeZero(), "LINSTOR started on an empty database while its restore waits")
 		}
 	}, "3s", tick).Should(Succeed())
-	backupSecrets(t, nsB, srv, identity)
+	// The admin's worst day goes on: the key Secret holds the wrong key. The import
+	// fails, the restore with it, and LINSTOR still does not start.
+	backupSecrets(t, nsB, srv, newIdentity(t))
 	g.Expect(env.Client.Create(ctx, backupTarget(nsB, "offsite", srv, "linstor-dr"))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		b := get(g, nsB, "from-site-a", &linstorv1.LinstorBackup{})
+		g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupFailed))
+		r := getCluster(g, clusterB).Status.Restore
+		g.Expect(r).NotTo(BeNil())
+		g.Expect(r.Phase).To(Equal("Failed"))
+		g.Expect(r.BackupUID).To(Equal(string(b.UID)))
+	}, timeout, tick).Should(Succeed())
+	// The runbook's fix: the right key, and the import created again under its name
+	// (clearing restoreFrom would start LINSTOR empty). The restore is tried again.
+	key := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "backup-key", Namespace: nsB}}
+	g.Expect(envtest.Update(ctx, env.Client, key, func(s *corev1.Secret) { s.Data = map[string][]byte{"identity": []byte(identity)} })).To(Succeed())
+	failedImport := get(g, nsB, "from-site-a", &linstorv1.LinstorBackup{})
+	g.Expect(env.Client.Delete(ctx, failedImport)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(failedImport), &linstorv1.LinstorBackup{}))
+	}, timeout, tick).Should(BeTrue())
+	g.Expect(env.Client.Create(ctx, &linstorv1.LinstorBackup{ObjectMeta: metav1.ObjectMeta{Name: "from-site-a", Namespace: nsB},
+		Spec: linstorv1.LinstorBackupSpec{ClusterRef: linstorv1.ClusterReference{Name: "linstor"}, TargetRef: &linstorv1.BackupTargetReference{Name: "offsite"}, ImportFrom: id}})).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		b := get(g, nsB, "from-site-a", &linstorv1.LinstorBackup{})
 		g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupCompleted), b.Status.Message)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,6 +126,29 @@ func TestOffsiteBackupFaultTable(t *testing.T) {
 	g.Consistently(func(g Gomega) {
 		g.Expect(get(g, ns, "good", &linstorv1.LinstorBackupTarget{}).Status.Count).To(BeZero(), "a failed backup is listed in the bucket")
 	}, "3s", tick).Should(Succeed())
+
+	// The server fails every read of a copy once it is sent: the backup cannot read it
+	// back, fails at its deadline, and its copy, never published, is deleted from the
+	// bucket rather than left there unlisted.
+	g.Expect(proxy.FailNext(1000000, http.StatusServiceUnavailable, "SlowDown", func(r *http.Request) bool {
+		return r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/databases/")
+	})).To(Succeed())
+	backup("unreadable", "good", 25*time.Second)
+	g.Eventually(func(g Gomega) {
+		b := get(g, ns, "unreadable", &linstorv1.LinstorBackup{})
+		g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupVerifying))
+		g.Expect(b.Status.Message).To(ContainSubstring("Reading the copy back failed, retrying"))
+	}, 2*timeout, tick).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		b := get(g, ns, "unreadable", &linstorv1.LinstorBackup{})
+		g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupFailed))
+		g.Expect(b.Status.Message).To(ContainSubstring("not completed within"))
+		g.Expect(b.Status.Message).To(ContainSubstring("its copy, never published, was deleted from the bucket"))
+	}, 2*timeout, tick).Should(Succeed())
+	g.Expect(proxy.PassThrough()).To(Succeed())
+	for key := range bucketFiles(t, srv.Dir) {
+		g.Expect(key).NotTo(ContainSubstring("-unreadable/"), "a copy that was never published is left in the bucket")
+	}
 
 	// A backup that completes, then an import of it with another key: WrongKey.
 	backup("good-1", "good", time.Minute)

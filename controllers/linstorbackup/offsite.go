@@ -215,8 +215,7 @@ func (r *Reconciler) reconcileVerifying(ctx context.Context, s *scope) (ctrl.Res
 	}
 	switch {
 	case err != nil && bucketFailure(err):
-		msg := "the copy in the bucket did not read back as written: " + targetError(b, err)
-		return s.end(ctrl.Result{}, r.fail(ctx, b, msg+r.discardUnpublished(ctx, b)))
+		return s.end(ctrl.Result{}, r.failUnpublished(ctx, b, "the copy in the bucket did not read back as written: "+targetError(b, err)))
 	case err != nil:
 		return s.end(ctrl.Result{RequeueAfter: retryBucket}, r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
 			st.Message = "Reading the copy back failed, retrying: " + err.Error()
@@ -233,25 +232,34 @@ func (r *Reconciler) reconcileVerifying(ctx context.Context, s *scope) (ctrl.Res
 	return s.end(ctrl.Result{}, nil)
 }
 
-// discardUnpublished deletes the copy of a backup that failed while Verifying: never
-// Completed, it restores nothing, yet holds the encrypted database and costs storage,
-// and no retention ever sees it (retention deletes backups, not failures). It says what
-// became of the copy, for the failure's message.
-func (r *Reconciler) discardUnpublished(ctx context.Context, b *linstorv1.LinstorBackup) string {
-	st := b.Status.Stored
-	if b.Status.Phase != linstorv1.BackupVerifying || b.Spec.ImportFrom != "" || st == nil {
-		return ""
+// failUnpublished fails a backup whose copy was sent but did not become Completed
+// (it did not read back, or the deadline passed while Verifying), and deletes that
+// copy: never published, it restores nothing, yet holds the encrypted database and
+// costs storage, and no retention sees it. Failed is saved first, under the optimistic
+// lock: a pass on a stale copy of the backup (the cache lagging a Completed write, an
+// old leader) conflicts there and deletes nothing. The copy is deleted only where it
+// was written, with the key it was written with: a target edited since points
+// elsewhere, and its bucket's answer says nothing about the copy.
+func (r *Reconciler) failUnpublished(ctx context.Context, b *linstorv1.LinstorBackup, msg string) error {
+	stored := b.Status.Stored
+	if b.Status.Phase != linstorv1.BackupVerifying || b.Spec.ImportFrom != "" || stored == nil {
+		return r.fail(ctx, b, msg)
 	}
 	store, err := r.openTarget(ctx, b)
-	if err == nil {
-		delCtx, cancel := context.WithTimeout(ctx, recheckTimeout)
-		err = store.Delete(delCtx, st.ID)
-		cancel()
+	if err != nil || stored.Location != "" && stored.Location != location(store) || stored.KeyFingerprint != "" && stored.KeyFingerprint != store.Key().Fingerprint() {
+		return r.fail(ctx, b, fmt.Sprintf("%s; its copy %s, never published, is left at %s: delete it there", msg, stored.ID, or(stored.Location, "the target's bucket")))
 	}
-	if err != nil {
-		return fmt.Sprintf("; its copy %s, never published, could not be deleted from the bucket (%v): delete it there", st.ID, err)
+	if err := r.fail(ctx, b, msg+"; its copy, never published, is deleted from the bucket"); err != nil {
+		return err
 	}
-	return "; its copy, never published, was deleted from the bucket"
+	delCtx, cancel := context.WithTimeout(ctx, recheckTimeout)
+	defer cancel()
+	if err := store.Delete(delCtx, stored.ID); err != nil {
+		left := fmt.Sprintf("its copy %s, never published, could not be deleted from %s (%v): delete it there", stored.ID, stored.Location, err)
+		r.Recorder.Event(b, corev1.EventTypeWarning, "CopyNotDeleted", left)
+		return r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) { st.Message = msg + "; " + left })
+	}
+	return nil
 }
 
 // reconcileImport reads a backup another cluster (or this one) left in the bucket: it
@@ -327,10 +335,12 @@ func (r *Reconciler) recheckStored(ctx context.Context, b *linstorv1.LinstorBack
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.TargetRef.Name}, t); err != nil {
 		return ctrl.Result{RequeueAfter: recheckInterval}, client.IgnoreNotFound(err)
 	}
-	if c := meta.FindStatusCondition(t.Status.Conditions, linstorv1.ConditionAvailable); c != nil && c.Status == metav1.ConditionFalse {
-		// The target's own check says the bucket cannot be used now (and says why): a
-		// look per backup would only hold the one worker new backups need, up to
-		// recheckTimeout each while the bucket hangs, and prove nothing.
+	if c := meta.FindStatusCondition(t.Status.Conditions, linstorv1.ConditionAvailable); c != nil && c.Status == metav1.ConditionFalse &&
+		(c.Reason == string(offsite.ReasonUnreachable) || c.Reason == string(offsite.ReasonSlow)) {
+		// The target's own check found the bucket unreachable or hanging: a look per
+		// backup would only hold the one worker new backups need, up to recheckTimeout
+		// each, and prove nothing. Other reasons fail a look at once; a target that
+		// cannot list (one unreadable manifest) must not end the rechecks.
 		return ctrl.Result{RequeueAfter: r.recheck()}, nil
 	}
 	store, err := backuptarget.Open(ctx, r.Client, t)

@@ -67,7 +67,7 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, s *scope) (ctrl.Resul
 	if deadline := b.CreationTimestamp.Add(timeout(b)); time.Now().After(deadline) {
 		// A backup keeps LINSTOR's controller stopped: it must end, in failure if need be.
 		msg := fmt.Sprintf("not completed within %s (%s); the LINSTOR controller starts again", timeout(b), or(b.Status.Message, string(b.Status.Phase)))
-		return s.end(ctrl.Result{}, r.fail(ctx, b, msg+r.discardUnpublished(ctx, b)))
+		return s.end(ctrl.Result{}, r.failUnpublished(ctx, b, msg))
 	}
 	s.cluster = cluster
 	return ctrl.Result{}, nil

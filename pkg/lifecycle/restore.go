@@ -48,7 +48,10 @@ func stepRestore(in *Input, out *Output) bool {
 		case RestoreRestored:
 			return false
 		case RestoreFailed:
-			if b := in.Observed.RestoreBackup; r.BackupUID != "" && b != nil && b.Name == name && b.Found && b.UID != r.BackupUID {
+			// Not while a confirmation is still there: it is removed this pass
+			// (useUpConfirmation), and were that removal lost after the failure is
+			// forgotten, it would let the new backup replace a live database unasked.
+			if b := in.Observed.RestoreBackup; r.BackupUID != "" && b != nil && b.Name == name && b.Found && b.UID != r.BackupUID && spec.ConfirmRestore == "" {
 				// A new LinstorBackup of that name (an import created again once its
 				// Secret or key was fixed): a new request, decided from the next pass
 				// on with everything it needs observed.

@@ -291,6 +291,13 @@ var restoreCases = []stepCase{
 		want: expect{stop: "first start waits for the restore of " + fxNightly, requeue: soon, events: ev("RestoreRetried")},
 	},
 	{
+		name: "the failed LinstorBackup created again while the used confirmation is still there: it is removed first, the failure kept",
+		in: inRestore(withConfirm(fxNightly+"/"+fxUID), withRestore(RestoreFailed, fxNightly, fxUID, ""), withRestoreBackupUID("the-failed-one"),
+			obsRestoreBackup(fxNightly, linstorv1.BackupCompleted, fxFrom)),
+		want: expect{restore: RestoreFailed, deployed: dv(fxTo, fxTo), problem: linstorv1.ReasonInvalidSpec, problemHas: []string{"saved by the previous pass"},
+			actions: []Action{{Kind: RemoveAnnotation, Annotation: names.AnnotationConfirmRestore}}},
+	},
+	{
 		name: "the failed LinstorBackup created again and Completed, LINSTOR running: a new request",
 		in: inRestore(withRestore(RestoreFailed, fxNightly, fxUID, ""), withRestoreBackupUID("the-failed-one"),
 			obsRestoreBackup(fxNightly, linstorv1.BackupCompleted, fxFrom)),

@@ -143,7 +143,7 @@ func TestOffsiteBackupFaultTable(t *testing.T) {
 		b := get(g, ns, "unreadable", &linstorv1.LinstorBackup{})
 		g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupFailed))
 		g.Expect(b.Status.Message).To(ContainSubstring("not completed within"))
-		g.Expect(b.Status.Message).To(ContainSubstring("its copy, never published, was deleted from the bucket"))
+		g.Expect(b.Status.Message).To(ContainSubstring("its copy, never published, is deleted from the bucket"))
 	}, 2*timeout, tick).Should(Succeed())
 	g.Expect(proxy.PassThrough()).To(Succeed())
 	for key := range bucketFiles(t, srv.Dir) {

@@ -41,8 +41,8 @@ const (
 	fxNightly = "nightly"
 	// fxBackupUID is the UID of the observed LinstorBackup a restore reads.
 	fxBackupUID = "5b1d7c9e-0000-4000-8000-00000000b001"
-	fxWeekly  = "weekly"
-	fxActive  = "manual-1"
+	fxWeekly    = "weekly"
+	fxActive    = "manual-1"
 )
 
 var (
@@ -224,7 +224,9 @@ func obsRestoreBackup(name string, phase linstorv1.BackupPhase, version string) 
 }
 
 // withRestoreBackupUID records the UID of the LinstorBackup the restore read.
-func withRestoreBackupUID(uid string) opt { return func(in *Input) { in.State.Restore.BackupUID = uid } }
+func withRestoreBackupUID(uid string) opt {
+	return func(in *Input) { in.State.Restore.BackupUID = uid }
+}
 
 // restoreBackupUID asserts the UID of the LinstorBackup the restore records.
 func restoreBackupUID(uid string) func(*testing.T, Input, Output) {

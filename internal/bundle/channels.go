@@ -56,9 +56,10 @@ type CatalogChannel struct {
 
 // CatalogEntry is one channel entry and its upgrade edges.
 type CatalogEntry struct {
-	Name      string `json:"name"`
-	Replaces  string `json:"replaces,omitempty"`
-	SkipRange string `json:"skipRange,omitempty"`
+	Name      string   `json:"name"`
+	Replaces  string   `json:"replaces,omitempty"`
+	Skips     []string `json:"skips,omitempty"`
+	SkipRange string   `json:"skipRange,omitempty"`
 }
 
 // LineChannel is the channel of a LINSTOR minor line: stable-linstor-1.33 (channel names
@@ -88,8 +89,7 @@ func ChannelsOf(r CatalogRelease, all []CatalogRelease) ([]string, error) {
 // Channels decides the catalog's channels from its releases. Releases are linear: a
 // newer operator never pins an older LINSTOR (LINSTOR cannot downgrade), or it is an error.
 func Channels(releases []CatalogRelease) ([]CatalogChannel, error) {
-	sorted := append([]CatalogRelease(nil), releases...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Version.LT(sorted[j].Version) })
+	sorted := sortedReleases(releases)
 	for i := 1; i < len(sorted); i++ {
 		if sorted[i].Linstor.Compare(sorted[i-1].Linstor) < 0 {
 			return nil, fmt.Errorf("%s pins LINSTOR %s, older than %s of %s: LINSTOR cannot downgrade, so no channel may lead there",
@@ -114,14 +114,15 @@ func Channels(releases []CatalogRelease) ([]CatalogChannel, error) {
 		}
 		lines[line] = append(lines[line], r)
 	}
+	edges := upgradeEdges(sorted)
 	var out []CatalogChannel
 	if firstRC >= 0 {
 		// From the last release before the first candidate, every release after it: a
 		// candidate subscriber reaches the line's first stable release too.
 		if firstRC > 0 {
-			out = append(out, CatalogChannel{Name: CandidateChannel, Entries: chain(sorted[firstRC-1:], true)})
+			out = append(out, CatalogChannel{Name: CandidateChannel, Entries: chain(sorted[firstRC-1:], true, edges)})
 		} else {
-			out = append(out, CatalogChannel{Name: CandidateChannel, Entries: chain(sorted, false)})
+			out = append(out, CatalogChannel{Name: CandidateChannel, Entries: chain(sorted, false, edges)})
 		}
 	}
 	for i, line := range lineOrder {
@@ -132,33 +133,80 @@ func Channels(releases []CatalogRelease) ([]CatalogChannel, error) {
 			members = append([]CatalogRelease{prev[len(prev)-1]}, members...)
 			entered = true
 		}
-		out = append(out, CatalogChannel{Name: line, Entries: chain(members, entered)})
+		out = append(out, CatalogChannel{Name: line, Entries: chain(members, entered, edges)})
 	}
 	if len(stable) > 0 {
-		out = append(out, CatalogChannel{Name: StableChannel, Entries: chain(stable, false)})
+		out = append(out, CatalogChannel{Name: StableChannel, Entries: chain(stable, false, edges)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 
-// chain links releases oldest first: each replaces the one before and skips every
-// older entry of the channel, so a cluster that missed releases upgrades in one step.
-// entered: the first entry is the way in from another channel and skips every older
-// release, so a Subscription switched over from any of them finds it.
-func chain(rs []CatalogRelease, entered bool) []CatalogEntry {
+// UpgradeEdges is release r's entry in every channel it is in (but one it is the way
+// into): what its CSV carries as spec.replaces, spec.skips and the olm.skipRange
+// annotation. A catalog built from the CSVs alone (OperatorHub.io's replaces mode) then
+// has the graph this catalog has. all must hold r.
+func UpgradeEdges(r CatalogRelease, all []CatalogRelease) (CatalogEntry, error) {
+	if _, err := Channels(all); err != nil {
+		return CatalogEntry{}, err
+	}
+	sorted := sortedReleases(all)
+	e, ok := upgradeEdges(sorted)[r.Name]
+	if !ok {
+		return CatalogEntry{}, fmt.Errorf("%s is not among the catalog's releases", r.Name)
+	}
+	return e, nil
+}
+
+func sortedReleases(releases []CatalogRelease) []CatalogRelease {
+	sorted := append([]CatalogRelease(nil), releases...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Version.LT(sorted[j].Version) })
+	return sorted
+}
+
+// upgradeEdges decides each release's one entry, the same in every channel, so that the
+// CSV can carry it:
+//   - a stable release replaces the stable release before it and skips the candidates
+//     between them (a candidate subscriber moves on to it; the stable channel has no
+//     candidate, and skips name no bundle that must exist);
+//   - a candidate replaces the release before it;
+//   - every release but the oldest skips the range from the catalog's oldest release up to
+//     itself, so a cluster that missed releases upgrades in one step. The range is bounded
+//     below: it never claims versions this catalog never had.
+func upgradeEdges(sorted []CatalogRelease) map[string]CatalogEntry {
+	out := map[string]CatalogEntry{}
+	lastStable := -1
+	for i, r := range sorted {
+		e := CatalogEntry{Name: r.Name}
+		if i > 0 {
+			e.SkipRange = fmt.Sprintf(">=%s <%s", sorted[0].Version, r.Version)
+		}
+		switch {
+		case r.Linstor.Pre != "" && i > 0:
+			e.Replaces = sorted[i-1].Name
+		case r.Linstor.Pre == "":
+			if lastStable >= 0 {
+				e.Replaces = sorted[lastStable].Name
+			}
+			for _, skipped := range sorted[lastStable+1 : i] {
+				e.Skips = append(e.Skips, skipped.Name)
+			}
+			lastStable = i
+		}
+		out[r.Name] = e
+	}
+	return out
+}
+
+// chain lists releases oldest first with their entries. entered: the first entry is the
+// way in from another channel; the release it replaces is not in this channel, so it only
+// skips the older releases (a Subscription switched over from any of them finds it).
+func chain(rs []CatalogRelease, entered bool, edges map[string]CatalogEntry) []CatalogEntry {
 	out := make([]CatalogEntry, len(rs))
 	for i, r := range rs {
-		out[i].Name = r.Name
-		switch {
-		case i == 0 && entered:
-			out[i].SkipRange = "<" + r.Version.String()
-		case i > 0:
-			out[i].Replaces = rs[i-1].Name
-			from := rs[0].Version.String()
-			if entered {
-				from = "0.0.0"
-			}
-			out[i].SkipRange = fmt.Sprintf(">=%s <%s", from, r.Version)
+		out[i] = edges[r.Name]
+		if i == 0 && entered {
+			out[i] = CatalogEntry{Name: r.Name, SkipRange: edges[r.Name].SkipRange}
 		}
 	}
 	return out

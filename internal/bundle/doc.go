@@ -11,5 +11,8 @@
 //  4. Webhook definitions: one ConversionWebhook for the multi-version CRDs, and the
 //     validating webhooks of config/webhook.
 //  5. relatedImages from the release image set, alm-examples from the v1 samples.
-//  6. Write bundle/manifests, bundle/metadata/annotations.yaml and the scorecard config.
+//  6. The release's upgrade edges (spec.replaces, spec.skips, olm.skipRange) as the
+//     catalog's channels give them (UpgradeEdges), com.redhat.openshift.versions, and
+//     app.kubernetes.io/managed-by: olm on every object.
+//  7. Write bundle/manifests, bundle/metadata/annotations.yaml and the scorecard config.
 package bundle

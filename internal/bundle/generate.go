@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/linstor-operator/linstor-operator/pkg/names"
 	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 )
 
@@ -85,6 +86,15 @@ func Generate(o Options) error {
 		}
 	}
 	csv.Spec.CustomResourceDefinitions.Owned = ownedCRDs(crds, kinds)
+
+	edges, err := releaseEdges(o, csv.Name, v)
+	if err != nil {
+		return err
+	}
+	csv.Spec.Replaces, csv.Spec.Skips = edges.Replaces, edges.Skips
+	if edges.SkipRange != "" {
+		csv.Annotations[SkipRangeAnnotation] = edges.SkipRange
+	}
 
 	imgs := releaseImages(o.Image)
 	if o.Digests != nil {
@@ -235,6 +245,8 @@ func managerDeployment(o Options, imgs []releaseImage) (*appsv1.Deployment, erro
 			}
 			c.Env = append(c.Env, corev1.EnvVar{Name: imgs[0].env, Value: imgs[0].image})
 		}
+		d.Labels = managedByOLM(d.Labels)
+		d.Spec.Template.Labels = managedByOLM(d.Spec.Template.Labels)
 		return d, nil
 	}
 	return nil, fmt.Errorf("config/manager/manager.yaml has no Deployment")
@@ -330,6 +342,7 @@ func writeExtras(o Options, dir string) error {
 		return err
 	}
 	svc.Name, svc.Namespace = "linstor-operator-controller-manager-metrics-service", ""
+	svc.Labels = managedByOLM(svc.Labels)
 	if err := writeYAML(filepath.Join(dir, svc.Name+"_v1_service.yaml"), &svc); err != nil {
 		return err
 	}
@@ -339,6 +352,7 @@ func writeExtras(o Options, dir string) error {
 		return err
 	}
 	pdb.Name, pdb.Namespace = deploymentName, ""
+	pdb.Labels = managedByOLM(pdb.Labels)
 	return writeYAML(filepath.Join(dir, pdb.Name+"_policy_v1_poddisruptionbudget.yaml"), &pdb)
 }
 
@@ -355,6 +369,7 @@ func metadataAnnotations(o Options) map[string]string {
 		"operators.operatorframework.io.metrics.builder":           "linstor-operator-bundlegen",
 		"operators.operatorframework.io.metrics.mediatype.v1":      "metrics+v1",
 		"operators.operatorframework.io.metrics.project_layout":    "go.kubebuilder.io/v4",
+		OpenShiftVersionsAnnotation:                                OpenShiftVersions,
 	}
 }
 
@@ -469,6 +484,46 @@ func writeYAML(path string, obj any) error {
 
 // nullTimestamps are the zero creationTimestamps typed objects serialize.
 var nullTimestamps = regexp.MustCompile(`(?m)^\s*creationTimestamp: null\n`)
+
+// SkipRangeAnnotation on the CSV: the versions this release replaces in one step.
+const SkipRangeAnnotation = "olm.skipRange"
+
+// releaseEdges is the release's entry in the catalog's channels (UpgradeEdges): the
+// frozen releases in bundles/, this tree's bundle/ when it is an older version (a
+// test-only release generated beside it), and the release being generated.
+func releaseEdges(o Options, name string, version semver.Version) (CatalogEntry, error) {
+	dirs, err := filepath.Glob(filepath.Join(o.Root, "bundles", "*"))
+	if err != nil {
+		return CatalogEntry{}, err
+	}
+	if _, err := os.Stat(filepath.Join(o.Root, "bundle", "manifests")); err == nil {
+		dirs = append(dirs, filepath.Join(o.Root, "bundle"))
+	}
+	this := CatalogRelease{Name: name, Version: version, Linstor: upgrade.Current.Target}
+	all := []CatalogRelease{this}
+	for _, dir := range dirs {
+		r, err := ReadCatalogRelease(dir)
+		if err != nil {
+			return CatalogEntry{}, err
+		}
+		if r.Version.LT(version) {
+			all = append(all, r)
+		}
+	}
+	return UpgradeEdges(this, all)
+}
+
+// ManagedByOLM is the app.kubernetes.io/managed-by of every object of the bundle: OLM
+// creates and updates them (config/ says kustomize, which deploys them without OLM).
+const ManagedByOLM = "olm"
+
+func managedByOLM(labels map[string]string) map[string]string {
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[names.LabelManagedBy] = ManagedByOLM
+	return labels
+}
 
 func parseSemver(v string) (semver.Version, error) { return semver.Parse(v) }
 

@@ -236,6 +236,7 @@ func writeRBACObjects(dir string, objects []client.Object) error {
 			apiVersion = group + "/v1"
 		}
 		o.GetObjectKind().SetGroupVersionKind(schema.FromAPIVersionAndKind(apiVersion, kind))
+		o.SetLabels(managedByOLM(o.GetLabels()))
 		if err := writeYAML(filepath.Join(dir, bundleFileName(o, kind, group)), o); err != nil {
 			return err
 		}

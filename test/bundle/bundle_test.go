@@ -115,7 +115,8 @@ func problems(csv *operatorsv1alpha1.ClusterServiceVersion, crds []*apiextension
 			out = append(out, "alm-example "+kind+" is not an owned CRD")
 			continue
 		}
-		if len(d.Resources) == 0 && kind != "LinstorNodeConnection" {
+		// scorecard's olm-crds-have-resources: every owned CRD lists what it creates or affects.
+		if len(d.Resources) == 0 {
 			out = append(out, kind+": no resources listed")
 		}
 		paths := map[string]bool{}
@@ -244,6 +245,13 @@ func TestChecksCatchMistakes(t *testing.T) {
 		{"removed related image", func(c *operatorsv1alpha1.ClusterServiceVersion) {
 			c.Spec.RelatedImages = c.Spec.RelatedImages[:len(c.Spec.RelatedImages)-1]
 		}, "relatedImages lacks"},
+		{"owned CRD without resources", func(c *operatorsv1alpha1.ClusterServiceVersion) {
+			for i, d := range c.Spec.CustomResourceDefinitions.Owned {
+				if d.Kind == "LinstorNodeConnection" {
+					c.Spec.CustomResourceDefinitions.Owned[i].Resources = nil
+				}
+			}
+		}, "LinstorNodeConnection: no resources listed"},
 		{"extra install mode", func(c *operatorsv1alpha1.ClusterServiceVersion) {
 			c.Spec.InstallModes[0].Supported = true
 		}, "must be supported only for AllNamespaces"},

@@ -93,7 +93,7 @@ func TestCatalogChannelsFollowLinstorLines(t *testing.T) {
 			continue
 		}
 		for i, e := range c.Entries {
-			if entries[i].Name != e.Name || entries[i].Replaces != e.Replaces || entries[i].SkipRange != e.SkipRange {
+			if entries[i].Name != e.Name || entries[i].Replaces != e.Replaces || !slices.Equal(entries[i].Skips, e.Skips) || entries[i].SkipRange != e.SkipRange {
 				t.Errorf("channel %s entry %d: %+v, want %+v", c.Name, i, entries[i], e)
 			}
 		}

@@ -112,6 +112,10 @@ const (
 	// ReasonNodeEvicted: LINSTOR evicted the node and the operator does not restore it
 	// yet; the message says what it waits for.
 	ReasonNodeEvicted = "NodeEvicted"
+	// ReasonDriverToolkitMissing: the node runs RHCOS and the cluster's driver-toolkit
+	// ImageStream has no image for its version, so no DRBD loader (and no satellite) runs
+	// there; the message names the version and the ImageStream.
+	ReasonDriverToolkitMissing = "DriverToolkitMissing"
 )
 
 // Reasons of the LinstorSatelliteConfiguration's Applied condition (besides
@@ -146,4 +150,7 @@ const (
 	ReasonLastBackupFailed = "LastBackupFailed"
 	// ReasonRetentionFailed: old backups could not be deleted from the bucket.
 	ReasonRetentionFailed = "RetentionFailed"
+	// ReasonVolumeShipmentsFailed: LINSTOR's last shipment of some resources to the
+	// bucket failed (spec.volumes); the message names how many and the first ones.
+	ReasonVolumeShipmentsFailed = "VolumeShipmentsFailed"
 )

@@ -153,8 +153,14 @@ type VolumeBackupStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Resources Not Scheduled",xDescriptors={"urn:alm:descriptor:text"}
 	NotScheduled int32 `json:"notScheduled,omitempty"`
-	// resources lists each resource's last shipped backup, next one and the reason it
-	// is not shipped: those not shipped first, then the oldest (at most 100).
+	// failed counts the resources whose last shipment failed (read from LINSTOR's
+	// backup list of the remote; a later good shipment clears it).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Resources Failed",xDescriptors={"urn:alm:descriptor:text"}
+	Failed int32 `json:"failed,omitempty"`
+	// resources lists each resource's last shipped backup, next one, its failure and the
+	// reason it is not shipped: those not scheduled first, then those whose last
+	// shipment failed, then the oldest shipped (at most 100).
 	// +kubebuilder:validation:MaxItems=100
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Resources",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:hidden"}
@@ -167,11 +173,17 @@ type ResourceBackupStatus struct {
 	// +required
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Resource",xDescriptors={"urn:alm:descriptor:text"}
 	Name string `json:"name"`
-	// lastShipped is when its last scheduled backup was shipped; lastIncremental says
-	// whether it was incremental.
+	// lastShipped is when the snapshot of its newest backup in the bucket was taken (a
+	// shipment LINSTOR completed); lastIncremental says whether it was incremental.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Shipped",xDescriptors={"urn:alm:descriptor:text"}
 	LastShipped *metav1.Time `json:"lastShipped,omitempty"`
+	// lastBackup is that backup's id in LINSTOR (`linstor backup list`; restore it with
+	// `linstor backup restore ... --id`).
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Backup",xDescriptors={"urn:alm:descriptor:text"}
+	LastBackup string `json:"lastBackup,omitempty"`
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Was Incremental",xDescriptors={"urn:alm:descriptor:text"}
 	LastIncremental bool `json:"lastIncremental,omitempty"`
@@ -187,7 +199,22 @@ type ResourceBackupStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Not Shipped Because",xDescriptors={"urn:alm:descriptor:text"}
 	Reason string `json:"reason,omitempty"`
+	// lastFailed is when the snapshot of its last shipment, which failed, was taken; set
+	// only while no later shipment succeeded.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Failed",xDescriptors={"urn:alm:descriptor:text"}
+	LastFailed *metav1.Time `json:"lastFailed,omitempty"`
+	// lastFailure says what LINSTOR reports of that failure: its message where LINSTOR
+	// gives one, else how LINSTOR's backup list shows it (LINSTOR keeps the cause in
+	// its error reports: linstor error-reports list).
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Failure",xDescriptors={"urn:alm:descriptor:text"}
+	LastFailure string `json:"lastFailure,omitempty"`
 }
+
+// MaxVolumeFailureMessage bounds status.volumes.resources[].lastFailure.
+const MaxVolumeFailureMessage = 512
 
 // BackupRetention bounds how many backups a schedule keeps and for how long.
 // +kubebuilder:validation:XValidation:rule="has(self.keepLast) || has(self.maxAge)",message="retention needs keepLast, maxAge or both"

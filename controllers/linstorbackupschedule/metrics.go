@@ -20,7 +20,7 @@ var (
 	}, []string{"namespace", "schedule", "cluster"})
 	volumeResources = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "linstor_operator_volume_backup_resources",
-		Help: "Resources of a LinstorBackupSchedule's LINSTOR volume shipping by state: shipped, waiting (scheduled, nothing shipped yet), not_scheduled (LINSTOR gives a reason).",
+		Help: "Resources of a LinstorBackupSchedule's LINSTOR volume shipping by state: shipped, waiting (scheduled, nothing shipped yet), not_scheduled (LINSTOR gives a reason), failed (its last shipment failed; it may also count as shipped).",
 	}, []string{"namespace", "schedule", "state"})
 )
 
@@ -38,6 +38,7 @@ func recordMetrics(s *linstorv1.LinstorBackupSchedule) {
 		volumeResources.WithLabelValues(s.Namespace, s.Name, "shipped").Set(float64(v.Shipped))
 		volumeResources.WithLabelValues(s.Namespace, s.Name, "waiting").Set(float64(v.Scheduled - v.Shipped))
 		volumeResources.WithLabelValues(s.Namespace, s.Name, "not_scheduled").Set(float64(v.NotScheduled))
+		volumeResources.WithLabelValues(s.Namespace, s.Name, "failed").Set(float64(v.Failed))
 	}
 }
 

@@ -91,6 +91,9 @@ func updateStatus(s *scope, passErr error) {
 		if c.Status == metav1.ConditionFalse && degraded.Status == metav1.ConditionFalse {
 			degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, c.Reason, "volume backups: "+c.Message
 		}
+		if reason, msg := volumeFailures(st.Volumes); reason != "" && degraded.Status == metav1.ConditionFalse {
+			degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, reason, msg
+		}
 	} else {
 		st.Volumes = nil
 		meta.RemoveStatusCondition(&st.Conditions, linstorv1.ConditionConfigured)

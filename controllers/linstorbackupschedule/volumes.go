@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	lapi "github.com/LINBIT/golinstor/client"
@@ -33,7 +34,8 @@ type volumeScope struct {
 
 // reconcileVolumes keeps LINSTOR's S3 remote, backup schedule and its enables as
 // spec.volumes asks, and reads LINSTOR's shipping of each resource (O(1) requests: the
-// remotes, the schedules, the resource groups, the controller's properties, one view).
+// remotes, the schedules, the resource groups, the controller's properties, one view,
+// the remote's backup list).
 func (r *Reconciler) reconcileVolumes(ctx context.Context, s *scope) (ctrl.Result, error) {
 	sc := s.schedule
 	if sc.DeletionTimestamp != nil || sc.Spec.Volumes == nil {
@@ -109,7 +111,15 @@ func (r *Reconciler) reconcileVolumes(ctx context.Context, s *scope) (ctrl.Resul
 		v.reason, v.message = linstorv1.ReasonLinstorError, "reading LINSTOR's schedules-by-resource view: "+err.Error()
 		return ctrl.Result{RequeueAfter: volumePoll}, nil
 	}
-	v.status.Scheduled, v.status.Shipped, v.status.NotScheduled, v.status.Resources = volumebackup.Summarize(rows)
+	// After the view: a shipment the view saw start is in the list (shipping, shipped
+	// or failed) unless it failed before reaching the bucket.
+	backups, err := linstor.ShippedBackups(ctx, conn, d.Remote.RemoteName)
+	if err != nil {
+		v.reason, v.message = linstorv1.ReasonLinstorError, fmt.Sprintf("reading LINSTOR's list of backups in remote %s: %v", d.Remote.RemoteName, err)
+		return ctrl.Result{RequeueAfter: volumePoll}, nil
+	}
+	sum := volumebackup.Summarize(rows, backups)
+	v.status.Scheduled, v.status.Shipped, v.status.NotScheduled, v.status.Failed, v.status.Resources = sum.Scheduled, sum.Shipped, sum.NotScheduled, sum.Failed, sum.Resources
 	return ctrl.Result{RequeueAfter: volumePoll}, nil
 }
 
@@ -183,13 +193,38 @@ func (r *Reconciler) removeVolumeSchedule(ctx context.Context, s *scope) error {
 	return client.IgnoreNotFound(r.Client.Update(ctx, sc))
 }
 
+// maxNamedFailures is how many failed resources the Degraded message names.
+const maxNamedFailures = 3
+
+// volumeFailures is the Degraded condition's reason and message when LINSTOR's last
+// shipment of some resources failed ("" when none did).
+func volumeFailures(v *linstorv1.VolumeBackupStatus) (reason, message string) {
+	if v == nil || v.Failed == 0 {
+		return "", ""
+	}
+	names := volumebackup.FailedNames(v.Resources, maxNamedFailures)
+	named := strings.Join(names, ", ")
+	if more := int(v.Failed) - len(names); more > 0 {
+		named += fmt.Sprintf(" and %d more", more)
+	}
+	message = fmt.Sprintf("LINSTOR's last shipment of %d resources to remote %s failed: %s", v.Failed, v.Remote, named)
+	for _, r := range v.Resources {
+		if r.LastFailed != nil {
+			message += fmt.Sprintf(" (%s: %s)", r.Name, r.LastFailure)
+			break
+		}
+	}
+	return linstorv1.ReasonVolumeShipmentsFailed, message + "; see status.volumes.resources"
+}
+
 func volumeCondition(s *scope) *metav1.Condition {
 	v := s.volumes
 	if v == nil {
 		return nil
 	}
 	c := &metav1.Condition{Type: linstorv1.ConditionConfigured, Status: metav1.ConditionTrue, Reason: linstorv1.ReasonAsExpected, ObservedGeneration: s.schedule.Generation,
-		Message: fmt.Sprintf("LINSTOR ships %d resources to remote %s on schedule %s (%d shipped, %d not scheduled)", v.status.Scheduled, v.status.Remote, v.status.Schedule, v.status.Shipped, v.status.NotScheduled)}
+		Message: fmt.Sprintf("LINSTOR ships %d resources to remote %s on schedule %s (%d shipped, %d failed, %d not scheduled)", v.status.Scheduled, v.status.Remote,
+			v.status.Schedule, v.status.Shipped, v.status.Failed, v.status.NotScheduled)}
 	if v.reason != "" {
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, v.reason, v.message
 	}

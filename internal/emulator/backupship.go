@@ -699,7 +699,9 @@ func (e *Emulator) fillMeta(meta *backupMeta, rscName, rdUUID string, snap *snap
 	meta.LayerData = *layer
 }
 
-// backupJSON is JsonGenTypes.Backup (NON_EMPTY: false is written, null is not).
+// backupJSON is JsonGenTypes.Backup (NON_EMPTY: false is written, null is not). Its
+// fail_messages is left out: declared in JsonGenTypes, but Json.apiToBackup never sets
+// it (v1.33.3), so a failed shipment says only success and shipping false.
 type backupJSON struct {
 	ID                string             `json:"id"`
 	StartTime         string             `json:"start_time,omitempty"`

@@ -427,6 +427,50 @@ func TestShipmentToAnUnreachableBucket(t *testing.T) {
 	}
 }
 
+// A shipment that fails after part of it reached the bucket (the S3 server refuses the
+// second volume's object): the first volume's object stays without a meta file, and the
+// list shows the backup by it, with shipping and success false from the snapshot's
+// Failed status (CtrlBackupApiCallHandler.getBackupFromVolumeKey), its id the full
+// backup id, and no fail_messages: the server never writes it (Json.apiToBackup).
+// The answer is checked against the spec.
+func TestFailedShipmentListedByItsVolumeObjects(t *testing.T) {
+	w := newBackupWorld(t, true)
+	h, emu, ctx := w.h, w.h.emu, context.Background()
+	proxy, err := s3server.StartFaults(w.s3)
+	must(t, err)
+	t.Cleanup(proxy.Close)
+	must(t, h.client.Encryption.Create(ctx, lapi.Passphrase{NewPassphrase: "s3cret"}))
+	must(t, emu.PlaceResource("pvc-1", "n1", "thin", false))
+	if status, _ := h.call(t, "POST", "/v1/resource-definitions/pvc-1/volume-definitions", map[string]any{"volume_definition": map[string]any{"size_kib": 4096}}); status != http.StatusOK {
+		t.Fatalf("second volume: HTTP %d", status)
+	}
+	must(t, emu.WriteVolumeData("pvc-1", 0, []byte("volume 0")))
+	must(t, emu.WriteVolumeData("pvc-1", 1, []byte("volume 1")))
+	remote := w.remote("offsite")
+	remote["endpoint"] = proxy.Endpoint
+	if status, _ := h.call(t, "POST", "/v1/remotes/s3", remote); status != http.StatusOK {
+		t.Fatalf("remote: HTTP %d", status)
+	}
+	must(t, proxy.FailNext(100, http.StatusForbidden, "AccessDenied", func(r *http.Request) bool {
+		return r.Method == http.MethodPut && strings.Contains(r.URL.Path, "_00001_")
+	}))
+	snap, err := h.client.Backup.Create(ctx, "offsite", lapi.BackupCreate{RscName: "pvc-1"})
+	must(t, err)
+	w.wait(t)
+	if keys := w.keys(t); !slices.Equal(keys, []string{"pvc-1_00000_" + snap}) {
+		t.Fatalf("bucket = %q, want only the first volume's object", keys)
+	}
+	var raw map[string]map[string]map[string]any
+	h.raw(t, "GET", "/v1/remotes/offsite/backups", nil, &raw)
+	got, ok := raw["linstor"]["pvc-1_"+snap]
+	if !ok || got["success"] != false || got["shipping"] != false || got["origin_rsc"] != "pvc-1" || got["start_timestamp"] == nil {
+		t.Fatalf("backups = %v, want pvc-1_%s with success and shipping false", raw, snap)
+	}
+	if _, set := got["fail_messages"]; set {
+		t.Errorf("fail_messages = %v: the server never writes it", got["fail_messages"])
+	}
+}
+
 // A schedule fires on the emulator's clock: the first run is the earlier of the next
 // full and incremental cron time; after a full, keep_remote deletes the older full
 // backups (with what is based on them) from the bucket; a failure with RETRY runs again

@@ -13,10 +13,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	lapi "github.com/LINBIT/golinstor/client"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
@@ -149,49 +147,6 @@ func sameSchedule(a, b linstor.Schedule) bool {
 	}
 	return a.FullCron == b.FullCron && a.IncCron == b.IncCron && eq(a.KeepLocal, b.KeepLocal) && eq(a.KeepRemote, b.KeepRemote) &&
 		onFailure(a.OnFailure) == onFailure(b.OnFailure) && (onFailure(b.OnFailure) != "RETRY" || eq(a.MaxRetries, b.MaxRetries))
-}
-
-// Summarize turns LINSTOR's schedules-by-resource view into the status: counts, and the
-// resources not shipped first, then the longest without a shipment (at most
-// linstorv1.MaxListedVolumeBackups).
-func Summarize(rows []linstor.ScheduledResource) (scheduled, shipped, notScheduled int32, list []linstorv1.ResourceBackupStatus) {
-	for _, r := range rows {
-		s := linstorv1.ResourceBackupStatus{Name: r.Resource, Reason: r.Reason}
-		if r.Reason != "" {
-			notScheduled++
-		} else {
-			scheduled++
-			if r.LastSnapTime >= 0 {
-				shipped++
-				t := metav1.NewTime(time.UnixMilli(r.LastSnapTime).UTC())
-				s.LastShipped, s.LastIncremental = &t, r.LastSnapInc
-			}
-			if r.NextExecTime < 0 {
-				s.Running = true
-			} else {
-				t := metav1.NewTime(time.UnixMilli(r.NextExecTime).UTC())
-				s.Next = &t
-			}
-		}
-		list = append(list, s)
-	}
-	sort.SliceStable(list, func(i, j int) bool {
-		a, b := list[i], list[j]
-		if (a.Reason != "") != (b.Reason != "") {
-			return a.Reason != ""
-		}
-		if (a.LastShipped == nil) != (b.LastShipped == nil) {
-			return a.LastShipped == nil
-		}
-		if a.LastShipped != nil && !a.LastShipped.Equal(b.LastShipped) {
-			return a.LastShipped.Before(b.LastShipped)
-		}
-		return a.Name < b.Name
-	})
-	if len(list) > linstorv1.MaxListedVolumeBackups {
-		list = list[:linstorv1.MaxListedVolumeBackups]
-	}
-	return scheduled, shipped, notScheduled, list
 }
 
 // Describe says an action in words, for Events.

@@ -69,30 +69,6 @@ func TestPlan(t *testing.T) {
 	}
 }
 
-func TestSummarize(t *testing.T) {
-	rows := []linstor.ScheduledResource{
-		{Resource: "pvc-ok", LastSnapTime: 2000, NextExecTime: 9000},
-		{Resource: "pvc-old", LastSnapTime: 1000, NextExecTime: 9000, LastSnapInc: true},
-		{Resource: "pvc-new", LastSnapTime: -1, NextExecTime: 9000},
-		{Resource: "pvc-running", LastSnapTime: 1500, NextExecTime: -1},
-		{Resource: "pvc-diskless", Reason: "no diskful replica"},
-	}
-	scheduled, shipped, not, list := Summarize(rows)
-	if scheduled != 4 || shipped != 3 || not != 1 {
-		t.Fatalf("scheduled %d shipped %d not %d", scheduled, shipped, not)
-	}
-	var order []string
-	for _, r := range list {
-		order = append(order, r.Name)
-	}
-	if want := []string{"pvc-diskless", "pvc-new", "pvc-old", "pvc-running", "pvc-ok"}; !reflect.DeepEqual(order, want) {
-		t.Fatalf("order %v; want %v", order, want)
-	}
-	if !list[3].Running || list[3].Next != nil || !list[2].LastIncremental {
-		t.Fatalf("running/incremental not kept: %+v", list)
-	}
-}
-
 func TestName(t *testing.T) {
 	if got := Name("offsite.site-a"); got != "offsite_site-a" {
 		t.Fatal(got)

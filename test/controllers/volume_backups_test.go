@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/internal/s3server"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 )
 
@@ -103,4 +105,115 @@ func TestVolumeBackupsShipThroughLinstor(t *testing.T) {
 	backups, err := lc.Backup.GetAll(ctx, "offsite", "pvc-vol", "")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(backups.Linstor).NotTo(BeEmpty(), "deleting the schedule deleted a backup")
+}
+
+// A shipment that fails shows per resource, from a real fault: the S3 server refuses
+// LINSTOR's writes of two resources' objects (one of them only its second volume, so
+// its first volume's object is in the bucket without a meta file). The status names
+// each failed resource, when and why, the Degraded condition counts them and names
+// them, the good resource shows its backup; the LINSTOR requests per pass do not
+// grow with the resources (one backup list per view). The next day, with the fault
+// gone, the shipments succeed and the failures are cleared.
+func TestVolumeBackupFailuresShowPerResource(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	srv := s3Bucket(t, "linstor-flaky")
+	proxy, err := s3server.StartFaults(srv)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(proxy.Close)
+	ns, cluster := availableCluster(t, "volfl", linstorv1.LinstorSatelliteConfigurationSpec{StoragePools: []linstorv1.StoragePool{thinPool}}, "volfl-a")
+	backupSecrets(t, ns, srv, newIdentity(t))
+	target := backupTarget(ns, "flaky", srv, "linstor-flaky")
+	target.Spec.S3.Endpoint = proxy.Endpoint
+	g.Expect(env.Client.Create(ctx, target)).To(Succeed())
+	availableTarget(g, ns, "flaky")
+	lc := emulatorClient(t)
+	for _, rd := range []string{"pvc-shipok", "pvc-shipbad", "pvc-shiptwo"} {
+		g.Expect(emu.PlaceResource(rd, "volfl-a", "thin", true)).To(Succeed())
+		g.Expect(emu.WriteVolumeData(rd, 0, []byte("the data of "+rd))).To(Succeed())
+	}
+	g.Expect(lc.ResourceDefinitions.CreateVolumeDefinition(ctx, "pvc-shiptwo", lapi.VolumeDefinitionCreate{VolumeDefinition: lapi.VolumeDefinition{SizeKib: 4096}})).To(Succeed())
+	g.Expect(emu.WriteVolumeData("pvc-shiptwo", 1, []byte("the second volume"))).To(Succeed())
+	clock := time.Date(2026, 12, 5, 1, 59, 0, 0, time.UTC)
+	emu.SetClock(func() time.Time { return clock })
+	t.Cleanup(func() { emu.SetClock(nil) })
+
+	s := &linstorv1.LinstorBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "flaky-volumes", Namespace: ns}, Spec: linstorv1.LinstorBackupScheduleSpec{
+		ClusterRef: linstorv1.ClusterReference{Name: cluster.Name}, TargetRef: &linstorv1.BackupTargetReference{Name: "flaky"}, Schedule: "0 3 * * *",
+		Volumes: &linstorv1.VolumeBackupSpec{FullSchedule: "0 2 * * *"}}}
+	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		st := get(g, ns, "flaky-volumes", &linstorv1.LinstorBackupSchedule{}).Status
+		c := condition(st.Conditions, linstorv1.ConditionConfigured)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		g.Expect(st.Volumes.Scheduled).To(BeNumerically(">=", 3))
+	}, timeout, tick).Should(Succeed())
+
+	// 02:00: the S3 server refuses pvc-shipbad's objects and pvc-shiptwo's second volume.
+	refused := func(r *http.Request) bool {
+		return r.Method == http.MethodPut && (strings.Contains(r.URL.Path, "/pvc-shipbad_") || strings.Contains(r.URL.Path, "/pvc-shiptwo_00001_"))
+	}
+	g.Expect(proxy.FailNext(1000, http.StatusForbidden, "AccessDenied", refused)).To(Succeed())
+	clock = clock.Add(time.Minute)
+	shippedAt := clock
+	g.Expect(emu.RunDueSchedules(ctx)).To(BeNumerically(">=", 3))
+	g.Expect(emu.WaitForBackups(ctx)).To(Succeed())
+	emu.ResetRequests()
+	rowOf := func(st linstorv1.LinstorBackupScheduleStatus, name string) linstorv1.ResourceBackupStatus {
+		for _, r := range st.Volumes.Resources {
+			if r.Name == name {
+				return r
+			}
+		}
+		return linstorv1.ResourceBackupStatus{}
+	}
+	g.Eventually(func(g Gomega) {
+		wake(g, ns, "flaky-volumes")
+		st := get(g, ns, "flaky-volumes", &linstorv1.LinstorBackupSchedule{}).Status
+		g.Expect(st.Volumes.Failed).To(Equal(int32(2)), "%+v", st.Volumes.Resources)
+		bad := rowOf(st, "pvc-shipbad")
+		g.Expect(bad.LastFailed).NotTo(BeNil())
+		g.Expect(bad.LastFailed.Time).To(BeTemporally("==", shippedAt))
+		g.Expect(bad.LastFailure).To(ContainSubstring("neither in the bucket nor shipping"))
+		g.Expect(bad.LastShipped).To(BeNil())
+		two := rowOf(st, "pvc-shiptwo")
+		g.Expect(two.LastFailed).NotTo(BeNil())
+		g.Expect(two.LastFailure).To(ContainSubstring("LINSTOR lists backup pvc-shiptwo_back_20261205_020000 as failed"))
+		ok := rowOf(st, "pvc-shipok")
+		g.Expect(ok.LastFailed).To(BeNil())
+		g.Expect(ok.LastShipped).NotTo(BeNil())
+		g.Expect(ok.LastShipped.Time).To(BeTemporally("==", shippedAt))
+		g.Expect(ok.LastBackup).To(Equal("pvc-shipok_back_20261205_020000"))
+		g.Expect(st.Volumes.Resources[0].LastFailed).NotTo(BeNil(), "failed resources are listed first")
+		c := condition(st.Conditions, linstorv1.ConditionDegraded)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		g.Expect(c.Reason).To(Equal(linstorv1.ReasonVolumeShipmentsFailed))
+		g.Expect(c.Message).To(And(ContainSubstring("2 resources"), ContainSubstring("pvc-shipbad"), ContainSubstring("pvc-shiptwo")))
+	}, timeout, tick).Should(Succeed())
+	counts := emu.RequestCounts()
+	views, lists := counts["GET /v1/view/schedules-by-resource"], counts["GET /v1/remotes/{remote}/backups"]
+	g.Expect(views).To(BeNumerically(">=", 1))
+	g.Expect(lists).To(Equal(views), "one backup list per pass, whatever the number of resources: %v", counts)
+	g.Expect(counts).NotTo(HaveKey("GET /v1/view/schedules-by-resource/{rd}"))
+	t.Logf("LINSTOR requests until the status showed the failures: %d views, %d backup lists", views, lists)
+
+	// The next day the S3 server takes everything: the shipments succeed, the failures clear.
+	g.Expect(proxy.PassThrough()).To(Succeed())
+	clock = time.Date(2026, 12, 6, 2, 0, 0, 0, time.UTC)
+	g.Expect(emu.RunDueSchedules(ctx)).To(BeNumerically(">=", 3))
+	g.Expect(emu.WaitForBackups(ctx)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		wake(g, ns, "flaky-volumes")
+		st := get(g, ns, "flaky-volumes", &linstorv1.LinstorBackupSchedule{}).Status
+		g.Expect(st.Volumes.Failed).To(BeZero(), "%+v", st.Volumes.Resources)
+		for _, name := range []string{"pvc-shipbad", "pvc-shiptwo", "pvc-shipok"} {
+			r := rowOf(st, name)
+			g.Expect(r.LastFailed).To(BeNil(), name)
+			g.Expect(r.LastFailure).To(BeEmpty(), name)
+			g.Expect(r.LastShipped).NotTo(BeNil(), name)
+			g.Expect(r.LastShipped.Time).To(BeTemporally("==", clock), name)
+		}
+		c := condition(st.Conditions, linstorv1.ConditionDegraded)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse), c.Message)
+	}, timeout, tick).Should(Succeed())
 }

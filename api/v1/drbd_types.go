@@ -10,7 +10,8 @@ const (
 	// DRBDModuleLoaderAuto chooses the strategy from the node's status.nodeInfo.osImage.
 	DRBDModuleLoaderAuto DRBDModuleLoader = "Auto"
 	// DRBDModuleLoaderCompile builds DRBD from source against the host's kernel headers
-	// (the loader's LB_HOW=compile), which the host must have installed.
+	// (the loader's LB_HOW=compile), which the host must have installed; on RHCOS, against
+	// those of the cluster's Driver Toolkit image for the node's RHCOS version.
 	DRBDModuleLoaderCompile DRBDModuleLoader = "Compile"
 	// DRBDModuleLoaderShippedModules loads a module built in advance for the running kernel
 	// and shipped in the loader image (LB_HOW=shipped_modules); no kernel headers are needed,

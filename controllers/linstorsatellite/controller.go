@@ -98,6 +98,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=apps,namespace=system,resources=daemonsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",namespace=system,resources=pods,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=policy,namespace=system,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// The Driver Toolkit ImageStream (openshift/driver-toolkit), read by name for RHCOS nodes.
+// +kubebuilder:rbac:groups=image.openshift.io,resources=imagestreams,resourceNames=driver-toolkit,verbs=get
 
 // Reconcile reads top-down: get, delete or finalizer, scope, phases, status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -192,7 +194,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 				// Readiness decides when an evicted node is restored.
 				// An uncordoned node gets its drain guard back.
 				// A NoExecute taint may be the node being lost (ExpectOffline).
+				// An OpenShift upgrade moves the node to another RHCOS version and kernel,
+				// which need another Driver Toolkit image.
 				return nodeAddressesChanged(old, new) || nodeReadyChanged(old, new) || old.Spec.Unschedulable != new.Spec.Unschedulable ||
+					old.Status.NodeInfo.OSImage != new.Status.NodeInfo.OSImage || old.Status.NodeInfo.KernelVersion != new.Status.NodeInfo.KernelVersion ||
 					!slices.EqualFunc(old.Spec.Taints, new.Spec.Taints, func(a, b corev1.Taint) bool { return a.MatchTaint(&b) && a.Value == b.Value })
 			},
 		})).
@@ -260,6 +265,9 @@ type scope struct {
 	node        *corev1.Node
 	transient   bool
 	workloadErr error
+	// loaderErr: the node's DRBD loader cannot be rendered (an RHCOS version without a
+	// Driver Toolkit image); the satellite is not applied.
+	loaderErr error
 	// renderInvalid: workloadErr is the spec's fault (a refused pod-template patch).
 	renderInvalid bool
 	// workloadPending says why the satellite's pod is not applied yet (not a fault).

@@ -2,6 +2,7 @@ package linstorsatellite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -23,6 +24,7 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/controllers/reconciler"
+	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/props"
@@ -47,7 +49,19 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, s *scope) (ctrl.Resu
 	if d := s.cluster.Status.Deployed; d != nil {
 		imgs = imgs.ForLinstor(d.Satellites)
 	}
-	objs, err := render.Satellite(s.cluster, s.sat, node, imgs)
+	toolkit, err := r.driverToolkit(ctx, node)
+	if err != nil {
+		s.workloadErr = err
+		return ctrl.Result{}, err
+	}
+	objs, err := render.Satellite(s.cluster, s.sat, node, imgs.WithDriverToolkit(toolkit))
+	var noToolkit *images.DriverToolkitMissingError
+	if errors.As(err, &noToolkit) {
+		// The satellite is left as it runs: a loader without the headers of the node's
+		// kernel cannot build DRBD. Nothing watches the ImageStream: look again.
+		s.loaderErr = err
+		return ctrl.Result{RequeueAfter: r.poll()}, nil
+	}
 	if err == nil {
 		// The merged patches come last, on the pod as it will run.
 		objs, err = render.WithSatellitePatches(s.cluster, s.sat, render.WithCAReferences(s.cluster, objs))

@@ -93,6 +93,8 @@ func degradation(s *scope) (reason, message string) {
 		return linstorv1.ReasonNoAddressInIPFamilies, s.nodeErr.Error()
 	case s.nodeErr != nil:
 		return linstorv1.ReasonInvalidSpec, s.nodeErr.Error()
+	case s.loaderErr != nil:
+		return linstorv1.ReasonDriverToolkitMissing, "Satellite workload not applied: " + s.loaderErr.Error()
 	case s.workloadErr != nil:
 		return specOr(s.renderInvalid), "Satellite workload: " + s.workloadErr.Error()
 	case s.netifErr != nil:

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/netif"
 	"github.com/linstor-operator/linstor-operator/pkg/storagepool"
 )
@@ -42,6 +43,12 @@ func TestDegradation(t *testing.T) {
 			linstorv1.ReasonNoAddressInIPFamilies, ""},
 		{"the Kubernetes node is missing", func(s *scope) { s.nodeErr = errors.New("kubernetes node n1: not found") },
 			linstorv1.ReasonInvalidSpec, "kubernetes node n1: not found"},
+		{"an RHCOS version without a Driver Toolkit image, before any workload error",
+			func(s *scope) {
+				s.loaderErr = &images.DriverToolkitMissingError{Version: "419.96.202411202233-0", Why: "ImageStream openshift/driver-toolkit has no tag 419.96.202411202233-0 (RHCOS tags: none)"}
+				s.workloadErr = boom
+			},
+			linstorv1.ReasonDriverToolkitMissing, "Satellite workload not applied: no Driver Toolkit image for RHCOS 419.96.202411202233-0: ImageStream openshift/driver-toolkit has no tag 419.96.202411202233-0 (RHCOS tags: none)"},
 		{"a refused pod-template patch", func(s *scope) { s.workloadErr, s.renderInvalid = boom, true },
 			linstorv1.ReasonInvalidSpec, "Satellite workload: boom"},
 		{"an apply error is no spec problem, whatever else is invalid",

@@ -31,6 +31,12 @@ var nodeOSes = []string{
 	"Talos (v1.7.0)", "",
 }
 
+// driverToolkit is the cluster's Driver Toolkit for the RHCOS node of nodeOSes: an image
+// of the OpenShift release, read from the cluster, never one of the CSV's.
+const driverToolkitImage = "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:1328c4e7944b6d8eda40a8f789471a1aec63abda75ac1199ce098b965ec16709"
+
+var driverToolkit = images.DriverToolkit{Images: map[string]string{"416.94.202410211619-0": driverToolkitImage}}
+
 // renderedImages renders every component of a full cluster with set, the way the
 // controllers do: CSI and the HA controller with the release's set, the LINSTOR
 // controller and the satellites (one node of each operating system) once for every
@@ -53,7 +59,7 @@ func renderedImages(t *testing.T, set images.Set) map[string][]string {
 	add(render.SatelliteConfig(cluster), nil)
 	add(render.NetworkPolicy(cluster), nil)
 	for _, v := range upgrade.Current.Runnable {
-		imgs := set.ForLinstor(v.String())
+		imgs := set.ForLinstor(v.String()).WithDriverToolkit(driverToolkit)
 		add(render.Controller(cluster, imgs))
 		for i, osImage := range nodeOSes {
 			name := fmt.Sprintf("node-%d", i)
@@ -86,6 +92,9 @@ func renderedImages(t *testing.T, set images.Set) map[string][]string {
 			continue
 		}
 		for _, c := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
+			if c.Image == driverToolkitImage {
+				continue // the OpenShift release's own image, which its mirror carries
+			}
 			who := o.GetName() + "/" + c.Name
 			if !slices.Contains(used[c.Image], who) {
 				used[c.Image] = append(used[c.Image], who)

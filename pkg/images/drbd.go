@@ -15,9 +15,11 @@ const (
 	// LibModulesHeaders: /usr/src does not exist on a read-only /usr (Flatcar); the
 	// loader compiles DRBD with only /lib/modules from the host.
 	LibModulesHeaders
-	// NoHeaders: the host has no kernel headers (RHCOS). Only a module built in advance
-	// for the running kernel, shipped in the loader image, can be loaded.
-	NoHeaders
+	// DriverToolkitHeaders: the host has no kernel headers (RHCOS), and OpenShift
+	// publishes them, for each RHCOS version, in its Driver Toolkit image (DriverToolkit).
+	// The loader compiles DRBD against those. RHCOS enforces SELinux: the loader runs as
+	// spc_t and relabels the modules it built before loading them.
+	DriverToolkitHeaders
 	// OSProvided: the operating system itself ships DRBD 9 and loads it at boot (Talos,
 	// with the drbd system extension); a loader could not build or load one.
 	OSProvided
@@ -29,7 +31,7 @@ var kernelModules = []struct {
 	match *regexp.Regexp
 	km    KernelModules
 }{
-	{regexp.MustCompile(`^Red Hat Enterprise Linux CoreOS`), NoHeaders},
+	{regexp.MustCompile(`^Red Hat Enterprise Linux CoreOS`), DriverToolkitHeaders},
 	{regexp.MustCompile(`^Talos\b`), OSProvided},
 	{regexp.MustCompile(`^Flatcar Container Linux`), LibModulesHeaders},
 }

@@ -34,28 +34,28 @@ const (
 	piraeus                        = "quay.io/piraeusdatastore/"
 	sigStorage                     = "registry.k8s.io/sig-storage/"
 	k8sRegistry                    = "registry.k8s.io/"
-	drbdVersion                    = "v9.2.11"
+	drbdVersion                    = "v9.3.3"
 	fallbackLoaderDistro           = "noble"
 )
 
 // LinstorVersion is the LINSTOR version this release pins.
 const LinstorVersion = "1.33.3"
 
-// defaults is the release's image set.
+// defaults is the release's image set (docs/images.md: versions and their release notes).
 var defaults = map[Component]string{
 	LinstorController: piraeus + "piraeus-server:v" + LinstorVersion,
 	LinstorSatellite:  piraeus + "piraeus-server:v" + LinstorVersion,
-	LinstorCSI:        piraeus + "piraeus-csi:v1.6.3",
-	HAController:      piraeus + "piraeus-ha-controller:v1.2.1",
-	DRBDShutdownGuard: piraeus + "drbd-shutdown-guard:v1.0.0",
-	DRBDReactor:       piraeus + "drbd-reactor:v1.4.1",
-	CSIAttacher:       sigStorage + "csi-attacher:v4.7.0",
-	CSILivenessProbe:  sigStorage + "livenessprobe:v2.14.0",
-	CSIProvisioner:    sigStorage + "csi-provisioner:v5.1.0",
-	CSISnapshotter:    sigStorage + "csi-snapshotter:v8.1.0",
-	CSIResizer:        sigStorage + "csi-resizer:v1.12.0",
-	CSINodeRegistrar:  sigStorage + "csi-node-driver-registrar:v2.12.0",
-	CSIHealthMonitor:  sigStorage + "csi-external-health-monitor-controller:v0.13.0",
+	LinstorCSI:        piraeus + "piraeus-csi:v1.12.0",
+	HAController:      piraeus + "piraeus-ha-controller:v1.3.2",
+	DRBDShutdownGuard: piraeus + "drbd-shutdown-guard:v1.1.2",
+	DRBDReactor:       piraeus + "drbd-reactor:v1.12.0",
+	CSIAttacher:       sigStorage + "csi-attacher:v4.12.0",
+	CSILivenessProbe:  sigStorage + "livenessprobe:v2.19.0",
+	CSIProvisioner:    sigStorage + "csi-provisioner:v6.3.0",
+	CSISnapshotter:    sigStorage + "csi-snapshotter:v8.6.0",
+	CSIResizer:        sigStorage + "csi-resizer:v2.2.1",
+	CSINodeRegistrar:  sigStorage + "csi-node-driver-registrar:v2.17.0",
+	CSIHealthMonitor:  sigStorage + "csi-external-health-monitor-controller:v0.18.0",
 	// An etcd of the 3.6 series, which Kubernetes 1.34 runs on.
 	Etcd:          k8sRegistry + "etcd:3.6.4-0",
 	KubeAPIServer: k8sRegistry + "kube-apiserver:v1.34.2",
@@ -75,19 +75,25 @@ var loaderDistros = []struct {
 	match  *regexp.Regexp
 	distro string
 }{
-	// RHCOS versions are <OpenShift 4.x>.<RHEL>.<build>: OpenShift 4.13 and later run on RHEL 9.
-	{regexp.MustCompile(`^Red Hat Enterprise Linux CoreOS (41[3-9]|4[2-9][0-9])\b`), "almalinux9"},
+	// RHCOS versions are <OpenShift 4.x>.<RHEL>.<build> up to OpenShift 4.18: 4.13 and
+	// later run on RHEL 9. From 4.19 they are <RHEL>.<date>-<n> ("9.6.20250826-1").
+	{regexp.MustCompile(`^Red Hat Enterprise Linux CoreOS ((41[3-9]|4[2-9][0-9])\b|9\.[0-9]+\.)`), "almalinux9"},
+	{regexp.MustCompile(`^Red Hat Enterprise Linux CoreOS 10\.[0-9]+\.`), "almalinux10"},
 	{regexp.MustCompile(`^Red Hat Enterprise Linux CoreOS`), "almalinux8"},
+	{regexp.MustCompile(`^Red Hat Enterprise Linux .*10\.`), "almalinux10"},
 	{regexp.MustCompile(`^Red Hat Enterprise Linux .*7\.`), "centos7"},
 	{regexp.MustCompile(`^Red Hat Enterprise Linux .*8\.`), "almalinux8"},
 	{regexp.MustCompile(`^Red Hat Enterprise Linux .*9\.`), "almalinux9"},
 	{regexp.MustCompile(`^CentOS Linux 7`), "centos7"},
 	{regexp.MustCompile(`^(CentOS Linux 8|AlmaLinux 8|Oracle Linux Server 8\.|Rocky Linux 8)`), "almalinux8"},
 	{regexp.MustCompile(`^(AlmaLinux 9|Oracle Linux Server 9\.|Rocky Linux 9)`), "almalinux9"},
+	{regexp.MustCompile(`^(AlmaLinux 10|Oracle Linux Server 10\.|Rocky Linux 10)`), "almalinux10"},
 	{regexp.MustCompile(`^Ubuntu 18\.04`), "bionic"},
 	{regexp.MustCompile(`^Ubuntu 20\.04`), "focal"},
 	{regexp.MustCompile(`^Ubuntu 22\.04`), "jammy"},
 	{regexp.MustCompile(`^Ubuntu 24\.04`), "noble"},
+	{regexp.MustCompile(`^Ubuntu 26\.04`), "resolute"},
+	{regexp.MustCompile(`^Debian GNU/Linux 13`), "trixie"},
 	{regexp.MustCompile(`^Debian GNU/Linux 12`), "bookworm"},
 	{regexp.MustCompile(`^Debian GNU/Linux 11`), "bullseye"},
 	{regexp.MustCompile(`^Debian GNU/Linux 10`), "buster"},
@@ -104,6 +110,8 @@ type Set struct {
 	// operator is the operator's own image (RELATED_IMAGE_OPERATOR, which the bundle
 	// sets), run by the migration rehearsal's prepare and load steps; "" when unknown.
 	operator string
+	// toolkit is the cluster's Driver Toolkit (WithDriverToolkit), for RHCOS nodes.
+	toolkit DriverToolkit
 }
 
 // Default returns the compiled-in set.
@@ -119,7 +127,17 @@ func Default() Set {
 	return s
 }
 
-func loaderImage(distro string) string { return piraeus + "drbd9-" + distro + ":" + drbdVersion }
+// retiredLoaders are flavours piraeus no longer builds, with the last DRBD version it
+// built them at: their nodes keep that image rather than one that does not exist.
+var retiredLoaders = map[string]string{"centos7": "v9.2.13", "bionic": "v9.2.13", "focal": "v9.2.13", "buster": "v9.2.14"}
+
+func loaderImage(distro string) string {
+	version := drbdVersion
+	if last, ok := retiredLoaders[distro]; ok {
+		version = last
+	}
+	return piraeus + "drbd9-" + distro + ":" + version
+}
 
 // FromEnv overrides the defaults with RELATED_IMAGE_<COMPONENT> and
 // RELATED_IMAGE_DRBD_MODULE_LOADER_<DISTRO> variables. Unknown RELATED_IMAGE_ names are
@@ -216,7 +234,7 @@ func (s Set) ForLinstor(version string) Set {
 	if version == "" || version == LinstorVersion {
 		return s
 	}
-	out := Set{images: map[Component]string{}, loaders: s.loaders, versioned: s.versioned, operator: s.operator}
+	out := Set{images: map[Component]string{}, loaders: s.loaders, versioned: s.versioned, operator: s.operator, toolkit: s.toolkit}
 	for c, img := range s.images {
 		out.images[c] = img
 	}

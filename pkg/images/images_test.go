@@ -13,10 +13,15 @@ func TestDRBDModuleLoader(t *testing.T) {
 		{"Red Hat Enterprise Linux CoreOS 410.84.202207262020-0 (Ootpa)", "almalinux8"},
 		{"Red Hat Enterprise Linux CoreOS 413.92.202307260246-0 (Plow)", "almalinux9"},
 		{"Red Hat Enterprise Linux CoreOS 420.96.202510071214-0 (Plow)", "almalinux9"},
-		{"Red Hat Enterprise Linux Server 7.9 (Maipo)", "centos7"},
+		// OpenShift 4.19 and later: <RHEL>.<date>-<n>.
+		{"Red Hat Enterprise Linux CoreOS 9.6.20250826-1 (Plow)", "almalinux9"},
+		{"Red Hat Enterprise Linux CoreOS 10.1.20260301-0 (Coughlan)", "almalinux10"},
+		{"Red Hat Enterprise Linux Server 7.9 (Maipo)", "centos7:v9.2.13"},
+		{"Red Hat Enterprise Linux 10.0 (Coughlan)", "almalinux10"},
+		{"Red Hat Enterprise Linux 9.10 (Plow)", "almalinux9"},
 		{"Red Hat Enterprise Linux 8.9 (Ootpa)", "almalinux8"},
 		{"Red Hat Enterprise Linux 9.3 (Plow)", "almalinux9"},
-		{"CentOS Linux 7 (Core)", "centos7"},
+		{"CentOS Linux 7 (Core)", "centos7:v9.2.13"},
 		{"CentOS Linux 8", "almalinux8"},
 		{"AlmaLinux 8.9 (Midnight Oncilla)", "almalinux8"},
 		{"Oracle Linux Server 8.9", "almalinux8"},
@@ -24,13 +29,18 @@ func TestDRBDModuleLoader(t *testing.T) {
 		{"AlmaLinux 9.3 (Shamrock Pampas Cat)", "almalinux9"},
 		{"Oracle Linux Server 9.3", "almalinux9"},
 		{"Rocky Linux 9.3 (Blue Onyx)", "almalinux9"},
-		{"Ubuntu 18.04.6 LTS", "bionic"},
-		{"Ubuntu 20.04.6 LTS", "focal"},
+		{"AlmaLinux 10.0 (Purple Lion)", "almalinux10"},
+		{"Rocky Linux 10.0 (Red Quartz)", "almalinux10"},
+		{"Oracle Linux Server 10.0", "almalinux10"},
+		{"Ubuntu 18.04.6 LTS", "bionic:v9.2.13"},
+		{"Ubuntu 20.04.6 LTS", "focal:v9.2.13"},
 		{"Ubuntu 22.04.4 LTS", "jammy"},
 		{"Ubuntu 24.04 LTS", "noble"},
+		{"Ubuntu 26.04 LTS", "resolute"},
+		{"Debian GNU/Linux 13 (trixie)", "trixie"},
 		{"Debian GNU/Linux 12 (bookworm)", "bookworm"},
 		{"Debian GNU/Linux 11 (bullseye)", "bullseye"},
-		{"Debian GNU/Linux 10 (buster)", "buster"},
+		{"Debian GNU/Linux 10 (buster)", "buster:v9.2.14"},
 		{"Flatcar Container Linux by Kinvolk 3815.2.0", "noble"},
 		{"Talos (v1.7.0)", "noble"},
 		{"", "noble"},
@@ -38,7 +48,12 @@ func TestDRBDModuleLoader(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.osImage, func(t *testing.T) {
 			got := s.DRBDModuleLoader(tc.osImage)
-			if want := "quay.io/piraeusdatastore/drbd9-" + tc.distro + ":" + drbdVersion; got != want {
+			// Flavours piraeus no longer builds keep their last image.
+			want := "quay.io/piraeusdatastore/drbd9-" + tc.distro
+			if !strings.Contains(tc.distro, ":") {
+				want += ":v9.3.3"
+			}
+			if got != want {
 				t.Errorf("DRBDModuleLoader(%q) = %s, want %s", tc.osImage, got, want)
 			}
 		})
@@ -78,7 +93,7 @@ func TestFromEnv(t *testing.T) {
 		"defaults":               "quay.io/piraeusdatastore/piraeus-server:v1.33.3|quay.io/piraeusdatastore/piraeus-server:v1.33.3",
 		"override a component":   "mirror.local/csi@sha256:abc",
 		"override a loader":      "mirror.local/drbd:1",
-		"operator image ignored": "quay.io/piraeusdatastore/piraeus-csi:v1.6.3",
+		"operator image ignored": "quay.io/piraeusdatastore/piraeus-csi:v1.12.0",
 	}
 	var related []string
 	for _, r := range Default().Related() {
@@ -106,9 +121,9 @@ func TestFromEnv(t *testing.T) {
 
 func TestRelatedListsEveryImage(t *testing.T) {
 	related := Default().Related()
-	// 13 components plus 10 DRBD loader flavours.
-	if len(related) != len(defaults)+10 {
-		t.Errorf("related images = %d, want %d", len(related), len(defaults)+10)
+	// 15 components plus 13 DRBD loader flavours.
+	if len(related) != len(defaults)+13 {
+		t.Errorf("related images = %d, want %d", len(related), len(defaults)+13)
 	}
 	seen := map[string]bool{}
 	for _, r := range related {

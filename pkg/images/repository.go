@@ -12,7 +12,7 @@ func (s Set) WithRepository(repository string) Set {
 		return s
 	}
 	// The operator's own image is where the operator already runs from: it stays.
-	out := Set{images: map[Component]string{}, loaders: map[string]string{}, operator: s.operator}
+	out := Set{images: map[Component]string{}, loaders: map[string]string{}, operator: s.operator, toolkit: s.toolkit}
 	for c, img := range s.images {
 		out.images[c] = InRepository(img, repository)
 	}

@@ -151,8 +151,10 @@ func TestSatelliteGolden(t *testing.T) {
 	}}})
 	sat := &linstorv1.LinstorSatellite{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Namespace: "storage"},
 		Spec: linstorv1.LinstorSatelliteSpec{PodTemplate: &runtime.RawExtension{Raw: []byte(`{"metadata":{"annotations":{"rack":"7"}}}`)}}}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}, Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{OSImage: "Red Hat Enterprise Linux CoreOS 416.94.202410211619-0"}}}
-	objs, err := Satellite(c, sat, node, images.Default())
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Labels: map[string]string{"node.openshift.io/os_id": "rhcos"}},
+		Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{OSImage: "Red Hat Enterprise Linux CoreOS 416.94.202410211619-0", KernelVersion: "5.14.0-427.40.1.el9_4.x86_64"}}}
+	toolkit := images.DriverToolkit{Images: map[string]string{"416.94.202410211619-0": "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:1328c4e7944b6d8eda40a8f789471a1aec63abda75ac1199ce098b965ec16709"}}
+	objs, err := Satellite(c, sat, node, images.Default().WithDriverToolkit(toolkit))
 	if err != nil {
 		t.Fatal(err)
 	}

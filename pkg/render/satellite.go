@@ -35,6 +35,8 @@ func SatelliteConfig(cluster *linstorv1.LinstorCluster) Objects {
 // Satellite renders the satellite of one node: a DaemonSet pinned to the node, on the
 // host network, with the DRBD module loader decided by ResolveDRBDLoader, the DRBD
 // shutdown guard where the host runs systemd, and the drbd-reactor metrics sidecar.
+// An RHCOS node whose version has no Driver Toolkit image in imgs gets no satellite but
+// a *images.DriverToolkitMissingError: a loader without headers cannot build DRBD.
 func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellite, node *corev1.Node, imgs images.Set) (Objects, error) {
 	l := labels(cluster, names.SatelliteComponent)
 	h := fnv.New32a()
@@ -67,7 +69,11 @@ func Satellite(cluster *linstorv1.LinstorCluster, sat *linstorv1.LinstorSatellit
 	if configured == "" && defaults != nil {
 		configured = defaults.DRBDModuleLoader
 	}
-	initContainers, loaderVolumes := ResolveDRBDLoader(node.Status.NodeInfo.OSImage, configured, imgs).initContainers()
+	loader, err := ResolveDRBDLoader(node, configured, imgs)
+	if err != nil {
+		return nil, err
+	}
+	initContainers, loaderVolumes := loader.initContainers()
 	volumes := append(append([]corev1.Volume{
 		hostPath("dev", "/dev", corev1.HostPathDirectory),
 		hostPath("lib-modules", "/lib/modules", corev1.HostPathDirectory),

@@ -34,7 +34,7 @@ func satellitePod(t *testing.T, osImage string) corev1.PodTemplateSpec {
 	t.Helper()
 	sat := &linstorv1.LinstorSatellite{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Namespace: "storage"}}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}, Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{OSImage: osImage}}}
-	objs, err := Satellite(cluster(linstorv1.LinstorClusterSpec{}), sat, node, images.Default())
+	objs, err := Satellite(cluster(linstorv1.LinstorClusterSpec{}), sat, node, withToolkit())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestSatellitePodContainersAndMounts(t *testing.T) {
 		lvm           string
 	}{
 		{"ubuntu", osUbuntu, []string{names.DRBDLoaderContainer, names.ShutdownGuardContainer}, "/etc/lvm"},
-		{"rhcos", osRHCOS9, []string{names.DRBDLoaderContainer, names.ShutdownGuardContainer}, "/etc/lvm"},
+		{"rhcos", osRHCOS9, []string{names.KernelHeadersContainer, names.DRBDLoaderContainer, names.ShutdownGuardContainer}, "/etc/lvm"},
 		{"flatcar", osFlatcar, []string{names.DRBDLoaderContainer, names.ShutdownGuardContainer}, "/etc/lvm"},
 		// No systemd to install a guard into; /etc is read-only, /var persists.
 		{"talos", osTalos, nil, "/var/etc/lvm"},

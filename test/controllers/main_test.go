@@ -29,7 +29,8 @@ func TestMain(m *testing.M) {
 	code := envtest.Run(m, envtest.Options{LinstorURL: srv.URL, LinstorPoll: time.Second, LinstorGrace: 3 * time.Second, DiskRelist: 2 * time.Second, RestoreSettle: 2 * time.Second,
 		BackupTargetPoll: 2 * time.Second, Now: scheduleClock.Now,
 		// cert-manager's Certificate kind, for mode CertManager; the tests play cert-manager.
-		ExtraCRDs: []string{"testdata/certificates.cert-manager.io.yaml"}}, &env)
+		// OpenShift's ImageStream kind, for the Driver Toolkit of RHCOS nodes.
+		ExtraCRDs: []string{"testdata/certificates.cert-manager.io.yaml", "testdata/imagestreams.image.openshift.io.yaml"}}, &env)
 	srv.Close()
 	if code != 0 {
 		fmt.Fprintln(os.Stderr, "controllers: tests failed")

@@ -100,7 +100,7 @@ type LinstorNodeConnectionStatus struct {
 // +kubebuilder:storageversion
 // +kubebuilder:resource:shortName=lnc,categories=linstor
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +operator-sdk:csv:customresourcedefinitions:displayName="LINSTOR Node Connection"
+// +operator-sdk:csv:customresourcedefinitions:displayName="LINSTOR Node Connection",resources={{Node,v1},{LinstorSatellite,v1},{LinstorCluster,v1}}
 type LinstorNodeConnection struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -192,7 +192,7 @@ type DiscoveryPoolStatus struct {
 	Claimed []string `json:"claimed,omitempty"`
 	// attempts counts the claims sent to LINSTOR; after the first, kernel paths are used.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Claim Attempts",xDescriptors={"urn:alm:descriptor:text"}
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Claim Attempts",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:hidden"}
 	Attempts int32 `json:"attempts,omitempty"`
 	// claimTime is when the disks were last sent to LINSTOR.
 	// +optional

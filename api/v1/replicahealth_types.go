@@ -9,7 +9,7 @@ import (
 type ReplicaHealthStatus struct {
 	// observedAt is when the LINSTOR read these counts come from started.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Replica Health Observed At",xDescriptors={"urn:alm:descriptor:text"}
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Replica Health Observed At",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:hidden"}
 	ObservedAt *metav1.Time `json:"observedAt,omitempty"`
 	// total counts every resource.
 	// +optional
@@ -159,7 +159,7 @@ type SplitBrainResolutionStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Split Brain Resource",xDescriptors={"urn:alm:descriptor:text"}
 	Resource string `json:"resource"`
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Split Brain UID",xDescriptors={"urn:alm:descriptor:text"}
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Split Brain UID",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:hidden"}
 	UID string `json:"uid,omitempty"`
 	// discardNode is the node whose changes are discarded; its replica is rebuilt from
 	// the other side.
@@ -168,7 +168,7 @@ type SplitBrainResolutionStatus struct {
 	DiscardNode string `json:"discardNode"`
 	// storagePool the discarded replica is rebuilt in (its pool before).
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Split Brain Storage Pool",xDescriptors={"urn:alm:descriptor:text"}
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Split Brain Storage Pool",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:hidden"}
 	StoragePool string `json:"storagePool,omitempty"`
 	// phase: Discarding, Rebuilding, Resolved, Refused or Failed.
 	// +required
@@ -176,7 +176,7 @@ type SplitBrainResolutionStatus struct {
 	Phase SplitBrainPhase `json:"phase"`
 	// startedAt is when the operator accepted the confirmation.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Split Brain Started At",xDescriptors={"urn:alm:descriptor:text"}
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Split Brain Started At",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:hidden"}
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
 	// message says what happens now, or why the request was refused.
 	// +optional
@@ -186,12 +186,12 @@ type SplitBrainResolutionStatus struct {
 	// seen again (a replayed or not yet removed annotation) is removed without acting.
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Split Brain Confirmation",xDescriptors={"urn:alm:descriptor:text"}
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Split Brain Confirmation",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:hidden"}
 	Confirmation string `json:"confirmation,omitempty"`
 	// attempts counts the LINSTOR writes (toggle-disk) sent for this resolution; each is
 	// counted in the status, with an optimistic lock, before it is sent.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Split Brain Attempts",xDescriptors={"urn:alm:descriptor:text"}
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Split Brain Attempts",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:hidden"}
 	Attempts int32 `json:"attempts,omitempty"`
 }
 

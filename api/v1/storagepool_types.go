@@ -1,6 +1,9 @@
 package v1
 
-import "k8s.io/apimachinery/pkg/api/resource"
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+)
 
 // StoragePool is one LINSTOR storage pool on a satellite. Exactly one pool type is set.
 // +kubebuilder:validation:XValidation:rule="[has(self.lvmPool), has(self.lvmThinPool), has(self.zfsPool), has(self.zfsThinPool), has(self.filePool), has(self.fileThinPool)].filter(x, x).size() == 1",message="exactly one of lvmPool, lvmThinPool, zfsPool, zfsThinPool, filePool, fileThinPool must be set"
@@ -129,8 +132,33 @@ type StoragePoolSource struct {
 	Discover *DiskDiscovery `json:"discover,omitempty"`
 }
 
+// DiskMedia is what a disk stores data on.
+// +kubebuilder:validation:Enum=Any;Rotational;SolidState
+type DiskMedia string
+
+const (
+	DiskMediaAny        DiskMedia = "Any"
+	DiskMediaRotational DiskMedia = "Rotational"
+	DiskMediaSolidState DiskMedia = "SolidState"
+)
+
+// WantsRotational is the disk kind the matcher asks for: true spinning, false
+// solid-state, nil either.
+func (m *DiskDiscovery) WantsRotational() *bool {
+	switch m.Media {
+	case DiskMediaRotational:
+		return ptr.To(true)
+	case DiskMediaSolidState:
+		return ptr.To(false)
+	case DiskMediaAny:
+		return nil
+	}
+	return m.Rotational
+}
+
 // DiskDiscovery selects unused disks by what they are, not where they are.
-// +kubebuilder:validation:XValidation:rule="has(self.minSize) || has(self.maxSize) || has(self.rotational) || has(self.models) || has(self.devicePaths)",message="discover needs at least one of minSize, maxSize, rotational, models or devicePaths: an empty matcher would claim every unused disk of every node"
+// +kubebuilder:validation:XValidation:rule="has(self.minSize) || has(self.maxSize) || has(self.rotational) || (has(self.media) && self.media != 'Any') || has(self.models) || has(self.devicePaths)",message="discover needs at least one of minSize, maxSize, media (Rotational or SolidState), models or devicePaths: an empty matcher would claim every unused disk of every node"
+// +kubebuilder:validation:XValidation:rule="!has(self.rotational) || !has(self.media)",message="set media, not both media and rotational (rotational is its older form)"
 type DiskDiscovery struct {
 	// minSize: only disks at least this large.
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Discover: Minimum Size",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
@@ -140,8 +168,14 @@ type DiskDiscovery struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Discover: Maximum Size",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	// +optional
 	MaxSize *resource.Quantity `json:"maxSize,omitempty"`
-	// rotational: true only spinning disks, false only solid-state ones; unset, either.
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Discover: Rotational",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:checkbox"}
+	// media: Rotational only spinning disks, SolidState only solid-state ones; Any or
+	// unset, either.
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Discover: Disk Media",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Any","urn:alm:descriptor:com.tectonic.ui:select:Rotational","urn:alm:descriptor:com.tectonic.ui:select:SolidState"}
+	// +optional
+	Media DiskMedia `json:"media,omitempty"`
+	// rotational is the older form of media: true is Rotational, false SolidState. A
+	// checkbox cannot show "either", so the console hides it; set media instead.
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Discover: Rotational",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:hidden"}
 	// +optional
 	Rotational *bool `json:"rotational,omitempty"`
 	// models are shell patterns matched against the model LINSTOR reports (lsblk

@@ -533,9 +533,9 @@ func mismatchCriteria(m *linstorv1.DiskDiscovery, d Disk, stable string) string 
 		return fmt.Sprintf("smaller than minSize %s", m.MinSize)
 	case m.MaxSize != nil && d.Size > m.MaxSize.Value():
 		return fmt.Sprintf("larger than maxSize %s", m.MaxSize)
-	case m.Rotational != nil && *m.Rotational && !d.Rotational:
+	case m.WantsRotational() != nil && *m.WantsRotational() && !d.Rotational:
 		return "not rotational"
-	case m.Rotational != nil && !*m.Rotational && d.Rotational:
+	case m.WantsRotational() != nil && !*m.WantsRotational() && d.Rotational:
 		return "rotational"
 	case len(m.Models) > 0 && !anyMatch(m.Models, d.Model):
 		return fmt.Sprintf("model %q matches none of %s", d.Model, strings.Join(m.Models, ", "))

@@ -49,6 +49,8 @@ func validateDiscovery(at *field.Path, pools []linstorv1.StoragePool) field.Erro
 		criteria := *d.DeepCopy()
 		// Fields that do not change which disks match: equal matchers still take the same disks.
 		criteria.DryRun, criteria.MaxDisksPerNode, criteria.AllowAnyDisk = false, nil, false
+		// media and its older form rotational are one criterion.
+		criteria.Rotational, criteria.Media = d.WantsRotational(), ""
 		for _, other := range seen {
 			if equality.Semantic.DeepEqual(criteria, other.criteria) {
 				errs = append(errs, field.Invalid(dp, "", fmt.Sprintf("matches the same disks as %s: a disk matched by two pools is claimed by neither", at.Index(other.index).Child("source", "discover"))))

@@ -47,6 +47,16 @@ import (
 //   - .../descriptors/utils.tsx groupDescriptorDetails: hidden descriptors are left out of
 //     the details page; "a.b" groups under "a", "a[0].b" lists every item.
 //   - console-shared/src/utils/utils.ts getSchemaAtPath: digits in a path step into items.
+//   - .../descriptors/spec/index.tsx BooleanSwitch (the details page) shows
+//     Boolean(value) of the stored object, and the form's SwitchWidget and
+//     CheckboxWidget (console-shared/.../dynamic-form/widgets.tsx) the same: a field the
+//     object does not have is OFF. A schema default applies only where its parent object
+//     exists (the API server's structural defaulting), so each parent needs one too; and a
+//     field whose unset state means something else than false cannot be a switch.
+//   - .../operand/index.tsx getOperandStatus: the list of instances shows status.phase,
+//     else status.status, else status.state, else every True condition's type;
+//     OperandDetails puts the status descriptor named "Status" (isMainStatusDescriptor,
+//     .../descriptors/utils.tsx) first on the details page.
 const (
 	specPrefix = "urn:alm:descriptor:com.tectonic.ui:"
 	k8sPrefix  = "urn:alm:descriptor:io.kubernetes:"
@@ -141,11 +151,35 @@ var exemptStatus = map[string]string{
 	"*/observedGeneration":              "bookkeeping for controllers",
 	"LinstorCluster/satellitesSummary":  "the printer column's copy of satellites.ready and satellites.total, which have descriptors",
 	"LinstorCluster/restore.clusterUID": "guards a recreated object against an old restore; means nothing to a reader",
+	"LinstorCluster/restore.backupUID":  "tells a replaced LinstorBackup from the failed one; means nothing to a reader",
 	"LinstorSatellite/poolsSummary":     "the printer column's summary of storagePools, which have descriptors",
+}
+
+// bookkeeping: status fields that say nothing a reader of the details page acts on.
+// The console lists every status descriptor that is not hidden, a "None" row when the
+// value is absent; these are hidden (or have no descriptor) and stay in the YAML.
+var bookkeeping = map[string]string{
+	"*/observedAt":                                    "when the operator last looked; the values below it are what matters",
+	"LinstorCluster/upgrade.startedAt":                "when the upgrade started; its phase and message say where it is",
+	"LinstorCluster/splitBrainResolution.startedAt":   "when the resolution started; its phase and message say where it is",
+	"*/phaseStartedAt":                                "bounds a phase's timeout; the message says when it would expire",
+	"*/acknowledgedAt":                                "when the operator first saw an annotation",
+	"*/fingerprint":                                   "changes when a certificate is renewed; notAfter is what a reader checks",
+	"*/confirmation":                                  "the annotation value already processed, against replays",
+	"*/attempts":                                      "counts LINSTOR writes for crash safety",
+	"LinstorCluster/tls.defaultMode":                  "the mode unset channels get; tls.internal and tls.api are the modes in effect",
+	"LinstorCluster/splitBrainResolution.uid":         "the uid confirmed; the resource name is shown",
+	"LinstorCluster/splitBrainResolution.storagePool": "where the discarded replica is rebuilt; LINSTOR's own view shows it",
+}
+
+func isBookkeeping(kind, path string) bool {
+	last := path[strings.LastIndexAny(path, ".]")+1:]
+	return bookkeeping[kind+"/"+path] != "" || bookkeeping["*/"+last] != ""
 }
 
 type descriptorCtx struct {
 	kind, path, urn string
+	displayName     string
 	schema          *apiextensionsv1.JSONSchemaProps
 	root            *apiextensionsv1.JSONSchemaProps // spec or status
 	owned           map[string]bool                  // kinds of linstor.io in the CSV
@@ -380,12 +414,58 @@ func check(d descriptorCtx, part string, xds []string) []string {
 			bad("select options %v differ from the enum %v", selects, enum)
 		}
 	}
-	if part == "status" && !slices.Contains(xds, specPrefix+"hidden") {
+	hidden := slices.Contains(xds, specPrefix+"hidden")
+	if part == "spec" && !hidden && (slices.Contains(xds, specPrefix+"booleanSwitch") || slices.Contains(xds, specPrefix+"checkbox")) {
+		if threeStates.MatchString(d.schema.Description) && saysFalse.MatchString(d.schema.Description) {
+			bad("is a switch, but its description gives unset a meaning of its own (%q): the switch shows unset as OFF; use a select on an enum", threeStates.FindString(d.schema.Description))
+		}
+		if d.schema.Default != nil {
+			for _, parent := range undefaultedParents(d.root, d.path) {
+				bad("shows OFF until %s exists: its default (%s) applies only inside it; default %s to {}", parent, d.schema.Default.Raw, parent)
+			}
+		}
+	}
+	if part == "status" && !hidden && isBookkeeping(d.kind, d.path) {
+		bad("is bookkeeping (%s): hide it", bookkeeping[d.kind+"/"+d.path]+bookkeeping["*/"+d.path[strings.LastIndexAny(d.path, ".]")+1:]])
+	}
+	if part == "status" && d.displayName == "Status" && d.path != "phase" {
+		bad("is the main status, but the list of instances reads status.phase, not status.%s", d.path)
+	}
+	if part == "status" && !hidden {
 		conditions := slices.Contains(xds, "urn:alm:descriptor:io.kubernetes.conditions")
 		pods := slices.Contains(xds, specPrefix+"podStatuses")
 		if classOf(d.schema) != primitive && !conditions && !pods {
 			bad("a status %s renders nothing on the details page: describe its fields", classOf(d.schema))
 		}
+	}
+	return out
+}
+
+// threeStates finds what a description says an unset boolean means; together with a
+// meaning for false, the field has three states.
+var (
+	threeStates = regexp.MustCompile(`(?i)\bunset\b[^.;]*`)
+	saysFalse   = regexp.MustCompile(`(?i)\bfalse\b`)
+)
+
+// undefaultedParents are the objects on path (from root, not through lists) without a
+// default: while one is absent from the stored object, the field below it is too.
+func undefaultedParents(root *apiextensionsv1.JSONSchemaProps, path string) []string {
+	var out []string
+	steps := strings.Split(path, ".")
+	s := root
+	for i, step := range steps[:len(steps)-1] {
+		if strings.Contains(step, "[") {
+			return out // inside a list item: the item exists where the field is shown
+		}
+		p, ok := s.Properties[step]
+		if !ok {
+			return out
+		}
+		if p.Default == nil {
+			out = append(out, strings.Join(steps[:i+1], "."))
+		}
+		s = &p
 	}
 	return out
 }
@@ -460,16 +540,17 @@ func descriptorProblems(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVersi
 				continue
 			}
 			described := map[string][]string{}
+			displayNames := map[string]string{}
 			var paths []string
 			if part == "spec" {
 				for _, d := range crd.SpecDescriptors {
 					paths = append(paths, d.Path)
-					described[d.Path] = d.XDescriptors
+					described[d.Path], displayNames[d.Path] = d.XDescriptors, d.DisplayName
 				}
 			} else {
 				for _, d := range crd.StatusDescriptors {
 					paths = append(paths, d.Path)
-					described[d.Path] = d.XDescriptors
+					described[d.Path], displayNames[d.Path] = d.XDescriptors, d.DisplayName
 				}
 			}
 			seen := map[string]bool{}
@@ -478,7 +559,7 @@ func descriptorProblems(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVersi
 					out = append(out, fmt.Sprintf("%s %s %s: two descriptors", crd.Kind, part, p))
 				}
 				seen[p] = true
-				out = append(out, check(descriptorCtx{kind: crd.Kind, path: p, schema: schemaAt(root, p), root: root, owned: owned}, part, described[p])...)
+				out = append(out, check(descriptorCtx{kind: crd.Kind, path: p, displayName: displayNames[p], schema: schemaAt(root, p), root: root, owned: owned}, part, described[p])...)
 			}
 			if reason, ok := exemptSpec[crd.Kind]; ok && part == "spec" {
 				t.Logf("%s spec: %d descriptors, coverage not required (%s)", crd.Kind, len(paths), reason)
@@ -595,6 +676,38 @@ func TestConsoleDescriptorChecksCatchMistakes(t *testing.T) {
 			t.Fatalf("a status descriptor on an object passed: %q", got)
 		}
 	})
+	t.Run("switch under a parent without a default", func(t *testing.T) {
+		root := spec.DeepCopy()
+		controller := root.Properties["controller"]
+		controller.Default = nil
+		root.Properties["controller"] = controller
+		got := strings.Join(check(descriptorCtx{kind: "LinstorCluster", path: "controller.enabled", schema: schemaAt(root, "controller.enabled"), root: root, owned: owned}, "spec", []string{specPrefix + "booleanSwitch"}), "\n")
+		if !strings.Contains(got, "shows OFF until controller exists") {
+			t.Fatalf("a switch whose default cannot apply passed: %q", got)
+		}
+	})
+	t.Run("switch on three states", func(t *testing.T) {
+		root := &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"rotational": {Type: "boolean", Description: "rotational: true only spinning disks, false only solid-state ones; unset, either."}}}
+		got := strings.Join(check(descriptorCtx{kind: "LinstorSatelliteConfiguration", path: "rotational", schema: schemaAt(root, "rotational"), root: root, owned: owned}, "spec", []string{specPrefix + "checkbox"}), "\n")
+		if !strings.Contains(got, "use a select on an enum") {
+			t.Fatalf("a checkbox on a three-state field passed: %q", got)
+		}
+	})
+	t.Run("bookkeeping on the details page", func(t *testing.T) {
+		status := schemaAt(csvSchema(t, crds, "LinstorCluster"), "status")
+		got := strings.Join(check(descriptorCtx{kind: "LinstorCluster", path: "upgrade.phaseStartedAt", schema: schemaAt(status, "upgrade.phaseStartedAt"), root: status, owned: owned}, "status", []string{"urn:alm:descriptor:text"}), "\n")
+		if !strings.Contains(got, "is bookkeeping") {
+			t.Fatalf("a visible bookkeeping field passed: %q", got)
+		}
+	})
+	t.Run("main status not on phase", func(t *testing.T) {
+		status := schemaAt(csvSchema(t, crds, "LinstorCluster"), "status")
+		got := strings.Join(check(descriptorCtx{kind: "LinstorCluster", path: "version", displayName: "Status", schema: schemaAt(status, "version"), root: status, owned: owned}, "status", []string{"urn:alm:descriptor:text"}), "\n")
+		if !strings.Contains(got, "reads status.phase") {
+			t.Fatalf("a main status the list does not read passed: %q", got)
+		}
+	})
 	t.Run("missing descriptor", func(t *testing.T) {
 		c := csv.DeepCopy()
 		for i, d := range c.Spec.CustomResourceDefinitions.Owned {
@@ -623,4 +736,24 @@ func csvSchema(t *testing.T, crds []*apiextensionsv1.CustomResourceDefinition, k
 	}
 	t.Fatalf("no v1 schema of %s", kind)
 	return nil
+}
+
+// The list of instances shows status.phase (operand/index.tsx getOperandStatus); without
+// it, "Conditions:" and every True condition's type (Available, Upgradeable, Encrypted,
+// Redundant...), which says nothing of whether the cluster is well.
+func TestConsoleListShowsTheClusterState(t *testing.T) {
+	_, crds := bundleParts(t)
+	phase := schemaAt(csvSchema(t, crds, "LinstorCluster"), "status.phase")
+	if phase == nil || phase.Type != "string" {
+		t.Fatal("LinstorCluster has no status.phase: the console's list shows its True conditions")
+	}
+	var values []string
+	for _, e := range phase.Enum {
+		values = append(values, strings.Trim(string(e.Raw), `"`))
+	}
+	for _, want := range []string{"Available", "Degraded", "Upgrading"} {
+		if !slices.Contains(values, want) {
+			t.Errorf("status.phase can be %v, not %s", values, want)
+		}
+	}
 }

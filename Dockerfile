@@ -22,6 +22,9 @@ COPY internal/manager/ internal/manager/
 # pkg/webhooks checks older versions' writes against the generated CRDs config/crd embeds.
 COPY config/crd/embed.go config/crd/
 COPY config/crd/bases/ config/crd/bases/
+# The monitoring objects the operator creates: the alerts and the Grafana dashboard.
+COPY config/prometheus/embed.go config/prometheus/rules.yaml config/prometheus/
+COPY config/grafana/embed.go config/grafana/linstor.json config/grafana/
 
 # Static binary: the distroless base has no libc to link against.
 RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} go build -trimpath -ldflags="-s -w" -o manager main.go

@@ -6,8 +6,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// LinstorClusterSpec is the desired state of the LINSTOR cluster.
-// +kubebuilder:validation:XValidation:rule="!has(self.externalController) || !has(self.controller) || !has(self.controller.enabled) || !self.controller.enabled",message="spec.controller.enabled must be false when spec.externalController is set: the operator cannot run a controller and use an external one"
+// LinstorClusterSpec is the desired state of the LINSTOR cluster. The component objects
+// (controller, satellite, csi and its controller and node, highAvailabilityController,
+// upgrade) default to {} so that their fields' defaults are stored and shown.
+//
+// The controller default makes spec.controller.enabled true unless written false, so an
+// external controller needs controller.enabled: false; an object stored before that
+// default (external controller, no controller field) keeps being accepted on update.
+// +kubebuilder:validation:XValidation:rule="!has(self.externalController) || !has(self.controller) || !has(self.controller.enabled) || !self.controller.enabled || (oldSelf.hasValue() && has(oldSelf.value().externalController) && has(oldSelf.value().controller) && (!has(oldSelf.value().controller.enabled) || oldSelf.value().controller.enabled))",optionalOldSelf=true,message="spec.controller.enabled must be false when spec.externalController is set: the operator cannot run a controller and use an external one"
 type LinstorClusterSpec struct {
 	// nodeSelector selects the nodes that run a LINSTOR satellite. Empty selects every node.
 	// +optional
@@ -36,22 +42,27 @@ type LinstorClusterSpec struct {
 	// controller configures the LINSTOR controller Deployment.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Controller"
+	// +kubebuilder:default={}
 	Controller *ControllerSpec `json:"controller,omitempty"`
 
 	// satellite holds defaults for every satellite; LinstorSatelliteConfigurations refine them per node.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Satellite Defaults"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,path=enabled,displayName="Enabled",description="Not used: every node spec.nodeSelector selects runs a satellite.",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:hidden"}
+	// +kubebuilder:default={}
 	Satellite *SatelliteSpec `json:"satellite,omitempty"`
 
 	// csi configures the LINSTOR CSI driver.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="CSI Driver"
+	// +kubebuilder:default={}
 	CSI *CSISpec `json:"csi,omitempty"`
 
 	// highAvailabilityController configures the HA controller, which fails over pods of
 	// nodes that lost their DRBD quorum.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="High Availability Controller"
+	// +kubebuilder:default={}
 	HighAvailabilityController *ComponentSpec `json:"highAvailabilityController,omitempty"`
 
 	// database selects where the LINSTOR controller keeps its database.
@@ -106,6 +117,7 @@ type LinstorClusterSpec struct {
 	// upgrade sets how LINSTOR upgrades brought by new operator releases proceed.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Upgrade"
+	// +kubebuilder:default={}
 	Upgrade *UpgradeSpec `json:"upgrade,omitempty"`
 
 	// podTemplatePolicy says what the podTemplate patches of this cluster and of the
@@ -124,6 +136,14 @@ type LinstorClusterSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node Failure"
 	NodeFailure *NodeFailureSpec `json:"nodeFailure,omitempty"`
+
+	// monitoring creates the Prometheus Operator's ServiceMonitor, PodMonitor and
+	// PrometheusRule for LINSTOR and the Grafana dashboard, and lets the monitoring
+	// namespaces scrape the LINSTOR controller (docs/monitoring.md); by default while
+	// the Prometheus Operator's CRDs are installed.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Monitoring"
+	Monitoring *MonitoringSpec `json:"monitoring,omitempty"`
 }
 
 // PodTemplatePolicy says whether podTemplate patches may give pods more privilege.
@@ -170,12 +190,14 @@ type CSISpec struct {
 	// CSI plugin image in it.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="CSI Controller"
+	// +kubebuilder:default={}
 	Controller *ComponentSpec `json:"controller,omitempty"`
 
 	// node configures the CSI node DaemonSet; enabled: false leaves it out (no pod can
 	// then mount a LINSTOR volume), and image overrides the CSI plugin image in it.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="CSI Node"
+	// +kubebuilder:default={}
 	Node *ComponentSpec `json:"node,omitempty"`
 }
 
@@ -410,6 +432,17 @@ type UpgradeSpec struct {
 	Rehearsal *bool `json:"rehearsal,omitempty"`
 }
 
+// ClusterPhase is the LinstorCluster's state in one word.
+// +kubebuilder:validation:Enum=Progressing;Available;Degraded;Upgrading
+type ClusterPhase string
+
+const (
+	ClusterProgressing ClusterPhase = "Progressing"
+	ClusterAvailable   ClusterPhase = "Available"
+	ClusterDegraded    ClusterPhase = "Degraded"
+	ClusterUpgrading   ClusterPhase = "Upgrading"
+)
+
 // LinstorClusterStatus is the observed state of the LINSTOR cluster.
 type LinstorClusterStatus struct {
 	// conditions: Available, Progressing, Degraded, Upgradeable, Encrypted.
@@ -418,6 +451,13 @@ type LinstorClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors={"urn:alm:descriptor:io.kubernetes.conditions"}
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// phase sums the conditions up in one word for lists (the OpenShift console's list
+	// of instances shows status.phase): Upgrading while a LINSTOR upgrade runs, Degraded,
+	// Available, or Progressing until the cluster is available.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Status",xDescriptors={"urn:alm:descriptor:io.kubernetes.phase"}
+	Phase ClusterPhase `json:"phase,omitempty"`
 
 	// observedGeneration is the generation the last successful pass acted on.
 	// +optional
@@ -492,6 +532,10 @@ type LinstorClusterStatus struct {
 	// annotation linstor.io/resolve-split-brain, and where it is.
 	// +optional
 	SplitBrainResolution *SplitBrainResolutionStatus `json:"splitBrainResolution,omitempty"`
+
+	// monitoring says whether the monitoring objects exist, and why not.
+	// +optional
+	Monitoring *MonitoringStatus `json:"monitoring,omitempty"`
 }
 
 // SkippedNode is a node selected for a satellite that gets none.
@@ -518,7 +562,7 @@ type LostNode struct {
 	Name string `json:"name"`
 	// acknowledgedAt is when the operator first saw the acknowledgement.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Lost Node Acknowledged At",xDescriptors={"urn:alm:descriptor:text"}
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Lost Node Acknowledged At",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:hidden"}
 	AcknowledgedAt *metav1.Time `json:"acknowledgedAt,omitempty"`
 	// message says what the acknowledgement changes.
 	// +optional
@@ -573,11 +617,11 @@ type UpgradeStatus struct {
 	To string `json:"to,omitempty"`
 	// startedAt is when the upgrade (or the current attempt) started.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Upgrade Started At",xDescriptors={"urn:alm:descriptor:text"}
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Upgrade Started At",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:hidden"}
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
 	// phaseStartedAt is when the current phase started; phases are bounded in time.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Phase Started At",xDescriptors={"urn:alm:descriptor:text"}
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Phase Started At",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:hidden"}
 	PhaseStartedAt *metav1.Time `json:"phaseStartedAt,omitempty"`
 	// backupName is the LinstorBackup taken before the database migration.
 	// +optional
@@ -631,7 +675,7 @@ type TLSStatus struct {
 	// controller and every satellite and moves the API to HTTPS: set the channel's mode
 	// to do it). With spec.externalController unset channels are Disabled whatever it says.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Default TLS Mode",xDescriptors={"urn:alm:descriptor:text"}
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Default TLS Mode",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:hidden"}
 	DefaultMode TLSMode `json:"defaultMode,omitempty"`
 	// internal is the mode controller-satellite traffic runs with.
 	// +optional
@@ -657,7 +701,7 @@ type CertificateStatus struct {
 	// fingerprint identifies the Secret's content (SHA-256, shortened); it changes when
 	// the certificate is renewed, and pods mounting it are rolled.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Fingerprint",xDescriptors={"urn:alm:descriptor:text"}
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Fingerprint",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:hidden"}
 	Fingerprint string `json:"fingerprint,omitempty"`
 }
 

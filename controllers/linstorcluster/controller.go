@@ -127,7 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.applier = &apply.Applier{Client: r.Client, Scheme: mgr.GetScheme()}
+	r.applier = &apply.Applier{Client: r.Client, Scheme: mgr.GetScheme(), Uncached: r.Direct}
 	// Background restores live as long as this operator leads: they stop, and are
 	// waited for, before another leader (or a restarted manager) can start its own.
 	if err := mgr.Add(manager.RunnableFunc(r.restores.run)); err != nil {
@@ -157,6 +157,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Labels select the nodes, taints decide which new ones can run a satellite.
 		Watches(&corev1.Node{}, allClusters, builder.WithPredicates(predicate.Or[client.Object](predicate.LabelChangedPredicate{}, taintsChanged()))).
 		Watches(&linstorv1.LinstorSatelliteConfiguration{}, allClusters).
+		// The Prometheus Operator installed or removed: monitoring starts or stops.
+		WatchesMetadata(crdMetadata(), allClusters, builder.WithPredicates(monitoringCRDChanged())).
 		// An operand account installed or removed changes whether its pods can start.
 		Watches(&corev1.ServiceAccount{}, allClusters, builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(event.UpdateEvent) bool { return false },

@@ -86,6 +86,12 @@ func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) 
 	if s.tlsErr != nil {
 		return ctrl.Result{}, nil // the pods would mount a certificate that is not there
 	}
+	missingCRDs, err := r.missingMonitoringCRDs(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	mon := render.MonitoringFor(s.cluster, missingCRDs)
+	s.monitoring = monitoringStatus(mon)
 	var objs render.Objects
 	release := r.Images.WithRepository(s.cluster.Spec.Repository)
 	for _, part := range []func() (render.Objects, error){
@@ -102,7 +108,13 @@ func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) 
 		func() (render.Objects, error) { return render.HAController(s.cluster, release) },
 		func() (render.Objects, error) { return render.SatelliteConfig(s.cluster), nil },
 		// Who may reach the controller's API; pruned when spec.networkPolicy is Disabled.
-		func() (render.Objects, error) { return render.NetworkPolicy(s.cluster), nil },
+		func() (render.Objects, error) {
+			if !mon.Enabled {
+				return render.NetworkPolicy(s.cluster), nil
+			}
+			// The dashboard, and the monitoring namespaces let in to scrape /metrics.
+			return append(render.WithScrapers(s.cluster, render.NetworkPolicy(s.cluster)), render.Dashboard(s.cluster)...), nil
+		},
 	} {
 		o, err := part()
 		if err != nil {
@@ -113,7 +125,7 @@ func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) 
 	}
 	// The user's patches come last, on the pods as they will run; a bad one stops the
 	// whole apply, so no component runs half-patched.
-	objs, err := render.WithClusterPatches(s.cluster, render.WithCAReferences(s.cluster, objs))
+	objs, err = render.WithClusterPatches(s.cluster, render.WithCAReferences(s.cluster, objs))
 	if err != nil {
 		s.renderErr = err
 		return ctrl.Result{}, nil
@@ -146,6 +158,10 @@ func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) 
 		r.Recorder.Eventf(s.cluster, corev1.EventTypeNormal, "Pruned", "Removed %d objects no longer needed", n)
 	}
 	if _, err := r.applier.Prune(ctx, s.cluster, applied, "", r.clusterScopedSelector(s.cluster), clusterKinds...); err != nil {
+		s.applyErr = err
+		return ctrl.Result{}, err
+	}
+	if err := r.reconcilePrometheusOperatorObjects(ctx, s, mon, missingCRDs); err != nil {
 		s.applyErr = err
 		return ctrl.Result{}, err
 	}

@@ -24,7 +24,9 @@ type scope struct {
 	// missingAccounts are operand ServiceAccounts that do not exist (pods cannot start).
 	missingAccounts []string
 	applyErr        error
-	satelliteErr    error
+	// monitoring is status.monitoring as this pass decided it (nil: not decided).
+	monitoring   *linstorv1.MonitoringStatus
+	satelliteErr error
 
 	// The database lifecycle's decision (pkg/lifecycle), saved by reconcileLifecycle:
 	// stopController says why the LINSTOR controller must not run now ("" lets it

@@ -170,6 +170,7 @@ func setStatus(c *linstorv1.LinstorCluster, s *scope, passSucceeded bool) {
 	}
 	setUpgradeableCondition(c, s)
 	setRedundantCondition(c, s)
+	c.Status.Phase = clusterPhase(c.Status.Conditions)
 	if st := replicasStatus(s.snap.Health()); st != nil && !s.transient {
 		c.Status.Replicas = keepObservedAt(c.Status.Replicas, st)
 	}
@@ -196,9 +197,27 @@ func setStatus(c *linstorv1.LinstorCluster, s *scope, passSucceeded bool) {
 	if s.tlsFingerprints != nil {
 		c.Status.Certificates = s.certificates
 	}
+	if s.monitoring != nil {
+		c.Status.Monitoring = s.monitoring
+	}
 	if passSucceeded && s.degradedReason() == "" && !s.transient {
 		c.Status.ObservedGeneration = c.Generation
 	}
+}
+
+// clusterPhase sums the conditions up in one word: an upgrade in progress first (it
+// explains the others), then a problem, then availability.
+func clusterPhase(conditions []metav1.Condition) linstorv1.ClusterPhase {
+	if p := meta.FindStatusCondition(conditions, linstorv1.ConditionProgressing); p != nil && p.Status == metav1.ConditionTrue && p.Reason == linstorv1.ReasonUpgradeInProgress {
+		return linstorv1.ClusterUpgrading
+	}
+	switch {
+	case meta.IsStatusConditionTrue(conditions, linstorv1.ConditionDegraded):
+		return linstorv1.ClusterDegraded
+	case meta.IsStatusConditionTrue(conditions, linstorv1.ConditionAvailable):
+		return linstorv1.ClusterAvailable
+	}
+	return linstorv1.ClusterProgressing
 }
 
 // inactive says why this LinstorCluster manages nothing, if it does not: a second

@@ -26,6 +26,9 @@ const FieldOwner = client.FieldOwner(names.FieldOwner)
 type Applier struct {
 	Client client.Client
 	Scheme *runtime.Scheme
+	// Uncached reads the kinds Scheme does not know (a third party's, whose CRDs may
+	// be missing: no informer may be started for them); nil sends them every time.
+	Uncached client.Reader
 }
 
 // Apply server-side applies objs, setting owner as controller of namespaced ones.
@@ -85,11 +88,19 @@ func setHash(u *unstructured.Unstructured) error {
 func (a *Applier) upToDate(ctx context.Context, desired *unstructured.Unstructured) bool {
 	live, err := a.typed(desired.GroupVersionKind())
 	if err != nil {
-		return false
-	}
-	// Only read: the cache's own object, not a copy (a pass compares every satellite's
-	// objects; copying each was most of the operator's allocations at 1,000 nodes).
-	if err := a.Client.Get(ctx, client.ObjectKeyFromObject(desired), live, client.UnsafeDisableDeepCopy); err != nil {
+		if a.Uncached == nil {
+			return false
+		}
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(desired.GroupVersionKind())
+		if err := a.Uncached.Get(ctx, client.ObjectKeyFromObject(desired), u); err != nil {
+			return false
+		}
+		live = u
+	} else if err := a.Client.Get(ctx, client.ObjectKeyFromObject(desired), live, client.UnsafeDisableDeepCopy); err != nil {
+		// Only read: the cache's own object, not a copy (a pass compares every
+		// satellite's objects; copying each was most of the operator's allocations at
+		// 1,000 nodes).
 		return false
 	}
 	if live.GetAnnotations()[names.AnnotationAppliedHash] != desired.GetAnnotations()[names.AnnotationAppliedHash] || live.GetDeletionTimestamp() != nil {
@@ -199,21 +210,28 @@ func keyOf(gvk schema.GroupVersionKind, ns, name string) string {
 func (a *Applier) Prune(ctx context.Context, owner client.Object, applied Applied, namespace string, selector client.MatchingLabels, kinds ...schema.GroupVersionKind) (int, error) {
 	deleted := 0
 	for _, gvk := range kinds {
-		// A typed list is served by the cache; an unstructured one would cost a request.
-		o, err := a.Scheme.New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err != nil {
+		// A typed list is served by the cache; an unstructured one costs a request.
+		var list client.ObjectList
+		reader := client.Reader(a.Client)
+		if o, err := a.Scheme.New(gvk.GroupVersion().WithKind(gvk.Kind + "List")); err == nil {
+			l, ok := o.(client.ObjectList)
+			if !ok {
+				return deleted, fmt.Errorf("%s is not a list", gvk.Kind)
+			}
+			list = l
+		} else if a.Uncached != nil {
+			l := &unstructured.UnstructuredList{}
+			l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+			list, reader = l, a.Uncached
+		} else {
 			return deleted, err
-		}
-		list, ok := o.(client.ObjectList)
-		if !ok {
-			return deleted, fmt.Errorf("%s is not a list", gvk.Kind)
 		}
 		// Only read, and copied before a deletion: the cache's own objects.
 		opts := []client.ListOption{selector, client.UnsafeDisableDeepCopy}
 		if namespace != "" {
 			opts = append(opts, client.InNamespace(namespace))
 		}
-		if err := a.Client.List(ctx, list, opts...); err != nil {
+		if err := reader.List(ctx, list, opts...); err != nil {
 			return deleted, fmt.Errorf("listing %s to prune: %w", gvk.Kind, err)
 		}
 		items, err := meta.ExtractList(list)

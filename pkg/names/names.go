@@ -64,6 +64,9 @@ const (
 	SatelliteConfigName = "linstor-satellite-config"
 	// DRBDLoaderContainer names the satellite's init container that loads DRBD.
 	DRBDLoaderContainer = "drbd-module-loader"
+	// KernelHeadersContainer names the satellite's init container that copies the kernel
+	// headers out of the Driver Toolkit image on an RHCOS node, for the loader to build DRBD.
+	KernelHeadersContainer = "kernel-headers"
 	// ShutdownGuardContainer names the satellite's init container that installs the
 	// DRBD shutdown guard on the host.
 	ShutdownGuardContainer = "drbd-shutdown-guard"

@@ -67,8 +67,9 @@ func plannerMayNotReach(path string) (string, bool) {
 	return hasPrefix(path, plannerForbidden)
 }
 
-// The roots the operator binary may link packages of.
-var binaryAllowed = []string{"api/", "pkg/", "controllers/", "config/crd", "internal/manager"}
+// The roots the operator binary may link packages of (config/prometheus and
+// config/grafana carry the alerts and the dashboard the operator ships).
+var binaryAllowed = []string{"api/", "pkg/", "controllers/", "config/crd", "config/prometheus", "config/grafana", "internal/manager"}
 
 // What the emulator may import of the operator: LINSTOR's property whitelist, the names
 // its coupling to the cluster's pods uses, LINSTOR's database CRD group, and version

@@ -324,6 +324,8 @@ func TestAlertsFireInPrometheus(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	defer srv.Stop()
 	log := watchAlerts(ctx, srv)
+	// The dashboard's picture covers the run from here.
+	runStart := time.Now()
 
 	// Every target is scraped, the LINSTOR page included.
 	g.Eventually(func(g Gomega) {
@@ -472,6 +474,11 @@ func TestAlertsFireInPrometheus(t *testing.T) {
 		fmt.Fprintf(&table, "%-45s %-6s %s\n", name, yes, forOf[name])
 	}
 	t.Logf("alerts seen firing in Prometheus:\n%s", table.String())
+
+	// The dashboard over the same run, with the moments the faults came.
+	drawDashboard(t, ctx, srv, ns, cluster.Name, runStart, time.Now(), []chartEvent{
+		{at: offline.at, label: "faults"}, {at: degraded.at, label: "API TLS Secret missing"}, {at: down.at, label: "LINSTOR down"},
+	})
 
 	// docs/alerts.md says which alerts this test sees firing: it must say what happened.
 	documented := seenFiringColumn(t)

@@ -3,7 +3,9 @@
 // controller's page as v1.33.3 writes it) and the operator's metrics registry while the
 // operator's controllers run on a real kube-apiserver, evaluates
 // config/prometheus/rules.yaml, and faults make the alerts fire, as Prometheus's HTTP API
-// reports them.
+// reports them. The Grafana dashboard (config/grafana) is checked against the same
+// sources: its queries parse and read only exported metrics, and its main panels,
+// queried over the run, are drawn into docs/img/dashboard.svg (UPDATE_DASHBOARD_IMAGE=1).
 package monitoring
 
 import (

@@ -1,0 +1,366 @@
+package render
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/config/grafana"
+	"github.com/linstor-operator/linstor-operator/config/prometheus"
+	"github.com/linstor-operator/linstor-operator/pkg/crdschema"
+	"github.com/linstor-operator/linstor-operator/pkg/images"
+	"github.com/linstor-operator/linstor-operator/pkg/names"
+)
+
+// The Prometheus Operator's own CRDs (v0.93.0), as test/controllers installs them.
+const monitoringCRDDir = "../../test/controllers/testdata/prometheus-operator"
+
+// crdCheck holds one kind's schema: the API server's validation, and its pruning, which
+// would silently drop a field the schema does not know.
+type crdCheck struct {
+	schema     *crdschema.Schema
+	structural *structuralschema.Structural
+}
+
+func loadMonitoringCRDs(t *testing.T) map[string]crdCheck {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(monitoringCRDDir, "*.yaml"))
+	if err != nil || len(files) != 3 {
+		t.Fatalf("CRDs %v: %v", files, err)
+	}
+	out := map[string]crdCheck{}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := yaml.Unmarshal(raw, &crd); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range crd.Spec.Versions {
+			if v.Name != "v1" {
+				continue
+			}
+			s, err := crdschema.New(v.Schema.OpenAPIV3Schema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var internal apiextensions.JSONSchemaProps
+			if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v.Schema.OpenAPIV3Schema, &internal, nil); err != nil {
+				t.Fatal(err)
+			}
+			structural, err := structuralschema.NewStructural(&internal)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[crd.Spec.Names.Kind] = crdCheck{schema: s, structural: structural}
+		}
+	}
+	return out
+}
+
+// checkAgainstCRD fails on what the API server would refuse or silently drop.
+func checkAgainstCRD(t *testing.T, crds map[string]crdCheck, u *unstructured.Unstructured) {
+	t.Helper()
+	c, ok := crds[u.GetKind()]
+	if !ok {
+		t.Fatalf("no CRD for %s", u.GetKind())
+	}
+	obj := runtime.DeepCopyJSON(u.Object)
+	if errs := c.schema.Validate(context.Background(), obj, nil); len(errs) > 0 {
+		t.Errorf("%s %s refused by its CRD: %v", u.GetKind(), u.GetName(), errs)
+	}
+	unknown := structuralpruning.PruneWithOptions(obj, c.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
+	if len(unknown) > 0 {
+		t.Errorf("%s %s has fields its CRD does not know (the API server drops them): %v", u.GetKind(), u.GetName(), unknown)
+	}
+}
+
+func monitoringObjects(t *testing.T, c *linstorv1.LinstorCluster) map[string]*unstructured.Unstructured {
+	t.Helper()
+	objs, err := PrometheusOperatorObjects(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		u := o.(*unstructured.Unstructured)
+		if u.GetNamespace() != c.Namespace || u.GetLabels()[names.LabelCluster] != c.Name || u.GetLabels()[names.LabelManagedBy] != names.ManagedBy {
+			t.Errorf("%s %s/%s lacks the cluster's namespace or pruning labels: %v", u.GetKind(), u.GetNamespace(), u.GetName(), u.GetLabels())
+		}
+		out[u.GetKind()] = u
+	}
+	return out
+}
+
+func TestMonitoringObjectsMatchThePrometheusOperatorCRDs(t *testing.T) {
+	crds := loadMonitoringCRDs(t)
+	for name, spec := range map[string]linstorv1.LinstorClusterSpec{
+		"api TLS":               {},
+		"api TLS, CA ConfigMap": {TLS: &linstorv1.TLSSpec{API: &linstorv1.TLSConfig{Mode: linstorv1.TLSSecret, SecretName: "s", ClientSecretName: "c", CAReference: &linstorv1.CAReference{Kind: "ConfigMap", Name: "company-ca"}}}},
+		"plain api":             {TLS: &linstorv1.TLSSpec{API: &linstorv1.TLSConfig{Mode: linstorv1.TLSDisabled}}},
+		"external controller":   {ExternalController: &linstorv1.ExternalControllerSpec{URL: "https://linstor.example.com:3371"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			objs := monitoringObjects(t, cluster(spec))
+			for _, u := range objs {
+				checkAgainstCRD(t, crds, u)
+			}
+		})
+	}
+}
+
+func TestControllerMonitorScrapesTheAPIPort(t *testing.T) {
+	endpoint := func(t *testing.T, spec linstorv1.LinstorClusterSpec) map[string]any {
+		t.Helper()
+		sm := monitoringObjects(t, cluster(spec))["ServiceMonitor"]
+		if sm == nil {
+			t.Fatal("no ServiceMonitor")
+		}
+		sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+		svc := map[string]string{}
+		objs, err := Controller(cluster(spec), images.Default())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			if s, ok := o.(*corev1.Service); ok {
+				svc = s.Labels
+			}
+		}
+		if !selects(t, &metav1.LabelSelector{MatchLabels: sel}, svc) {
+			t.Errorf("selector %v does not select the controller Service (labels %v)", sel, svc)
+		}
+		eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+		if len(eps) != 1 {
+			t.Fatalf("endpoints %v", eps)
+		}
+		return eps[0].(map[string]any)
+	}
+
+	t.Run("api TLS: HTTPS with the operator's client certificate", func(t *testing.T) {
+		ep := endpoint(t, linstorv1.LinstorClusterSpec{})
+		tls := ep["tlsConfig"].(map[string]any)
+		if ep["port"] != "secure-api" || ep["scheme"] != "https" || ep["path"] != "/metrics" {
+			t.Errorf("endpoint %v", ep)
+		}
+		secret := func(path ...string) string {
+			v, _, _ := unstructured.NestedString(tls, path...)
+			return v
+		}
+		if secret("cert", "secret", "name") != names.DefaultAPIClientTLSSecret || secret("keySecret", "name") != names.DefaultAPIClientTLSSecret ||
+			secret("cert", "secret", "key") != "tls.crt" || secret("keySecret", "key") != "tls.key" || secret("ca", "secret", "name") != names.DefaultAPIClientTLSSecret {
+			t.Errorf("tlsConfig %v does not present the client certificate %s", tls, names.DefaultAPIClientTLSSecret)
+		}
+		if secret("serverName") != "linstor-controller.storage.svc" {
+			t.Errorf("serverName %q is not a name the API certificate carries", secret("serverName"))
+		}
+	})
+	t.Run("user client Secret and a CA ConfigMap", func(t *testing.T) {
+		ep := endpoint(t, linstorv1.LinstorClusterSpec{TLS: &linstorv1.TLSSpec{API: &linstorv1.TLSConfig{
+			Mode: linstorv1.TLSSecret, SecretName: "api", ClientSecretName: "my-client", CAReference: &linstorv1.CAReference{Kind: "ConfigMap", Name: "company-ca", Key: "bundle.pem"}}}})
+		tls := ep["tlsConfig"].(map[string]any)
+		if n, _, _ := unstructured.NestedString(tls, "cert", "secret", "name"); n != "my-client" {
+			t.Errorf("client certificate %q, want my-client", n)
+		}
+		if ca, _, _ := unstructured.NestedStringMap(tls, "ca", "configMap"); ca["name"] != "company-ca" || ca["key"] != "bundle.pem" {
+			t.Errorf("CA %v, want the referenced ConfigMap key", tls["ca"])
+		}
+	})
+	t.Run("plain API", func(t *testing.T) {
+		ep := endpoint(t, linstorv1.LinstorClusterSpec{TLS: &linstorv1.TLSSpec{API: &linstorv1.TLSConfig{Mode: linstorv1.TLSDisabled}}})
+		if ep["port"] != "api" || ep["scheme"] != "http" || ep["tlsConfig"] != nil {
+			t.Errorf("endpoint %v", ep)
+		}
+	})
+	t.Run("no controller of the operator's", func(t *testing.T) {
+		objs := monitoringObjects(t, cluster(linstorv1.LinstorClusterSpec{ExternalController: &linstorv1.ExternalControllerSpec{URL: "https://l:3371"}, Controller: &linstorv1.ControllerSpec{ComponentSpec: linstorv1.ComponentSpec{Enabled: ptr.To(false)}}}))
+		if objs["ServiceMonitor"] != nil || objs["PodMonitor"] == nil || objs["PrometheusRule"] == nil {
+			t.Errorf("rendered %v: the satellites are still the operator's to scrape, the controller is not", objs)
+		}
+	})
+}
+
+func TestSatelliteMonitorSelectsTheSatellitePods(t *testing.T) {
+	c := cluster(linstorv1.LinstorClusterSpec{})
+	pm := monitoringObjects(t, c)["PodMonitor"]
+	if pm.GetName() != "linstor-satellite" {
+		t.Errorf("name %s: DrbdMetricsDown matches the job <namespace>/linstor-satellite", pm.GetName())
+	}
+	sel, _, _ := unstructured.NestedStringMap(pm.Object, "spec", "selector", "matchLabels")
+	sat, err := Satellite(c, &linstorv1.LinstorSatellite{ObjectMeta: metav1.ObjectMeta{Name: "n", Namespace: "storage"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}, images.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, o := range sat {
+		if ds, ok := o.(*appsv1.DaemonSet); ok && ds.Name == names.SatelliteDaemonSetName("n") {
+			pod := ds.Spec.Template
+			found = true
+			if !selects(t, &metav1.LabelSelector{MatchLabels: sel}, pod.Labels) {
+				t.Errorf("selector %v misses the satellite pods %v", sel, pod.Labels)
+			}
+			ports := map[string]bool{}
+			for _, ctr := range pod.Spec.Containers {
+				for _, p := range ctr.Ports {
+					ports[p.Name] = true
+				}
+			}
+			if !ports[names.ReactorMetricsPortName] {
+				t.Errorf("the satellite pod has no port %q to scrape (ports %v)", names.ReactorMetricsPortName, ports)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no satellite DaemonSet rendered")
+	}
+	eps, _, _ := unstructured.NestedSlice(pm.Object, "spec", "podMetricsEndpoints")
+	if len(eps) != 1 || eps[0].(map[string]any)["port"] != names.ReactorMetricsPortName {
+		t.Errorf("endpoints %v", eps)
+	}
+}
+
+func TestAlertRulesAreRulesYAML(t *testing.T) {
+	rule := monitoringObjects(t, cluster(linstorv1.LinstorClusterSpec{}))["PrometheusRule"]
+	groups, _, _ := unstructured.NestedSlice(rule.Object, "spec", "groups")
+	got := 0
+	for _, g := range groups {
+		rules, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
+		got += len(rules)
+	}
+	if want := strings.Count(string(prometheus.Rules), "\n    - alert: "); got != want || want == 0 {
+		t.Errorf("%d rules, rules.yaml has %d alerts", got, want)
+	}
+	if !strings.Contains(mustYAML(t, rule.Object), "alert: LinstorControllerDown") {
+		t.Error("LinstorControllerDown missing")
+	}
+}
+
+func mustYAML(t *testing.T, v any) string {
+	t.Helper()
+	out, err := yaml.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+func TestDashboardConfigMapIsLabelledForTheGrafanaSidecar(t *testing.T) {
+	objs := Dashboard(cluster(linstorv1.LinstorClusterSpec{}))
+	cm := objs[0].(*corev1.ConfigMap)
+	if cm.Labels["grafana_dashboard"] != "1" || cm.Labels[names.LabelManagedBy] != names.ManagedBy || cm.Namespace != "storage" {
+		t.Errorf("ConfigMap %s/%s labels %v", cm.Namespace, cm.Name, cm.Labels)
+	}
+	if cm.Data[grafana.FileName] != string(grafana.Dashboard) || !strings.HasSuffix(grafana.FileName, ".json") {
+		t.Errorf("data keys %v: the sidecar writes each key as a file and Grafana loads *.json", len(cm.Data))
+	}
+}
+
+func TestMonitoringFor(t *testing.T) {
+	missing := []string{"servicemonitors.monitoring.coreos.com"}
+	for _, row := range []struct {
+		name                   string
+		mode                   linstorv1.MonitoringMode
+		missing                []string
+		on, prometheusOperator bool
+		reason                 string
+	}{
+		{"unset, CRDs installed", "", nil, true, true, linstorv1.MonitoringReasonEnabled},
+		{"unset, CRDs missing", "", missing, false, false, linstorv1.MonitoringReasonCRDsMissing},
+		{"Auto, CRDs missing", linstorv1.MonitoringAuto, missing, false, false, linstorv1.MonitoringReasonCRDsMissing},
+		{"Auto, CRDs installed", linstorv1.MonitoringAuto, nil, true, true, linstorv1.MonitoringReasonEnabled},
+		{"Enabled, CRDs missing: dashboard and scrape rule only", linstorv1.MonitoringEnabled, missing, true, false, linstorv1.MonitoringReasonCRDsMissing},
+		{"Enabled, CRDs installed", linstorv1.MonitoringEnabled, nil, true, true, linstorv1.MonitoringReasonEnabled},
+		{"Disabled, CRDs installed", linstorv1.MonitoringDisabled, nil, false, false, linstorv1.MonitoringReasonDisabled},
+		{"Disabled, CRDs missing", linstorv1.MonitoringDisabled, missing, false, false, linstorv1.MonitoringReasonDisabled},
+	} {
+		t.Run(row.name, func(t *testing.T) {
+			m := MonitoringFor(cluster(linstorv1.LinstorClusterSpec{Monitoring: &linstorv1.MonitoringSpec{Mode: row.mode}}), row.missing)
+			if m.Enabled != row.on || m.PrometheusOperator != row.prometheusOperator || m.Reason != row.reason || m.Message == "" {
+				t.Errorf("got %+v", m)
+			}
+			if row.reason == linstorv1.MonitoringReasonCRDsMissing && !strings.Contains(m.Message, row.missing[0]) {
+				t.Errorf("message %q does not name the missing CRD", m.Message)
+			}
+		})
+	}
+	if m := MonitoringFor(cluster(linstorv1.LinstorClusterSpec{}), nil); !m.PrometheusOperator {
+		t.Errorf("no spec.monitoring: %+v, want on while the CRDs exist", m)
+	}
+}
+
+func TestScrapersReachOnlyTheAPIPort(t *testing.T) {
+	ns := func(name string, l map[string]string) map[string]string {
+		out := map[string]string{corev1.LabelMetadataName: name}
+		for k, v := range l {
+			out[k] = v
+		}
+		return out
+	}
+	for _, row := range []struct {
+		name     string
+		spec     linstorv1.LinstorClusterSpec
+		admitted []map[string]string
+		refused  []map[string]string
+	}{
+		{"default: the common monitoring stacks' namespaces", linstorv1.LinstorClusterSpec{},
+			[]map[string]string{ns("monitoring", nil), ns("openshift-monitoring", nil), ns("openshift-user-workload-monitoring", nil)},
+			[]map[string]string{ns("default", nil), ns("storage", nil), ns("kube-system", nil)}},
+		{"a selector of the user's", linstorv1.LinstorClusterSpec{Monitoring: &linstorv1.MonitoringSpec{ScrapeNamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "observability"}}}},
+			[]map[string]string{ns("prom", map[string]string{"team": "observability"})},
+			[]map[string]string{ns("monitoring", nil)}},
+		{"empty selector: every namespace", linstorv1.LinstorClusterSpec{Monitoring: &linstorv1.MonitoringSpec{ScrapeNamespaceSelector: &metav1.LabelSelector{}}},
+			[]map[string]string{ns("anything", nil)}, nil},
+	} {
+		t.Run(row.name, func(t *testing.T) {
+			c := cluster(row.spec)
+			plain := policyOf(t, c)
+			np := WithScrapers(c, NetworkPolicy(c))[0].(*networkingv1.NetworkPolicy)
+			if len(np.Spec.Ingress) != 2 {
+				t.Fatalf("%d ingress rules, want the components' and the scrapers'", len(np.Spec.Ingress))
+			}
+			if mustYAML(t, np.Spec.Ingress[0]) != mustYAML(t, plain.Spec.Ingress[0]) {
+				t.Error("the components' rule changed")
+			}
+			rule := np.Spec.Ingress[1]
+			if mustYAML(t, rule.Ports) != mustYAML(t, plain.Spec.Ingress[0].Ports) {
+				t.Errorf("scrapers reach ports %s, want only the API port %s", mustYAML(t, rule.Ports), mustYAML(t, plain.Spec.Ingress[0].Ports))
+			}
+			if len(rule.From) != 1 || rule.From[0].PodSelector != nil || rule.From[0].IPBlock != nil {
+				t.Fatalf("peers %+v, want one namespace selector", rule.From)
+			}
+			for _, l := range row.admitted {
+				if !selects(t, rule.From[0].NamespaceSelector, l) {
+					t.Errorf("namespace %v not admitted", l)
+				}
+			}
+			for _, l := range row.refused {
+				if selects(t, rule.From[0].NamespaceSelector, l) {
+					t.Errorf("namespace %v admitted", l)
+				}
+			}
+		})
+	}
+	// No policy, nothing to add to.
+	c := cluster(linstorv1.LinstorClusterSpec{NetworkPolicy: linstorv1.NetworkPolicyDisabled})
+	if objs := WithScrapers(c, NetworkPolicy(c)); len(objs) != 0 {
+		t.Errorf("rendered %d objects without a NetworkPolicy", len(objs))
+	}
+}

@@ -137,8 +137,8 @@ docker-push: ## Push the operator image IMG.
 	$(CONTAINER_PUSH) $(IMG)
 
 .PHONY: test-images
-test-images: envtest-assets opm ## Build the operator and bundle images with buildah from local base images, push them to a registry on loopback and check what comes back (root; Debian's buildah, docker-registry, busybox-static).
-	TEST_IMAGES=1 KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) OPM=$(OPM) go test ./test/images -count=1 -v -timeout 30m
+test-images: envtest-assets kwok-assets olm-assets opm ## Build the operator, bundle and catalog images with buildah from local base images, push them to a registry on loopback, check what comes back, and run test/olm with the image's /manager (root; Debian's buildah, docker-registry, busybox-static).
+	TEST_IMAGES=1 KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) OPM=$(OPM) go test ./test/images -count=1 -v -timeout 40m
 
 ##@ Deployment
 
@@ -201,13 +201,26 @@ promtool: ## Build promtool from source (cached in bin/promtool/); test/alerts c
 prometheus: ## Build the Prometheus server from source (cached in bin/prometheus/); test/monitoring runs it to see the alerts fire.
 	PROMETHEUS_VERSION=$(PROMETHEUS_VERSION) hack/build-prometheus.sh >/dev/null
 
+# COMMUNITY_REVIEWERS: the GitHub logins the community pipelines' ci.yaml names reviewers.
+COMMUNITY_REVIEWERS ?= linstor-operator
+
 .PHONY: catalog
-catalog: bundle opm ## Render catalog/ (file-based catalog) from bundle/ and bundles/, and validate it.
+catalog: bundle opm ## Render catalog/ (file-based catalog) from bundle/ and bundles/, and validate it; write community/ (ci.yaml, catalog template).
 	hack/render-catalog.sh $(OPM) catalog
+	go run ./hack/catalogchannels -community . -image-tag-base $(IMAGE_TAG_BASE) -reviewers $(COMMUNITY_REVIEWERS) bundles/*/ bundle
+
+# BUNDLE_IMGS are the bundle images the catalog image lists, one per release of catalog/:
+# the frozen releases' (bundles/<version>/) and this tree's. CATALOG_RENDER_FLAGS are opm
+# render's flags for reading them, e.g. --use-http for a plain-HTTP registry. The catalog
+# image's base is catalog.Dockerfile's OPM_IMAGE (a build argument, CONTAINER_BUILD_FLAGS).
+BUNDLE_IMGS ?= $(foreach v,$(notdir $(wildcard bundles/*)),$(IMAGE_TAG_BASE)-bundle:v$(v)) $(BUNDLE_IMG)
+CATALOG_RENDER_FLAGS ?=
+CATALOG_BUILD_DIR ?= bin/catalog-build
 
 .PHONY: catalog-build
-catalog-build: ## Build the catalog image CATALOG_IMG (published catalogs reference bundle images; see docs/olm.md).
-	$(CONTAINER_BUILD) -f catalog.Dockerfile -t $(CATALOG_IMG) .
+catalog-build: opm ## Build the catalog image CATALOG_IMG: catalog/'s channels and the bundles rendered from BUNDLE_IMGS (pushed first; see docs/olm.md).
+	go run ./hack/catalogimages -opm $(OPM) -catalog catalog -out $(CATALOG_BUILD_DIR)/catalog -render-flags "$(CATALOG_RENDER_FLAGS)" $(BUNDLE_IMGS)
+	$(CONTAINER_BUILD) -f catalog.Dockerfile -t $(CATALOG_IMG) $(CATALOG_BUILD_DIR)
 
 .PHONY: catalog-push
 catalog-push: ## Push the catalog image CATALOG_IMG.

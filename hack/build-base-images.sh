@@ -4,16 +4,20 @@
 #   builder: this machine's Go toolchain (GOROOT), a static busybox for the Dockerfile's shell
 #            RUN steps, CA certificates (go mod download talks HTTPS to the module proxy);
 #   runtime: what distroless/static:nonroot gives the operator: /etc/passwd and /etc/group
-#            with nonroot (65532), CA certificates, /tmp.
-# Usage: hack/build-base-images.sh BUILDER_NAME RUNTIME_NAME
+#            with nonroot (65532), CA certificates, /tmp;
+#   opm:     what quay.io/operator-framework/opm gives the catalog image: /bin/opm (OPM, the
+#            binary make opm builds from the module proxy) run as user 1001, /tmp.
+# Usage: hack/build-base-images.sh BUILDER_NAME RUNTIME_NAME [OPM_NAME]
 # BUILDAH (default buildah) is the command, global flags included, e.g.
 # "buildah --storage-driver vfs --root DIR --runroot DIR". Pass the names to the Dockerfile
-# as --build-arg BUILDER_IMAGE=… --build-arg RUNTIME_IMAGE=…. Needs root (buildah mount)
-# and a static busybox (Debian: busybox-static).
+# as --build-arg BUILDER_IMAGE=… --build-arg RUNTIME_IMAGE=…, and OPM_NAME to catalog.Dockerfile
+# as --build-arg OPM_IMAGE=…. Needs root (buildah mount) and a static busybox (Debian:
+# busybox-static).
 set -euo pipefail
-[ $# -eq 2 ] || { echo "usage: $0 BUILDER_NAME RUNTIME_NAME" >&2; exit 2; }
+[ $# -eq 2 ] || [ $# -eq 3 ] || { echo "usage: $0 BUILDER_NAME RUNTIME_NAME [OPM_NAME]" >&2; exit 2; }
 builder_name=$1
 runtime_name=$2
+opm_name=${3:-}
 read -r -a buildah <<<"${BUILDAH:-buildah}"
 
 goroot=$(go env GOROOT)
@@ -86,3 +90,24 @@ EOF
 "${buildah[@]}" commit -q --rm "$ctr" "$runtime_name" >/dev/null
 ctr=
 echo "$runtime_name"
+
+[ -n "$opm_name" ] || exit 0
+opm=${OPM:-$(cd "$(dirname "$0")/.." && pwd)/bin/opm/opm-v1.73.0}
+[ -x "$opm" ] || { echo "FATAL: no opm at $opm (make opm)" >&2; exit 1; }
+# The catalog image runs opm in a scratch image: it must not need a libc.
+if ldd "$opm" >/dev/null 2>&1; then
+  echo "FATAL: $opm is dynamically linked (hack/build-opm.sh builds it with CGO_ENABLED=0)" >&2; exit 1
+fi
+ctr=$("${buildah[@]}" from scratch)
+mnt=$("${buildah[@]}" mount "$ctr")
+add_common_files "$mnt"
+cp "$opm" "$mnt/bin/opm"
+printf 'root:x:0:0:root:/root:/sbin/nologin\nopm:x:1001:1001:opm:/tmp:/sbin/nologin\n' >"$mnt/etc/passwd"
+printf 'root:x:0:\nopm:x:1001:\n' >"$mnt/etc/group"
+"${buildah[@]}" config --user 1001 --entrypoint '["/bin/opm"]' \
+  --label "org.opencontainers.image.description=local opm base like quay.io/operator-framework/opm: $(basename "$opm") (hack/build-base-images.sh)" \
+  "$ctr"
+"${buildah[@]}" unmount "$ctr" >/dev/null
+"${buildah[@]}" commit -q --rm "$ctr" "$opm_name" >/dev/null
+ctr=
+echo "$opm_name ($(basename "$opm"))"

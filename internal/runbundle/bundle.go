@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -220,6 +221,31 @@ func catalogPackage(rendered []byte) (string, error) {
 	return pkgs[0], nil
 }
 
+// withoutBundleImage is a bundle blob as opm renders its directory: a catalog rendered
+// from the bundle's image (make catalog-build) names the image, and opm lists it among the
+// related images too, with no name.
+func withoutBundleImage(blob map[string]any) map[string]any {
+	image, _ := blob["image"].(string)
+	if image == "" {
+		return blob
+	}
+	out := maps.Clone(blob)
+	out["image"] = ""
+	related, _ := blob["relatedImages"].([]any)
+	var kept []any
+	for _, r := range related {
+		if entry, _ := r.(map[string]any); entry["image"] != image || (entry["name"] != nil && entry["name"] != "") {
+			kept = append(kept, r)
+		}
+	}
+	if kept == nil {
+		delete(out, "relatedImages")
+	} else {
+		out["relatedImages"] = kept
+	}
+	return out
+}
+
 // SameBundle checks that the catalog's olm.bundle named csv is the bundle directory's
 // (bundleRendered, `opm render <dir>`): a stale catalog, or a bundle changed after the
 // catalog was rendered, would install something else under the same name.
@@ -244,6 +270,7 @@ func SameBundle(catalogRendered, bundleRendered []byte, csv string) error {
 	if err != nil {
 		return fmt.Errorf("the bundle directory: %w", err)
 	}
+	inCatalog = withoutBundleImage(inCatalog)
 	if !reflect.DeepEqual(inCatalog, inDir) {
 		return fmt.Errorf("the catalog's %s differs from the bundle directory's: render the catalog again (make catalog)", csv)
 	}

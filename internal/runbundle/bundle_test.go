@@ -280,6 +280,35 @@ func TestSameBundle(t *testing.T) {
 	}
 }
 
+// A catalog rendered from the bundle's image (make catalog-build) holds the same bundle
+// with the image's reference, which opm also lists among the related images.
+func TestSameBundleFromTheBundleImage(t *testing.T) {
+	root := repoRoot(t)
+	opm := envtest.OPMBinary(t)
+	b, rendered := readAndRender(t, opm, filepath.Join(root, "bundle"))
+	blobs, err := decodeBlobs(rendered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const image = "registry.example/linstor-operator-bundle:v1"
+	var fromImage []byte
+	for _, blob := range blobs {
+		if blob["schema"] == "olm.bundle" {
+			blob["image"] = image
+			related, _ := blob["relatedImages"].([]any)
+			blob["relatedImages"] = append([]any{map[string]any{"name": "", "image": image}}, related...)
+		}
+		data, err := json.Marshal(blob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromImage = append(fromImage, data...)
+	}
+	if err := SameBundle(fromImage, rendered, b.CSV.Name); err != nil {
+		t.Errorf("the bundle rendered from its image: %v", err)
+	}
+}
+
 // readAndRender reads a bundle directory and renders it as opm does.
 func readAndRender(t *testing.T, opm, dir string) (*Bundle, []byte) {
 	t.Helper()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrlenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
 
 	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
@@ -27,15 +29,18 @@ import (
 const (
 	localBuilderImage = "localhost/linstor-operator-test/builder:local"
 	localRuntimeImage = "localhost/linstor-operator-test/runtime:local"
+	localOpmImage     = "localhost/linstor-operator-test/opm:local"
 )
 
-// TestImagesBuildPushAndRun builds the operator and bundle images the way a user does
-// (make docker-build, bundle-build, docker-push, bundle-push) with CONTAINER_TOOL=buildah,
-// from local base images because public ones cannot be pulled here, pushes them to a real
+// TestImagesBuildPushAndRun builds the three images the way a user does (make docker-build,
+// bundle-build, catalog-build and their push targets) with CONTAINER_TOOL=buildah, from
+// local base images because public ones cannot be pulled here, pushes them to a real
 // registry on loopback, and checks what comes back from the registry: the operator image
 // runs its binary as user 65532 and the binary starts against a real kube-apiserver; the
-// bundle image renders as bundle/ does. Heavy (minutes, and image storage under bin/images-test):
-// run by make test-images (TEST_IMAGES=1), which .ci/run runs after make test.
+// bundle image renders as bundle/ does; the catalog image lists every release's bundle by
+// its pushed image. Then test/olm's OLM scenario runs with the binary taken out of the
+// operator image as this tree's operator. Heavy (minutes, and image storage under
+// bin/images-test): run by make test-images (TEST_IMAGES=1), which .ci/run runs after make test.
 func TestImagesBuildPushAndRun(t *testing.T) {
 	if os.Getenv("TEST_IMAGES") == "" {
 		t.Skip("builds images with buildah: run it with make test-images (TEST_IMAGES=1)")
@@ -54,23 +59,38 @@ func TestImagesBuildPushAndRun(t *testing.T) {
 	b := newBuildah(t, filepath.Join(root, "bin", "images-test"))
 
 	start := time.Now()
-	script := exec.Command(filepath.Join(root, "hack", "build-base-images.sh"), localBuilderImage, localRuntimeImage)
-	script.Env = append(os.Environ(), "BUILDAH="+b.command())
+	opm := envtest.OPMBinary(t)
+	script := exec.Command(filepath.Join(root, "hack", "build-base-images.sh"), localBuilderImage, localRuntimeImage, localOpmImage)
+	script.Env = append(os.Environ(), "BUILDAH="+b.command(), "OPM="+opm)
 	runCommand(t, script)
 	t.Logf("local base images built in %s", time.Since(start).Round(time.Second))
+	// What the closing summary reports, one line per image.
+	var summary []string
+	t.Cleanup(func() {
+		t.Logf("summary:\n  %s", strings.Join(summary, "\n  "))
+	})
+	// What the OLM tests take out of the pushed images: the operator binary, the catalog
+	// image's /configs, and each bundle image's content ("image=dir").
+	imageManager := filepath.Join(t.TempDir(), "manager")
+	imageContents := t.TempDir()
+	catalogConfigs := ""
+	var bundleContents []string
+	bundleImage := registry + "/linstor-operator/linstor-operator-bundle:v0.0.0-test"
 
 	t.Run("operator", func(t *testing.T) {
 		image := registry + "/linstor-operator/linstor-operator:v0.0.0-test"
 		buildFlags := "--isolation chroot --build-arg BUILDER_IMAGE=" + localBuilderImage +
 			" --build-arg RUNTIME_IMAGE=" + localRuntimeImage
-		elapsed := b.make(t, root, "docker-build", "IMG="+image, "CONTAINER_BUILD_FLAGS="+buildFlags)
-		t.Logf("operator image built in %s (make docker-build)", elapsed)
-		elapsed = b.make(t, root, "docker-push", "IMG="+image, "CONTAINER_PUSH_FLAGS=--tls-verify=false")
-		t.Logf("operator image pushed to %s in %s (make docker-push)", image, elapsed)
+		built := b.make(t, root, "docker-build", "IMG="+image, "CONTAINER_BUILD_FLAGS="+buildFlags)
+		t.Logf("operator image built in %s (make docker-build)", built)
+		pushed := b.make(t, root, "docker-push", "IMG="+image, "CONTAINER_PUSH_FLAGS=--tls-verify=false")
+		t.Logf("operator image pushed to %s in %s (make docker-push)", image, pushed)
 
 		// From here on, only what the registry holds counts.
 		manifest, config := readFromRegistry(t, registry, "linstor-operator/linstor-operator", "v0.0.0-test")
 		t.Logf("operator image in the registry: %d layers, %s compressed", len(manifest.Layers), mebibytes(manifest.compressedSize()))
+		summary = append(summary, fmt.Sprintf("operator image: built in %s, pushed in %s, %d layers, %s compressed",
+			built, pushed, len(manifest.Layers), mebibytes(manifest.compressedSize())))
 		if got, want := config.Config.User, "65532:65532"; got != want {
 			t.Errorf("the image runs as user %q, want %q (distroless nonroot)", got, want)
 		}
@@ -91,7 +111,7 @@ func TestImagesBuildPushAndRun(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(rootfs, "licenses", "LICENSE")); err != nil {
 			t.Errorf("the image carries no license: %v", err)
 		}
-		manager := filepath.Join(t.TempDir(), "manager")
+		manager := imageManager
 		copyFile(t, filepath.Join(rootfs, "manager"), manager)
 
 		help, err := exec.Command(manager, "--help").CombinedOutput()
@@ -107,15 +127,16 @@ func TestImagesBuildPushAndRun(t *testing.T) {
 	})
 
 	t.Run("bundle", func(t *testing.T) {
-		image := registry + "/linstor-operator/linstor-operator-bundle:v0.0.0-test"
-		elapsed := b.make(t, root, "bundle-build", "BUNDLE_IMG="+image, "CONTAINER_BUILD_FLAGS=--isolation chroot")
-		t.Logf("bundle image built in %s (make bundle-build)", elapsed)
-		elapsed = b.make(t, root, "bundle-push", "BUNDLE_IMG="+image, "CONTAINER_PUSH_FLAGS=--tls-verify=false")
-		t.Logf("bundle image pushed to %s in %s (make bundle-push)", image, elapsed)
+		image := bundleImage
+		built := b.make(t, root, "bundle-build", "BUNDLE_IMG="+image, "CONTAINER_BUILD_FLAGS=--isolation chroot")
+		t.Logf("bundle image built in %s (make bundle-build)", built)
+		pushed := b.make(t, root, "bundle-push", "BUNDLE_IMG="+image, "CONTAINER_PUSH_FLAGS=--tls-verify=false")
+		t.Logf("bundle image pushed to %s in %s (make bundle-push)", image, pushed)
 		manifest, _ := readFromRegistry(t, registry, "linstor-operator/linstor-operator-bundle", "v0.0.0-test")
 		t.Logf("bundle image in the registry: %d layers, %s compressed", len(manifest.Layers), mebibytes(manifest.compressedSize()))
+		summary = append(summary, fmt.Sprintf("bundle image: built in %s, pushed in %s, %d layers, %s compressed",
+			built, pushed, len(manifest.Layers), mebibytes(manifest.compressedSize())))
 
-		opm := envtest.OPMBinary(t)
 		fromImage, reference := renderBundle(t, opm, "--use-http", image)
 		fromDirectory, _ := renderBundle(t, opm, filepath.Join(root, "bundle"))
 		if reference != image {
@@ -125,8 +146,195 @@ func TestImagesBuildPushAndRun(t *testing.T) {
 			t.Errorf("opm render of the pushed bundle image differs from opm render of bundle/:\n%s", firstDifference(fromImage, fromDirectory))
 		} else {
 			t.Logf("opm render of the pushed bundle image equals opm render of bundle/ (%d bytes of JSON)", len(fromImage))
+			summary = append(summary, fmt.Sprintf("opm render of the pushed bundle image equals opm render of bundle/ (%d bytes of JSON)", len(fromImage)))
 		}
 	})
+
+	t.Run("catalog", func(t *testing.T) {
+		// The frozen releases' bundle images, pushed as their releases pushed them; this
+		// tree's is the one pushed above.
+		bundleImages := map[string]string{}
+		frozen, err := filepath.Glob(filepath.Join(root, "bundles", "*"))
+		if err != nil || len(frozen) == 0 {
+			t.Fatalf("no frozen release in bundles/ (%v)", err)
+		}
+		var refs []string
+		for _, dir := range frozen {
+			image := fmt.Sprintf("%s/linstor-operator/linstor-operator-bundle:v%s", registry, filepath.Base(dir))
+			buildReleaseBundle(t, b, dir, image)
+			refs = append(refs, image)
+		}
+		refs = append(refs, bundleImage)
+		for _, ref := range refs {
+			bundleImages[ref] = ""
+		}
+
+		image := registry + "/linstor-operator/linstor-operator-catalog:v0.0.0-test"
+		built := b.make(t, root, "catalog-build", "CATALOG_IMG="+image, "BUNDLE_IMGS="+strings.Join(refs, " "),
+			"CATALOG_RENDER_FLAGS=--use-http", "CATALOG_BUILD_DIR="+t.TempDir(),
+			"CONTAINER_BUILD_FLAGS=--isolation chroot --build-arg OPM_IMAGE="+localOpmImage)
+		t.Logf("catalog image of %d bundle images built in %s (make catalog-build)", len(refs), built)
+		pushed := b.make(t, root, "catalog-push", "CATALOG_IMG="+image, "CONTAINER_PUSH_FLAGS=--tls-verify=false")
+		t.Logf("catalog image pushed to %s in %s (make catalog-push)", image, pushed)
+		manifest, config := readFromRegistry(t, registry, "linstor-operator/linstor-operator-catalog", "v0.0.0-test")
+		t.Logf("catalog image in the registry: %d layers, %s compressed", len(manifest.Layers), mebibytes(manifest.compressedSize()))
+		summary = append(summary, fmt.Sprintf("catalog image: built in %s (opm render of %d bundle images included), pushed in %s, %d layers, %s compressed",
+			built, len(refs), pushed, len(manifest.Layers), mebibytes(manifest.compressedSize())))
+		if got, want := config.Config.Entrypoint, []string{"/bin/opm"}; !slices.Equal(got, want) {
+			t.Errorf("the catalog image's entrypoint is %q, want %q", got, want)
+		}
+
+		// What OLM's catalog pod would serve: the pushed catalog image as opm reads it.
+		fromImage := renderBlobs(t, opm, "--use-http", image)
+		project := renderBlobs(t, opm, filepath.Join(root, "catalog"))
+		var gotBundles []string
+		for _, blob := range fromImage {
+			if blob["schema"] != "olm.bundle" {
+				continue
+			}
+			ref, _ := blob["image"].(string)
+			name, _ := blob["name"].(string)
+			gotBundles = append(gotBundles, name)
+			seen, known := bundleImages[ref]
+			switch {
+			case !known:
+				t.Errorf("the catalog image lists bundle %s with image %q, which is none of the pushed bundle images %v", name, ref, refs)
+			case seen != "":
+				t.Errorf("the catalog image lists bundle image %s twice: %s and %s", ref, seen, name)
+			}
+			bundleImages[ref] = name
+		}
+		if len(gotBundles) != len(refs) {
+			t.Errorf("the catalog image lists bundles %v, want one per pushed bundle image %v", gotBundles, refs)
+		}
+		if got, want := withoutBundles(fromImage), withoutBundles(project); got != want {
+			t.Errorf("the catalog image's package and channels differ from catalog/'s:\n%s", firstDifference(got, want))
+		}
+		t.Logf("opm render of the pushed catalog image: bundles %v, each by its pushed bundle image; package and channels as catalog/", gotBundles)
+		summary = append(summary, fmt.Sprintf("opm render of the pushed catalog image lists %v by their pushed bundle images", gotBundles))
+
+		// What a cluster would pull: the catalog's file-based catalog and the bundles' content.
+		contents := imageContents // the test's, not this step's: the OLM steps read them
+		catalogConfigs = filepath.Join(contents, "configs")
+		unpackImage(t, b, image, "configs", catalogConfigs)
+		for i, ref := range refs {
+			dir := filepath.Join(contents, fmt.Sprintf("bundle-%d", i))
+			unpackImage(t, b, ref, ".", dir)
+			bundleContents = append(bundleContents, ref+"="+dir)
+		}
+	})
+
+	// test/olm with the image's /manager as this tree's operator: an install from the
+	// pushed catalog image, whose bundle OLM unpacks from its pushed image, then the whole
+	// OLM scenario (install, upgrades, the webhooks reached through OLM's Service).
+	for _, run := range []struct {
+		name, test string
+		env        []string
+	}{
+		{"olm-install-from-catalog-image", "^TestInstallFromTheCatalogImage$",
+			[]string{"OLM_CATALOG_CONFIGS=" + catalogConfigs, "OLM_BUNDLE_IMAGES=" + strings.Join(bundleContents, " ")}},
+		{"olm-scenario", "^TestOLM$", nil},
+	} {
+		t.Run(run.name, func(t *testing.T) {
+			if _, err := os.Stat(imageManager); err != nil {
+				t.Fatalf("no /manager taken out of the operator image: %v", err)
+			}
+			if run.env != nil && (catalogConfigs == "" || len(bundleContents) == 0) {
+				t.Fatal("no catalog image content: the catalog step failed")
+			}
+			cmd := exec.Command("go", "test", "./test/olm", "-run", run.test, "-count=1", "-v", "-timeout", "20m")
+			cmd.Dir = root
+			cmd.Env = append(append(os.Environ(), "OLM_OPERATOR_BINARY="+imageManager), run.env...)
+			// Its steps show in the log as they run.
+			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+			start := time.Now()
+			err := cmd.Run()
+			elapsed := time.Since(start).Round(time.Second)
+			if err != nil {
+				t.Fatalf("test/olm -run %s with the image's /manager failed after %s: %v", run.test, elapsed, err)
+			}
+			// The binary test/olm ran as this tree's pods is the image's, byte for byte.
+			ran := filepath.Join(root, "bin", "olm-e2e", "manager")
+			if a, b := readFile(ran), readFile(imageManager); a != b || a == "" {
+				t.Errorf("test/olm ran %s, which is not the image's /manager", ran)
+			}
+			t.Logf("test/olm -run %s passed in %s with the image's /manager", run.test, elapsed)
+			summary = append(summary, fmt.Sprintf("test/olm -run %s with the image's /manager: passed in %s (world setup and go test build included)", run.test, elapsed))
+		})
+	}
+}
+
+// unpackImage pulls image back from the registry and copies its directory from (relative
+// to the image's root) to dir.
+func unpackImage(t *testing.T, b buildah, image, from, dir string) {
+	t.Helper()
+	b.run(t, "rmi", image)
+	b.run(t, "pull", "--tls-verify=false", image)
+	ctr := strings.TrimSpace(b.run(t, "from", image))
+	defer b.run(t, "rm", ctr)
+	rootfs := strings.TrimSpace(b.run(t, "mount", ctr))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runCommand(t, exec.Command("cp", "-a", filepath.Join(rootfs, from)+"/.", dir))
+}
+
+// buildReleaseBundle builds the bundle image of a frozen release from its directory, with
+// the labels its metadata/annotations.yaml carries (as the release's bundle.Dockerfile
+// did), and pushes it.
+func buildReleaseBundle(t *testing.T, b buildah, dir, image string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "metadata", "annotations.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var metadata struct{ Annotations map[string]string }
+	if err := yaml.Unmarshal(data, &metadata); err != nil {
+		t.Fatal(err)
+	}
+	var dockerfile strings.Builder
+	dockerfile.WriteString("FROM scratch\n")
+	for _, key := range slices.Sorted(maps.Keys(metadata.Annotations)) {
+		if strings.HasPrefix(key, "operators.operatorframework.io.") {
+			fmt.Fprintf(&dockerfile, "LABEL %s=%s\n", key, metadata.Annotations[key])
+		}
+	}
+	dockerfile.WriteString("COPY manifests /manifests/\nCOPY metadata /metadata/\nCOPY tests/scorecard /tests/scorecard/\n")
+	path := filepath.Join(t.TempDir(), "bundle.Dockerfile")
+	if err := os.WriteFile(path, []byte(dockerfile.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.run(t, "bud", "--isolation", "chroot", "-f", path, "-t", image, dir)
+	b.run(t, "push", "--tls-verify=false", image)
+}
+
+// renderBlobs is opm render's output for args, one object per blob.
+func renderBlobs(t *testing.T, opm string, args ...string) []map[string]any {
+	t.Helper()
+	out := runCommand(t, exec.Command(opm, append([]string{"render", "--output", "json"}, args...)...))
+	var blobs []map[string]any
+	decoder := json.NewDecoder(strings.NewReader(out))
+	for decoder.More() {
+		var blob map[string]any
+		if err := decoder.Decode(&blob); err != nil {
+			t.Fatalf("opm render %s: %v", strings.Join(args, " "), err)
+		}
+		blobs = append(blobs, blob)
+	}
+	return blobs
+}
+
+// withoutBundles is the catalog's other blobs (package, channels, deprecations) as
+// indented JSON, in their order.
+func withoutBundles(blobs []map[string]any) string {
+	var kept []map[string]any
+	for _, blob := range blobs {
+		if blob["schema"] != "olm.bundle" {
+			kept = append(kept, blob)
+		}
+	}
+	out, _ := json.MarshalIndent(kept, "", "  ")
+	return string(out)
 }
 
 // buildah runs buildah on storage of the test's own (vfs, which works without overlay

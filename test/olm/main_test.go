@@ -224,11 +224,16 @@ func setUp() error {
 	if _, err := envtest.InstallCRDs(world.cluster.Config, envtest.CRDInstallOptions{Paths: []string{crds}, ErrorIfPathMissing: true}); err != nil {
 		return fmt.Errorf("installing OLM's CRDs from %s: %w", crds, err)
 	}
-	// The bundle's suggested namespace template: LINSTOR's satellites need privileged.
+	// The namespace as docs/olm.md's operator-sdk commands make it (LINSTOR's satellites
+	// need privileged); the cleanup step keeps the CRDs, as their --delete-all=false does.
+	documented, err := documentedSDKCommands()
+	if err != nil {
+		return err
+	}
 	for _, ns := range []*corev1.Namespace{
 		{ObjectMeta: metav1.ObjectMeta{Name: olmNamespace}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "operators"}},
-		{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{"pod-security.kubernetes.io/enforce": "privileged"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: documented.NamespaceLabels}},
 	} {
 		if err := world.client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
@@ -352,6 +357,23 @@ func setHosts(names map[string]string) error {
 
 // runBundleOptions are make run-bundle's options for this world: the catalog in
 // catalogDir (the project's catalog/ or a test catalog), served at catalogAddress.
+// documentedSDKCommands are docs/olm.md's operator-sdk commands: the ones this test runs
+// the equivalent of, in its namespace and without deleting CRDs on cleanup.
+func documentedSDKCommands() (*runbundle.SDKCommands, error) {
+	doc, err := os.ReadFile(filepath.Join(world.root, "docs", "olm.md"))
+	if err != nil {
+		return nil, err
+	}
+	c, err := runbundle.ParseSDKCommands(doc)
+	if err != nil {
+		return nil, fmt.Errorf("docs/olm.md: %w", err)
+	}
+	if c.Namespace != namespace || c.CleanupDeleteAll {
+		return nil, fmt.Errorf("docs/olm.md installs into %q and cleans up with --delete-all=%v; this test installs into %q and keeps the CRDs", c.Namespace, c.CleanupDeleteAll, namespace)
+	}
+	return c, nil
+}
+
 func runBundleOptions(out io.Writer) runbundle.Options {
 	return runbundle.Options{
 		Config: world.cluster.Config, Namespace: namespace, Channel: channel, Approval: "Manual",

@@ -24,9 +24,9 @@ import (
 // nodeOSes are node operating systems, together selecting every DRBD module loader
 // flavour: a flavour added to pkg/images needs a node here, or it counts as unused.
 var nodeOSes = []string{
-	"Ubuntu 18.04.6 LTS", "Ubuntu 20.04.6 LTS", "Ubuntu 22.04.4 LTS", "Ubuntu 24.04.1 LTS",
-	"Debian GNU/Linux 10 (buster)", "Debian GNU/Linux 11 (bullseye)", "Debian GNU/Linux 12 (bookworm)",
-	"CentOS Linux 7 (Core)", "Red Hat Enterprise Linux 8.9 (Ootpa)", "Red Hat Enterprise Linux 9.4 (Plow)",
+	"Ubuntu 18.04.6 LTS", "Ubuntu 20.04.6 LTS", "Ubuntu 22.04.4 LTS", "Ubuntu 24.04.1 LTS", "Ubuntu 26.04 LTS",
+	"Debian GNU/Linux 10 (buster)", "Debian GNU/Linux 11 (bullseye)", "Debian GNU/Linux 12 (bookworm)", "Debian GNU/Linux 13 (trixie)",
+	"CentOS Linux 7 (Core)", "Red Hat Enterprise Linux 8.9 (Ootpa)", "Red Hat Enterprise Linux 9.4 (Plow)", "AlmaLinux 10.0 (Purple Lion)",
 	"Red Hat Enterprise Linux CoreOS 416.94.202410211619-0", "Flatcar Container Linux by Kinvolk 3815.2.0 (Oklo)",
 	"Talos (v1.7.0)", "",
 }

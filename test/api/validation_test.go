@@ -61,6 +61,7 @@ var invalidCases = []struct {
 	{"external controller not a URL", "v1", "LinstorCluster", obj{"externalController": obj{"url": "linstor controller"}}, "spec.externalController.url must be an http:// or https:// URL"},
 	{"external controller without url", "v1", "LinstorCluster", obj{"externalController": obj{}}, "spec.externalController.url: Required value"},
 	{"external and own controller", "v1", "LinstorCluster", obj{"externalController": obj{"url": "http://linstor:3370"}, "controller": obj{"replicas": 1}}, "spec.controller.enabled must be false when spec.externalController is set"},
+	{"external controller, own one on by default", "v1", "LinstorCluster", obj{"externalController": obj{"url": "http://linstor:3370"}}, "spec.controller.enabled must be false when spec.externalController is set"},
 	{"version not semver", "v1", "LinstorCluster", obj{"version": "latest"}, "spec.version in body should match"},
 	{"upgrade policy", "v1", "LinstorCluster", obj{"upgrade": obj{"policy": "Sometimes"}}, `spec.upgrade.policy: Unsupported value: "Sometimes": supported values: "Automatic", "Manual"`},
 	{"duplicate controller property", "v1", "LinstorCluster", obj{"properties": list{obj{"name": "Aux/a", "value": "1"}, obj{"name": "Aux/a", "value": "2"}}}, `spec.properties[1]: Duplicate value: {"name":"Aux/a"}`},
@@ -75,7 +76,7 @@ var invalidCases = []struct {
 	{"host devices for a file pool", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"filePool": obj{}, "source": obj{"hostDevices": list{"/dev/vdb"}}})}}, "source (hostDevices or discover) is only allowed for LVM and ZFS pools"},
 	// Storage discovery: the schema's part; the webhook's part below.
 	{"discovery for a file pool", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"fileThinPool": obj{}, "source": obj{"discover": obj{"rotational": false}}})}}, "source (hostDevices or discover) is only allowed for LVM and ZFS pools"},
-	{"empty discovery matcher", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"lvmThinPool": obj{}, "source": obj{"discover": obj{"dryRun": true}}})}}, "spec.storagePools[0].source.discover: Invalid value: \"object\": discover needs at least one of minSize, maxSize, rotational, models or devicePaths: an empty matcher would claim every unused disk of every node"},
+	{"empty discovery matcher", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"lvmThinPool": obj{}, "source": obj{"discover": obj{"dryRun": true}}})}}, "spec.storagePools[0].source.discover: Invalid value: \"object\": discover needs at least one of minSize, maxSize, media (Rotational or SolidState), models or devicePaths: an empty matcher would claim every unused disk of every node"},
 	{"host devices and discovery", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"lvmThinPool": obj{}, "source": obj{"hostDevices": list{"/dev/vdb"}, "discover": obj{"rotational": false}}})}}, "spec.storagePools[0].source: Invalid value: \"object\": exactly one of hostDevices or discover must be set"},
 	{"empty source", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"lvmThinPool": obj{}, "source": obj{}})}}, "exactly one of hostDevices or discover must be set"},
 	{"discovery path outside /dev", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("pool", obj{"lvmThinPool": obj{}, "source": obj{"discover": obj{"devicePaths": list{"nvme*"}}}})}}, "spec.storagePools[0].source.discover.devicePaths[0] in body should match"},
@@ -128,6 +129,11 @@ var invalidCases = []struct {
 	{"etcd URL without a host", "v1", "LinstorCluster", obj{"database": obj{"type": "external", "connectionURL": "etcd:///linstor"}}, `spec.database.connectionURL: Invalid value: "etcd:///linstor": must name the database's host`},
 	{"restore from a backup that does not exist", "v1", "LinstorCluster", obj{"database": obj{"restoreFrom": "no-such-backup"}}, `spec.database.restoreFrom: Not found: "no-such-backup"`},
 	{"restore from a name that cannot exist", "v1", "LinstorCluster", obj{"database": obj{"restoreFrom": "Bad_Name"}}, `spec.database.restoreFrom: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain`},
+	{"monitoring mode", "v1", "LinstorCluster", obj{"monitoring": obj{"mode": "On"}}, `spec.monitoring.mode: Unsupported value: "On": supported values: "Auto", "Enabled", "Disabled"`},
+	{"scrape namespace selector operator", "v1", "LinstorCluster", obj{"monitoring": obj{"scrapeNamespaceSelector": obj{"matchExpressions": list{obj{"key": "team", "operator": "Among", "values": list{"ops"}}}}}},
+		`spec.monitoring.scrapeNamespaceSelector.matchExpressions[0].operator: Invalid value: "Among": not a valid selector operator`},
+	{"scrape namespace selector label", "v1", "LinstorCluster", obj{"monitoring": obj{"scrapeNamespaceSelector": obj{"matchLabels": obj{"team": "not a value"}}}},
+		`spec.monitoring.scrapeNamespaceSelector.matchLabels: Invalid value: "not a value"`},
 	{"connection selector key", "v1", "LinstorNodeConnection", obj{"selector": list{obj{"matchLabels": list{obj{"key": "bad key", "op": "Same"}}}}}, `spec.selector[0].matchLabels[0].key: Invalid value: "bad key"`},
 	{"connection selector value", "v1", "LinstorNodeConnection", obj{"selector": list{obj{"matchLabels": list{obj{"key": "zone", "op": "In", "values": list{"a b"}}}}}}, `spec.selector[0].matchLabels[0].values[0]: Invalid value: "a b"`},
 	// Strategic-merge directives where they are not valid.
@@ -165,6 +171,16 @@ var invalidCases = []struct {
 		pool("fast", obj{"lvmThinPool": obj{}, "source": obj{"discover": obj{"rotational": false, "allowAnyDisk": true}}}),
 		pool("also", obj{"zfsThinPool": obj{}, "source": obj{"discover": obj{"rotational": false, "dryRun": true}}})}},
 		`spec.storagePools[1].source.discover: Invalid value: "": matches the same disks as spec.storagePools[0].source.discover: a disk matched by two pools is claimed by neither`},
+	{"discovery media and rotational", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("hdd", obj{"zfsPool": obj{}, "source": obj{"discover": obj{"media": "Rotational", "rotational": true, "models": list{"ST8000*"}}}})}},
+		"set media, not both media and rotational"},
+	{"discovery media and rotational matching the same disks", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{
+		pool("old", obj{"zfsPool": obj{}, "source": obj{"discover": obj{"rotational": true, "models": list{"ST8000*"}}}}),
+		pool("new", obj{"zfsThinPool": obj{}, "source": obj{"discover": obj{"media": "Rotational", "models": list{"ST8000*"}}}})}},
+		"spec.storagePools[1].source.discover: Invalid value: \"\": matches the same disks as spec.storagePools[0].source.discover"},
+	{"discovery media Any alone", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("any", obj{"zfsPool": obj{}, "source": obj{"discover": obj{"media": "Any", "allowAnyDisk": true}}})}},
+		"discover needs at least one of minSize, maxSize, media (Rotational or SolidState), models or devicePaths"},
+	{"discovery media unknown", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("ssd", obj{"zfsPool": obj{}, "source": obj{"discover": obj{"media": "Flash", "models": list{"X*"}}}})}},
+		`spec.storagePools[0].source.discover.media: Unsupported value: "Flash"`},
 	{"discovery matcher that takes any disk", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{pool("hdd", obj{"zfsPool": obj{}, "source": obj{"discover": obj{"rotational": true, "minSize": "4Ti"}}})}},
 		`spec.storagePools[0].source.discover.allowAnyDisk: Invalid value: false: a matcher without models or devicePaths (or whose patterns match every disk`},
 }
@@ -316,9 +332,13 @@ func TestValidEdgeCasesAreAccepted(t *testing.T) {
 		{"external controller, own disabled", "v1", "LinstorCluster", obj{"externalController": obj{"url": "https://linstor.example.com:3371"}, "controller": obj{"enabled": false}}},
 		{"cert-manager TLS", "v1", "LinstorCluster", obj{"tls": obj{"internal": obj{"mode": "CertManager", "issuerRef": obj{"name": "ca", "kind": "ClusterIssuer"}}}}},
 		{"prerelease version", "v1", "LinstorCluster", obj{"version": "1.34.0-rc.1"}},
+		{"monitoring off, every namespace may scrape", "v1", "LinstorCluster", obj{"monitoring": obj{"mode": "Disabled", "scrapeNamespaceSelector": obj{}}}},
+		{"monitoring scraped from labelled namespaces", "v1", "LinstorCluster", obj{"monitoring": obj{"mode": "Enabled", "scrapeNamespaceSelector": obj{
+			"matchLabels": obj{"network.openshift.io/policy-group": "monitoring"}, "matchExpressions": list{obj{"key": "team", "operator": "Exists"}}}}}},
 		{"discovery pools", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{
 			pool("nvme", obj{"lvmThinPool": obj{}, "source": obj{"discover": obj{"rotational": false, "minSize": "1Ti", "maxSize": "1Ti", "models": list{"SAMSUNG MZQL2*"}, "devicePaths": list{"/dev/disk/by-id/nvme-*"}, "maxDisksPerNode": 2}}}),
 			pool("hdd", obj{"zfsPool": obj{}, "source": obj{"discover": obj{"rotational": true, "dryRun": true}}}),
+			pool("ssd", obj{"zfsThinPool": obj{}, "source": obj{"discover": obj{"media": "SolidState", "maxSize": "512Gi", "dryRun": true}}}),
 			pool("listed", obj{"lvmPool": obj{}, "source": obj{"hostDevices": list{"/dev/vdb"}}})}}},
 		{"every pool type", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{
 			pool("fat", obj{"lvmPool": obj{}}), pool("thin", obj{"lvmThinPool": obj{"volumeGroup": "vg", "thinPool": "tp"}, "source": obj{"hostDevices": list{"/dev/vdb", "/dev/disk/by-id/x"}}}),

@@ -81,7 +81,7 @@ func TestClusterRunsLinstor(t *testing.T) {
 			var ds appsv1.DaemonSet
 			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "linstor-satellite." + name}, &ds)).To(Succeed())
 			g.Expect(metav1.IsControlledBy(&ds, sat)).To(BeTrue())
-			g.Expect(ds.Spec.Template.Spec.InitContainers[0].Image).To(Equal("quay.io/piraeusdatastore/drbd9-noble:v9.2.11"), "loader from osImage Ubuntu 24.04")
+			g.Expect(ds.Spec.Template.Spec.InitContainers[0].Image).To(Equal("quay.io/piraeusdatastore/drbd9-noble:v9.3.3"), "loader from osImage Ubuntu 24.04")
 			g.Expect(ds.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchFields[0].Values).To(Equal([]string{name}))
 			g.Expect(sat.Status.StoragePools).To(HaveLen(2))
 		}

@@ -160,7 +160,7 @@ func TestCSISwitchesAndRepository(t *testing.T) {
 		ctrl := podTemplate(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.ControllerName}})
 		g.Expect(ctrl.Spec.Containers[0].Image).To(Equal("mirror.example.com:5000/linstor/piraeus-server:v1.33.3"))
 		csi := podTemplate(g, deploy())
-		g.Expect(csi.Spec.Containers[0].Image).To(Equal("mirror.example.com:5000/linstor/piraeus-csi:v1.6.3"))
+		g.Expect(csi.Spec.Containers[0].Image).To(Equal("mirror.example.com:5000/linstor/piraeus-csi:v1.12.0"))
 		g.Expect(csi.Spec.Containers[1].Image).To(HavePrefix("mirror.example.com:5000/linstor/csi-provisioner:"))
 		g.Expect(podTemplate(g, node()).Spec.Containers[1].Image).To(Equal("other.example.com/csi:v9"), "an image the user named is used as written")
 		sat := podTemplate(g, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.SatelliteDaemonSetName("csisw-a")}})

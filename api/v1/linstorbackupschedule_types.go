@@ -138,7 +138,9 @@ type VolumeBackupStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="LINSTOR Schedule",xDescriptors={"urn:alm:descriptor:text"}
 	Schedule string `json:"schedule,omitempty"`
 	// credentialsHash says which credentials LINSTOR's remote was given (LINSTOR never
-	// returns the secret key): a changed Secret is sent again.
+	// returns the secret key): a changed Secret is sent again. An HMAC keyed by the
+	// target's encryption key, so a reader of the status cannot test guesses of the
+	// secret key against it.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Credentials Hash",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:hidden"}
 	CredentialsHash string `json:"credentialsHash,omitempty"`

@@ -76,7 +76,14 @@ func (r *Reconciler) reconcileVolumes(ctx context.Context, s *scope) (ctrl.Resul
 	loc := store.Location()
 	remote := lapi.S3Remote{RemoteName: volumebackup.Name(s.target.Name), Endpoint: loc.Endpoint, Bucket: loc.Bucket, Region: loc.Region,
 		AccessKey: loc.AccessKeyID, SecretKey: loc.SecretAccessKey, UsePathStyle: loc.PathStyle}
-	d := volumebackup.Desired{Remote: remote, CredentialsHash: volumebackup.CredentialsHash(remote),
+	// Keyed by the target's key: the status shows whether the credentials changed, and
+	// whoever reads it cannot test guesses of the secret key against it.
+	digest, err := store.KeyedDigest(volumebackup.CredentialsParts(remote)...)
+	if err != nil {
+		v.reason, v.message = linstorv1.ReasonTargetUnavailable, err.Error()
+		return ctrl.Result{}, nil
+	}
+	d := volumebackup.Desired{Remote: remote, CredentialsHash: digest,
 		Schedule: volumebackup.DesiredSchedule(volumebackup.Name(sc.Name), sc.Spec.Volumes), Groups: sc.Spec.Volumes.ResourceGroups}
 	conn, err := r.Linstor.Connect(ctx, s.cluster)
 	if err != nil {

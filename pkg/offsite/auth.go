@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"golang.org/x/crypto/scrypt"
@@ -65,6 +66,30 @@ func deriveMACKey(k Key) ([]byte, error) {
 		secret = []byte(id.String())
 	}
 	return hkdf.Key(sha256.New, secret, nil, macInfo, macKeySize)
+}
+
+// digestInfo is HKDF's info for KeyedDigest's key: apart from the manifests' MAC key.
+const digestInfo = "linstor-operator keyed digest v1"
+
+// KeyedDigest is an HMAC of parts keyed from the store's key (apart from the
+// manifests' MAC key): for a status that must tell whether secret values (S3
+// credentials given to LINSTOR) changed without letting whoever reads the status test
+// guesses of them offline, as a plain hash would.
+func (s *Store) KeyedDigest(parts ...string) (string, error) {
+	mk, err := s.macKey()
+	if err != nil {
+		return "", err
+	}
+	key, err := hkdf.Key(sha256.New, mk, nil, digestInfo, macKeySize)
+	if err != nil {
+		return "", err
+	}
+	h := hmac.New(sha256.New, key)
+	for _, p := range parts {
+		// Length-prefixed: "ab","c" and "a","bc" differ.
+		h.Write([]byte(strconv.Itoa(len(p)) + ":" + p))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16]), nil
 }
 
 // macOf is the MAC of m: HMAC-SHA256 of its JSON with MAC empty (so left out).

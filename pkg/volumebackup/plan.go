@@ -6,8 +6,6 @@
 package volumebackup
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"regexp"
 	"slices"
@@ -69,10 +67,10 @@ var nameChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)
 // digits, _ and -: a dot becomes _).
 func Name(k8sName string) string { return nameChars.ReplaceAllString(k8sName, "_") }
 
-// CredentialsHash identifies the credentials and the place a remote was given.
-func CredentialsHash(r lapi.S3Remote) string {
-	sum := sha256.Sum256([]byte(strings.Join([]string{r.Endpoint, r.Bucket, r.Region, r.AccessKey, r.SecretKey}, "\x00")))
-	return hex.EncodeToString(sum[:8])
+// CredentialsParts are what a remote's credentials digest covers (offsite's
+// KeyedDigest): the place and the credentials LINSTOR was given.
+func CredentialsParts(r lapi.S3Remote) []string {
+	return []string{r.Endpoint, r.Bucket, r.Region, r.AccessKey, r.SecretKey}
 }
 
 // DesiredSchedule is LINSTOR's schedule for spec.volumes.

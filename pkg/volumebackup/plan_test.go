@@ -12,7 +12,7 @@ import (
 
 func TestPlan(t *testing.T) {
 	remote := lapi.S3Remote{RemoteName: "offsite", Endpoint: "https://s3.example.com", Bucket: "b", Region: "us-east-1", AccessKey: "a", SecretKey: "s"}
-	hash := CredentialsHash(remote)
+	hash := "digest-of-the-credentials"
 	sched := linstor.Schedule{Name: "nightly", FullCron: "0 2 * * 0", IncCron: "0 2 * * 1-6", KeepRemote: ptr.To[int32](4), OnFailure: "SKIP"}
 	prop := linstor.ScheduleEnabledProp("offsite", "nightly")
 	on := map[string]string{prop: "true"}

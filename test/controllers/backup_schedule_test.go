@@ -42,14 +42,7 @@ func TestBackupScheduleRunsRetainsAndCounts(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	srv := s3Bucket(t, "linstor-sched")
-	freshDatabase(t)
-	ns := env.Namespace(t)
-	makeNode(t, "sched-a", "10.62.0.1", map[string]string{"suite": "sched"})
-	cluster := makeCluster(t, ns, linstorv1.LinstorClusterSpec{NodeSelector: map[string]string{"suite": "sched"}, Version: "1.33.3"})
-	g.Eventually(func(g Gomega) { g.Expect(getCluster(g, cluster).Status.Version).NotTo(BeEmpty()) }, timeout, tick).Should(Succeed())
-	backupSecrets(t, ns, srv, newIdentity(t))
-	g.Expect(env.Client.Create(ctx, backupTarget(ns, "offsite", srv, "linstor-sched"))).To(Succeed())
-	availableTarget(g, ns, "offsite")
+	ns, cluster := offsiteCluster(t, srv, "linstor-sched", "sched", "sched-a", "10.62.0.1")
 
 	// A schedule with a bad time zone says which field.
 	bad := &linstorv1.LinstorBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: ns}, Spec: linstorv1.LinstorBackupScheduleSpec{

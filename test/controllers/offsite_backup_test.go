@@ -60,6 +60,23 @@ func backupSecrets(t *testing.T, ns string, srv *s3server.Server, identity strin
 		StringData: map[string]string{"identity": identity}})).To(Succeed())
 }
 
+// offsiteCluster makes a LinstorCluster of one node (labelled suite) running LINSTOR
+// 1.33.3 on a fresh database, with the backup Secrets and the Available target
+// "offsite" on bucket of srv.
+func offsiteCluster(t *testing.T, srv *s3server.Server, bucket, suite, node, ip string) (ns string, cluster *linstorv1.LinstorCluster) {
+	t.Helper()
+	g := NewWithT(t)
+	freshDatabase(t)
+	ns = env.Namespace(t)
+	makeNode(t, node, ip, map[string]string{"suite": suite})
+	cluster = makeCluster(t, ns, linstorv1.LinstorClusterSpec{NodeSelector: map[string]string{"suite": suite}, Version: "1.33.3"})
+	g.Eventually(func(g Gomega) { g.Expect(getCluster(g, cluster).Status.Version).NotTo(BeEmpty()) }, timeout, tick).Should(Succeed())
+	backupSecrets(t, ns, srv, newIdentity(t))
+	g.Expect(env.Client.Create(context.Background(), backupTarget(ns, "offsite", srv, bucket))).To(Succeed())
+	availableTarget(g, ns, "offsite")
+	return ns, cluster
+}
+
 func backupTarget(ns, name string, srv *s3server.Server, bucket string) *linstorv1.LinstorBackupTarget {
 	return &linstorv1.LinstorBackupTarget{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: linstorv1.LinstorBackupTargetSpec{
 		S3: linstorv1.S3Location{Endpoint: srv.Endpoint, Bucket: bucket, Prefix: "site-a", PathStyle: true,

@@ -41,14 +41,7 @@ func TestAStalePassNeverDeletesACompletedBackupsCopy(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	srv := s3Bucket(t, "linstor-stale")
-	freshDatabase(t)
-	ns := env.Namespace(t)
-	makeNode(t, "stale-a", "10.65.0.1", map[string]string{"suite": "stale"})
-	cluster := makeCluster(t, ns, linstorv1.LinstorClusterSpec{NodeSelector: map[string]string{"suite": "stale"}, Version: "1.33.3"})
-	g.Eventually(func(g Gomega) { g.Expect(getCluster(g, cluster).Status.Version).NotTo(BeEmpty()) }, timeout, tick).Should(Succeed())
-	backupSecrets(t, ns, srv, newIdentity(t))
-	g.Expect(env.Client.Create(ctx, backupTarget(ns, "offsite", srv, "linstor-stale"))).To(Succeed())
-	availableTarget(g, ns, "offsite")
+	ns, cluster := offsiteCluster(t, srv, "linstor-stale", "stale", "stale-a", "10.65.0.1")
 
 	// Two backups, Completed; each remembered as first created (Verifying, an old
 	// resourceVersion) for the stale pass.

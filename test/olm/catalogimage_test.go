@@ -17,8 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
@@ -281,21 +279,6 @@ func describeUnpackJobs() string {
 // writeTokenKubeconfig writes a kubeconfig that authenticates as ServiceAccount
 // namespace/account with a token from the TokenRequest API.
 func writeTokenKubeconfig(ns, account, path string) error {
-	token, err := accountToken(ns, account)
-	if err != nil {
-		return err
-	}
-	cfg := world.cluster.Config
-	ca := cfg.CAData
-	if len(ca) == 0 && cfg.CAFile != "" {
-		if ca, err = os.ReadFile(cfg.CAFile); err != nil {
-			return err
-		}
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["kwok"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: ca}
-	kc.AuthInfos[account] = &clientcmdapi.AuthInfo{Token: token}
-	kc.Contexts["pod"] = &clientcmdapi.Context{Cluster: "kwok", AuthInfo: account, Namespace: ns}
-	kc.CurrentContext = "pod"
-	return clientcmd.WriteToFile(*kc, path)
+	_, _, err := tokenKubeconfig(ns, account, path)
+	return err
 }

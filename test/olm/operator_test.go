@@ -263,16 +263,9 @@ func writeServingCert(pod *corev1.Pod, ctr *corev1.Container, dir string) (strin
 // operator-lib reads the operator's namespace from there. The API server's address stays
 // the kubeconfig's: its certificate does not name the kubernetes Service.
 func writeAccountKubeconfig(ns, account, path string) error {
-	token, err := accountToken(ns, account)
+	token, ca, err := tokenKubeconfig(ns, account, path)
 	if err != nil {
 		return err
-	}
-	cfg := world.cluster.Config
-	ca := cfg.CAData
-	if len(ca) == 0 && cfg.CAFile != "" {
-		if ca, err = os.ReadFile(cfg.CAFile); err != nil {
-			return err
-		}
 	}
 	if err := os.MkdirAll(serviceAccountDir, 0o755); err != nil {
 		return err
@@ -282,12 +275,28 @@ func writeAccountKubeconfig(ns, account, path string) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// tokenKubeconfig writes a kubeconfig that authenticates as ServiceAccount ns/account
+// with a token from the TokenRequest API, and returns the token and the API server's CA.
+func tokenKubeconfig(ns, account, path string) (token string, ca []byte, err error) {
+	if token, err = accountToken(ns, account); err != nil {
+		return "", nil, err
+	}
+	cfg := world.cluster.Config
+	ca = cfg.CAData
+	if len(ca) == 0 && cfg.CAFile != "" {
+		if ca, err = os.ReadFile(cfg.CAFile); err != nil {
+			return "", nil, err
+		}
+	}
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["kwok"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: ca}
 	kc.AuthInfos[account] = &clientcmdapi.AuthInfo{Token: token}
 	kc.Contexts["pod"] = &clientcmdapi.Context{Cluster: "kwok", AuthInfo: account, Namespace: ns}
 	kc.CurrentContext = "pod"
-	return clientcmd.WriteToFile(*kc, path)
+	return token, ca, clientcmd.WriteToFile(*kc, path)
 }
 
 // accountToken is a token of ServiceAccount ns/account.

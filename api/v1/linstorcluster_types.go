@@ -13,7 +13,6 @@ import (
 // The controller default makes spec.controller.enabled true unless written false, so an
 // external controller needs controller.enabled: false; an object stored before that
 // default (external controller, no controller field) keeps being accepted on update.
-// +kubebuilder:validation:XValidation:rule="!has(self.externalController) || !has(self.controller) || !has(self.controller.enabled) || !self.controller.enabled || (oldSelf.hasValue() && has(oldSelf.value().externalController) && has(oldSelf.value().controller) && (!has(oldSelf.value().controller.enabled) || oldSelf.value().controller.enabled))",optionalOldSelf=true,message="spec.controller.enabled must be false when spec.externalController is set: the operator cannot run a controller and use an external one"
 type LinstorClusterSpec struct {
 	// nodeSelector selects the nodes that run a LINSTOR satellite. Empty selects every node.
 	// +optional

@@ -158,6 +158,9 @@ func (m *DiskDiscovery) WantsRotational() *bool {
 
 // DiskDiscovery selects unused disks by what they are, not where they are.
 // +kubebuilder:validation:XValidation:rule="has(self.minSize) || has(self.maxSize) || has(self.rotational) || (has(self.media) && self.media != 'Any') || has(self.models) || has(self.devicePaths)",message="discover needs at least one of minSize, maxSize, media (Rotational or SolidState), models or devicePaths: an empty matcher would claim every unused disk of every node"
+// An operator release before 0.3.0 does not read media: run by it (a rollback, the old
+// pod of an upgrade) a matcher of media alone would be empty, and claim every unused disk.
+// +kubebuilder:validation:XValidation:rule="!has(self.media) || self.media == 'Any' || has(self.minSize) || has(self.maxSize) || has(self.models) || has(self.devicePaths)",message="media needs one of minSize, maxSize, models or devicePaths beside it: an operator release before 0.3.0 does not read media, and would take the matcher for one that claims every unused disk"
 // +kubebuilder:validation:XValidation:rule="!has(self.rotational) || !has(self.media)",message="set media, not both media and rotational (rotational is its older form)"
 type DiskDiscovery struct {
 	// minSize: only disks at least this large.

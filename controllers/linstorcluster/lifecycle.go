@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -350,6 +351,20 @@ func (r *Reconciler) observeLinstor(ctx context.Context, c *linstorv1.LinstorClu
 	}
 	_, resources, syncing = lifecycle.WithoutLostNodes(lost, nil, resources, syncing)
 	l.Problems = linstorstate.UpgradeProblems(nodes, resources, syncing)
+	// A satellite whose DRBD loader cannot be rendered (no Driver Toolkit for its RHCOS
+	// version) runs as it is, ONLINE, but would not be rolled in the Satellites phase:
+	// the upgrade would migrate the controller, time out and roll back.
+	var sats linstorv1.LinstorSatelliteList
+	if err := r.Client.List(ctx, &sats, client.InNamespace(c.Namespace), client.MatchingLabels{names.LabelCluster: c.Name}); err != nil {
+		l.Err = err.Error()
+		return l
+	}
+	for _, sat := range sats.Items {
+		if d := meta.FindStatusCondition(sat.Status.Conditions, linstorv1.ConditionDegraded); d != nil && d.Status == metav1.ConditionTrue &&
+			d.Reason == linstorv1.ReasonDriverToolkitMissing && !lost[sat.Name] {
+			l.Problems = append(l.Problems, "satellite "+sat.Name+" cannot be upgraded: "+d.Message)
+		}
+	}
 	return l
 }
 

@@ -43,6 +43,7 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, s *scope) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: shortPoll}, client.IgnoreNotFound(err)
 	}
 	s.node = node
+	defer r.followRunningSatellite(ctx, s)
 	// Satellites run the version the cluster's upgrade state says (all at once: LINSTOR
 	// refuses mixed versions).
 	imgs := r.Images.WithRepository(s.cluster.Spec.Repository)
@@ -94,6 +95,23 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, s *scope) (ctrl.Resu
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// followRunningSatellite: when this pass applied no satellite (the Driver Toolkit
+// missing or unreadable, a spec problem, a certificate awaited), the one that runs is
+// left as it is, and the phases after this one follow it: the drain guard keeps
+// holding a node LINSTOR needs, node loss is still noticed. Its pod spec and selector
+// are those of the live DaemonSet.
+func (r *Reconciler) followRunningSatellite(ctx context.Context, s *scope) {
+	if s.satelliteSpec != nil || s.node == nil {
+		return
+	}
+	ds := &appsv1.DaemonSet{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.sat.Namespace, Name: names.SatelliteDaemonSetName(s.node.Name)}, ds); err != nil || ds.Spec.Selector == nil {
+		return // none runs: nothing to follow
+	}
+	s.podSelector = ds.Spec.Selector.MatchLabels
+	s.satelliteSpec = &ds.Spec.Template.Spec
 }
 
 // reconcileNode registers the LINSTOR node with its planned net interfaces (the

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -158,4 +159,80 @@ func TestRHCOSLoaderUsesTheDriverToolkitOfTheNodesVersion(t *testing.T) {
 		sat := get(g, ns, "dtk-419", &linstorv1.LinstorSatellite{})
 		g.Expect(condition(sat.Status.Conditions, linstorv1.ConditionDegraded).Reason).NotTo(Equal(linstorv1.ReasonDriverToolkitMissing))
 	}, timeout, tick).Should(Succeed())
+}
+
+// The storage admin's worst day on OpenShift: the node's Driver Toolkit tag goes away
+// (or openshift-apiserver does not answer during an upgrade) while the satellite runs.
+// The running satellite is left as it is, and its drain guard still follows LINSTOR: a
+// resource that comes to need the node holds the drain. A frozen guard would let the
+// MCO drain a node that holds the only replica of a volume.
+func TestRHCOSDrainGuardFollowsWhileTheToolkitIsMissing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	stream := driverToolkitStream(t, map[string]string{rhcos418: toolkit418})
+	ns := env.Namespace(t)
+	rhcosNode(t, "dtkd-a", "10.9.7.1", "Red Hat Enterprise Linux CoreOS "+rhcos418+" (Plow)", "5.14.0-427.40.1.el9_4.x86_64",
+		map[string]string{"suite": "dtkd", "node.openshift.io/os_id": "rhcos"})
+	g.Expect(env.Client.Create(ctx, &linstorv1.LinstorSatelliteConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: ns},
+		Spec: linstorv1.LinstorSatelliteConfigurationSpec{StoragePools: []linstorv1.StoragePool{thinPool}}})).To(Succeed())
+	makeCluster(t, ns, linstorv1.LinstorClusterSpec{NodeSelector: map[string]string{"suite": "dtkd"}})
+	guardKey := client.ObjectKey{Namespace: ns, Name: names.DrainGuardName("dtkd-a")}
+	minAvailable := func(g Gomega) int {
+		pdb := &policyv1.PodDisruptionBudget{}
+		g.Expect(env.Client.Get(ctx, guardKey, pdb)).To(Succeed())
+		return pdb.Spec.MinAvailable.IntValue()
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(get(g, ns, "dtkd-a", &linstorv1.LinstorSatellite{}).Status.StoragePools).To(HaveLen(1))
+		g.Expect(minAvailable(g)).To(Equal(0), "nothing on the node yet")
+	}, timeout, tick).Should(Succeed())
+	ds := &appsv1.DaemonSet{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.SatelliteDaemonSetName("dtkd-a")}, ds)).To(Succeed())
+
+	// The tag goes: the satellite says so and keeps running as it is.
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(stream), stream)).To(Succeed())
+	setToolkitTags(stream, nil)
+	g.Expect(env.Client.Update(ctx, stream)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		d := condition(get(g, ns, "dtkd-a", &linstorv1.LinstorSatellite{}).Status.Conditions, linstorv1.ConditionDegraded)
+		g.Expect(d.Reason).To(Equal(linstorv1.ReasonDriverToolkitMissing))
+	}, timeout, tick).Should(Succeed())
+
+	// The only replica of a volume comes to the node: the drain is held all the same.
+	g.Expect(emu.PlaceResource("pvc-dtkd", "dtkd-a", "thin", false)).To(Succeed())
+	g.Eventually(minAvailable, timeout, tick).Should(Equal(1), "the drain guard froze while the Driver Toolkit was missing")
+	now := &appsv1.DaemonSet{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ds), now)).To(Succeed())
+	g.Expect(now.UID).To(Equal(ds.UID), "the running satellite was replaced")
+	g.Expect(now.Generation).To(Equal(ds.Generation), "the running satellite was changed")
+}
+
+// An RHCOS satellite whose Driver Toolkit is missing runs as it is (ONLINE) but could not
+// be rolled to the new version: the upgrade waits in Preflight, naming it, rather than
+// migrating the controller, timing out in the Satellites phase and rolling back.
+func TestPreflightWaitsForASatelliteWithoutItsDriverToolkit(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	_, cluster := preflightCluster(t, "pfd", "pfd-a")
+	node := &corev1.Node{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "pfd-a"}, node)).To(Succeed())
+	node.Labels["node.openshift.io/os_id"] = "rhcos"
+	g.Expect(env.Client.Update(ctx, node)).To(Succeed())
+	node.Status.NodeInfo.OSImage, node.Status.NodeInfo.KernelVersion = "Red Hat Enterprise Linux CoreOS "+rhcos419+" (Plow)", "5.14.0-570.39.1.el9_6.x86_64"
+	g.Expect(env.Client.Status().Update(ctx, node)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		d := condition(get(g, cluster.Namespace, "pfd-a", &linstorv1.LinstorSatellite{}).Status.Conditions, linstorv1.ConditionDegraded)
+		g.Expect(d.Reason).To(Equal(linstorv1.ReasonDriverToolkitMissing))
+	}, timeout, tick).Should(Succeed())
+
+	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) { c.Spec.Version = preflightTo })).To(Succeed())
+	waits := func(g Gomega) {
+		c := getCluster(g, cluster)
+		g.Expect(upgradePhase(c)).To(Equal(linstorv1.UpgradePreflight), "%+v", c.Status.Upgrade)
+		g.Expect(c.Status.Upgrade.Message).To(ContainSubstring("satellite pfd-a cannot be upgraded"))
+		g.Expect(c.Status.Upgrade.Message).To(ContainSubstring(rhcos419))
+	}
+	g.Eventually(waits, timeout, tick).Should(Succeed())
+	g.Consistently(waits, "2s", tick).Should(Succeed())
+	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) { c.Spec.Version = preflightFrom })).To(Succeed())
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -184,7 +185,13 @@ func TestVolumeBackupFailuresShowPerResource(t *testing.T) {
 		g.Expect(ok.LastShipped).NotTo(BeNil())
 		g.Expect(ok.LastShipped.Time).To(BeTemporally("==", shippedAt))
 		g.Expect(ok.LastBackup).To(Equal("pvc-shipok_back_20261205_020000"))
-		g.Expect(st.Volumes.Resources[0].LastFailed).NotTo(BeNil(), "failed resources are listed first")
+		// Failed resources come before shipped ones (after those LINSTOR does not ship,
+		// which other tests' resources in the shared emulator are).
+		index := func(name string) int {
+			return slices.IndexFunc(st.Volumes.Resources, func(r linstorv1.ResourceBackupStatus) bool { return r.Name == name })
+		}
+		g.Expect(index("pvc-shipbad")).To(BeNumerically("<", index("pvc-shipok")), "failed resources are listed before shipped ones")
+		g.Expect(index("pvc-shiptwo")).To(BeNumerically("<", index("pvc-shipok")), "failed resources are listed before shipped ones")
 		c := condition(st.Conditions, linstorv1.ConditionDegraded)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
 		g.Expect(c.Reason).To(Equal(linstorv1.ReasonVolumeShipmentsFailed))

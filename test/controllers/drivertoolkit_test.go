@@ -189,18 +189,18 @@ func TestRHCOSDrainGuardFollowsWhileTheToolkitIsMissing(t *testing.T) {
 	ds := &appsv1.DaemonSet{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.SatelliteDaemonSetName("dtkd-a")}, ds)).To(Succeed())
 
-	// The tag goes: the satellite says so and keeps running as it is.
+	// The tag goes (nothing watches the ImageStream: the next pass sees it), and the
+	// only replica of a volume comes to the node. That pass says the toolkit is missing,
+	// leaves the satellite as it runs, and holds the drain all the same.
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(stream), stream)).To(Succeed())
 	setToolkitTags(stream, nil)
 	g.Expect(env.Client.Update(ctx, stream)).To(Succeed())
+	g.Expect(emu.PlaceResource("pvc-dtkd", "dtkd-a", "thin", false)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		d := condition(get(g, ns, "dtkd-a", &linstorv1.LinstorSatellite{}).Status.Conditions, linstorv1.ConditionDegraded)
 		g.Expect(d.Reason).To(Equal(linstorv1.ReasonDriverToolkitMissing))
+		g.Expect(minAvailable(g)).To(Equal(1), "the drain guard froze while the Driver Toolkit was missing")
 	}, timeout, tick).Should(Succeed())
-
-	// The only replica of a volume comes to the node: the drain is held all the same.
-	g.Expect(emu.PlaceResource("pvc-dtkd", "dtkd-a", "thin", false)).To(Succeed())
-	g.Eventually(minAvailable, timeout, tick).Should(Equal(1), "the drain guard froze while the Driver Toolkit was missing")
 	now := &appsv1.DaemonSet{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ds), now)).To(Succeed())
 	g.Expect(now.UID).To(Equal(ds.UID), "the running satellite was replaced")

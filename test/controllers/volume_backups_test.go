@@ -200,7 +200,9 @@ func TestVolumeBackupFailuresShowPerResource(t *testing.T) {
 	counts := emu.RequestCounts()
 	views, lists := counts["GET /v1/view/schedules-by-resource"], counts["GET /v1/remotes/{remote}/backups"]
 	g.Expect(views).To(BeNumerically(">=", 1))
-	g.Expect(lists).To(Equal(views), "one backup list per pass, whatever the number of resources: %v", counts)
+	// One backup list per pass, whatever the number of resources; a pass may be between
+	// its view and its list when the counts are read.
+	g.Expect(lists).To(And(BeNumerically("<=", views), BeNumerically(">=", views-1)), "one backup list per pass, whatever the number of resources: %v", counts)
 	g.Expect(counts).NotTo(HaveKey("GET /v1/view/schedules-by-resource/{rd}"))
 	t.Logf("LINSTOR requests until the status showed the failures: %d views, %d backup lists", views, lists)
 

@@ -37,15 +37,10 @@ type ComponentSpec struct {
 	// key and effect of a default replaces it. See `kubectl explain pod.spec.tolerations`.
 	// +kubebuilder:validation:MaxItems=64
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Tolerations",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
 	// affinity of the component's pods; see `kubectl explain pod.spec.affinity`.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Affinity",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,path=nodeAffinity,displayName="Node Affinity",description="Nodes the pods prefer or require, by node labels.",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:nodeAffinity"}
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,path=podAffinity,displayName="Pod Affinity",description="Pods the pods prefer or require to run near.",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podAffinity"}
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,path=podAntiAffinity,displayName="Pod Anti-Affinity",description="Pods the pods prefer or require to run away from.",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podAntiAffinity"}
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
 
 	// podTemplate is a strategic-merge patch applied to the rendered pod
@@ -53,7 +48,6 @@ type ComponentSpec struct {
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Template Patch",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	PodTemplate *runtime.RawExtension `json:"podTemplate,omitempty"`
 
 	// patches change the objects the operator renders for this component (its

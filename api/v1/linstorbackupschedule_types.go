@@ -113,7 +113,6 @@ type VolumeBackupSpec struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +listType=set
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Resource Groups"
 	ResourceGroups []string `json:"resourceGroups,omitempty"`
 
 	// retries of a failed shipment before the next scheduled one (LINSTOR's on_failure

@@ -67,7 +67,6 @@ type S3Location struct {
 	// caConfigMapRef names a ConfigMap in this namespace whose ca.crt holds the CA
 	// bundle (PEM) that signed the endpoint's certificate, added to the system's.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="CA Bundle ConfigMap",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	CAConfigMapRef *LocalConfigMapReference `json:"caConfigMapRef,omitempty"`
 }
 

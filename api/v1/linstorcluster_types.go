@@ -24,7 +24,6 @@ type LinstorClusterSpec struct {
 	// has its LinstorSatellite removed under its deletion policy. See `kubectl explain
 	// pod.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Satellite Node Affinity",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	NodeAffinity *corev1.NodeSelector `json:"nodeAffinity,omitempty"`
 
 	// repository replaces the registry and repository path of every image of the
@@ -264,13 +263,11 @@ type DatabaseSpec struct {
 type TLSSpec struct {
 	// internal secures controller-satellite traffic.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Internal TLS"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,path=clientSecretName,displayName="Client Secret",description="Only the api channel has client certificates.",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:hidden"}
 	Internal *TLSConfig `json:"internal,omitempty"`
 
 	// api secures the REST API with HTTPS and client certificates.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="API TLS"
 	API *TLSConfig `json:"api,omitempty"`
 }
 
@@ -333,7 +330,6 @@ type TLSConfig struct {
 	// it is not the ca.crt of the channel's Secrets (mode Secret or CertManager), for
 	// example a company CA kept in a ConfigMap.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="CA Reference",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	CAReference *CAReference `json:"caReference,omitempty"`
 }
 
@@ -389,7 +385,6 @@ type ExternalControllerSpec struct {
 
 	// clientCertificateSecretRef holds ca.crt, tls.crt and tls.key for an HTTPS API.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Client Certificate Secret"
 	ClientCertificateSecretRef *LocalSecretReference `json:"clientCertificateSecretRef,omitempty"`
 }
 

@@ -19,7 +19,6 @@ type LinstorSatelliteConfigurationSpec struct {
 	// terms (any term matches), in addition to nodeSelector. See `kubectl explain
 	// pod.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`.
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node Affinity",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	NodeAffinity *corev1.NodeSelector `json:"nodeAffinity,omitempty"`
 
 	// storagePools to create on each selected node.
@@ -50,7 +49,6 @@ type LinstorSatelliteConfigurationSpec struct {
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Template Patch",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	PodTemplate *runtime.RawExtension `json:"podTemplate,omitempty"`
 
 	// patches change the satellite objects of the selected nodes (the DaemonSet, its
@@ -67,7 +65,6 @@ type LinstorSatelliteConfigurationSpec struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=2
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="IP Families",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	IPFamilies []IPFamily `json:"ipFamilies,omitempty"`
 
 	// deletionPolicy: Retain (default), Evacuate or Delete.

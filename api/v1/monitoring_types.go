@@ -26,7 +26,6 @@ type MonitoringSpec struct {
 	// every namespace.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Scrape Namespace Selector",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:selector:core:v1:Namespace","urn:alm:descriptor:com.tectonic.ui:advanced"}
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,path=matchLabels,displayName="Scrape Namespace Labels",description="Namespaces with all these labels may scrape.",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,path=matchExpressions,displayName="Scrape Namespace Expressions",description="Namespaces matching all these label expressions may scrape.",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,path=matchExpressions[0].key,displayName="Label Key",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,path=matchExpressions[0].operator,displayName="Operator",description="In, NotIn, Exists or DoesNotExist.",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}

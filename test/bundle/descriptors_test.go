@@ -1,15 +1,19 @@
 package bundle
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/linstor-operator/linstor-operator/pkg/crdschema"
 )
 
 // The OpenShift console's rules for descriptors, read from its source
@@ -132,9 +136,37 @@ var exemptBelow = map[string]string{
 	"nodeAffinity":  "corev1.NodeSelector: the nodeAffinity field edits a NodeAffinity (requiredDuringScheduling...), not bare nodeSelectorTerms",
 }
 
-func isExemptBelow(path string) bool {
-	for p := range exemptBelow {
+func isExemptBelow(path string) bool { return matchesPattern(exemptBelow, path) }
+
+// matchesPattern: a key is a path, or "*." and the path's end.
+func matchesPattern(patterns map[string]string, path string) bool {
+	for p := range patterns {
 		if path == p || (strings.HasPrefix(p, "*.") && strings.HasSuffix(path, p[1:])) {
+			return true
+		}
+	}
+	return false
+}
+
+// formOnly: spec fields left to the create form, which draws them from the CRD's schema
+// (titled by their name, described by it). A descriptor would add nothing the details
+// page can show: its row reads "None" while the field is unset and is empty once it is
+// set (neverShown). Everything below them needs no descriptor either.
+var formOnly = map[string]string{
+	"*.tolerations":          "a list of corev1.Toleration",
+	"*.affinity":             "a corev1.Affinity; the console's affinity editors are form widgets, its details page draws no affinity",
+	"*.podTemplate":          "a free-form strategic-merge patch",
+	"podTemplate":            "a free-form strategic-merge patch (LinstorSatelliteConfiguration)",
+	"nodeAffinity":           "a corev1.NodeSelector (LinstorCluster, LinstorSatelliteConfiguration)",
+	"ipFamilies":             "a list of IP families",
+	"volumes.resourceGroups": "a list of resource group names",
+	"monitoring.scrapeNamespaceSelector.matchLabels": "a label map; the selector above it has a descriptor, whose row shows it",
+}
+
+// describedBelow: some descriptor's path lies below path.
+func describedBelow(described map[string][]string, path string) bool {
+	for p := range described {
+		if strings.HasPrefix(p, path+".") || strings.HasPrefix(p, path+"[") {
 			return true
 		}
 	}
@@ -570,6 +602,15 @@ func descriptorProblems(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVersi
 			walkSchema(root, "", func(n node) bool {
 				xds, has := described[n.path]
 				last := n.path[strings.LastIndexAny(n.path, ".]")+1:]
+				if part == "spec" && !has {
+					if matchesPattern(formOnly, n.path) {
+						return false
+					}
+					// An object's own row shows no value (neverShown): its fields' rows do.
+					if classOf(n.schema) == object && len(n.schema.Properties) > 0 && describedBelow(described, n.path) {
+						return true
+					}
+				}
 				if part == "status" {
 					if exemptStatus[crd.Kind+"/"+n.path] != "" || exemptStatus["*/"+last] != "" {
 						return false
@@ -754,6 +795,692 @@ func TestConsoleListShowsTheClusterState(t *testing.T) {
 	for _, want := range []string{"Available", "Degraded", "Upgrading"} {
 		if !slices.Contains(values, want) {
 			t.Errorf("status.phase can be %v, not %s", values, want)
+		}
+	}
+}
+
+// The operand details page, as the console draws it (github.com/openshift/console,
+// frontend/packages/operator-lifecycle-manager/src/components/):
+//
+//   - operand/index.tsx OperandDetails: the status column lists the main status
+//     (isMainStatusDescriptor: displayName "Status") and, through DescriptorDetailsItems,
+//     every other status descriptor except conditions and podStatuses; below it,
+//     DescriptorDetailsItems lists every spec descriptor. Nothing is filtered by value.
+//   - descriptors/utils.tsx groupDescriptorDetails: hidden descriptors and paths with two
+//     list indices are left out; every other one is a row, grouped under its first path
+//     step; "a.b[0].c" is a list group under "a".
+//   - descriptors/index.tsx DescriptorDetailsItemArrayGroup: a list group with no items is
+//     one "None" row; otherwise each item's descriptors.
+//   - descriptors/utils.tsx useCalculatedDescriptorProperties: the value is
+//     _.get(obj, [spec|status, ...path], descriptor.value); getValidCapabilitiesForValue
+//     keeps the x-descriptors that fit the value's type (all of them for an absent value)
+//     sorted by CAPABILITY_SORT_ORDER (const.ts); the first one picks the component.
+//   - descriptors/spec/index.tsx SpecDescriptorDetailsItem and status/index.tsx
+//     StatusDescriptorDetailsItem: hidden draws nothing; with no component of its own
+//     (text, number, select, advanced, fieldDependency, affinity...) an object value draws
+//     nothing and anything else is common.tsx DefaultCapability, "None" when absent; the
+//     resource link (common.tsx K8sResourceLinkCapability), link, phase reason and
+//     updateStrategy draw "None" when absent, podCount "-", a switch or checkbox OFF
+//     (Boolean(value)), a selector "No selector" (public/components/utils/selector.tsx),
+//     resourceRequirements its edit links (spec/resource-requirements.tsx
+//     ResourceRequirementsModalLink, "CPU: None, Memory: None" when absent).
+//
+// No x-descriptor takes a row off the details page and leaves the field in the create
+// form: hidden is the form's hidden widget too (spec/spec-descriptor-input.tsx
+// capabilityWidgetMap), advanced only moves the field into the form's "Advanced
+// configuration" (operand/utils.ts descriptorsToUISchema) and fieldGroup and
+// arrayFieldGroup are deprecated no-ops on both pages. The form, though, is drawn from
+// the CRD's schema (operand/create-operand.tsx: the openAPIV3Schema without status is
+// the DynamicForm's schema; descriptorsToUISchema only adds titles, widgets, order and
+// dependencies), so a field without a descriptor stays in the form, titled from its
+// name, described by the schema, an enum as a dropdown and a boolean as a checkbox.
+var (
+	arrayPath       = regexp.MustCompile(`^(.*)\[\d+\]\.?(.*)$`)         // REGEXP_ARRAY_PATH
+	nestedArrayPath = regexp.MustCompile(`^.*\[\d+\]\.?.*\[\d+\]\.?.*$`) // REGEXP_NESTED_ARRAY_PATH
+	groupSubgroup   = regexp.MustCompile(`^([^.]*)\.?(.*)$`)             // REGEXP_CAPTURE_GROUP_SUBGROUP
+	firstIndex      = regexp.MustCompile(`\d+`)                          // path.replace(/\d+/, i)
+	lodashPathStep  = regexp.MustCompile(`[^.\[\]]+`)                    // _.toPath
+	statusPrefix    = "urn:alm:descriptor:"                              // StatusCapability's own URNs
+	conditionsURN   = statusPrefix + "io.kubernetes.conditions"          // StatusCapability.conditions
+	podStatusesURN  = specPrefix + "podStatuses"                         // StatusCapability.podStatuses
+	phaseURN        = statusPrefix + "io.kubernetes.phase"               // StatusCapability.k8sPhase
+	phaseReasonURN  = statusPrefix + "io.kubernetes.phase:reason"        // StatusCapability.k8sPhaseReason
+	w3LinkURN       = statusPrefix + "org.w3:link"                       // StatusCapability.w3Link
+	statusTextURN   = statusPrefix + "text"                              // StatusCapability.text
+	commonCaps      = []string{specPrefix + "advanced", specPrefix + "fieldDependency:", specPrefix + "hidden", specPrefix + "arrayFieldGroup:", specPrefix + "fieldGroup:"}
+	objectCaps      = []string{podStatusesURN, specPrefix + "updateStrategy", specPrefix + "nodeAffinity", specPrefix + "podAffinity", specPrefix + "podAntiAffinity", specPrefix + "resourceRequirements", specPrefix + "selector:", specPrefix + "label", specPrefix + "namespaceSelector"}
+	arrayCaps       = []string{specPrefix + "endpointList", conditionsURN}
+	primitiveCaps   = []string{phaseURN, phaseReasonURN, k8sPrefix, specPrefix + "imagePullPolicy", specPrefix + "podCount", specPrefix + "select:", w3LinkURN, specPrefix + "booleanSwitch", specPrefix + "checkbox", specPrefix + "password", specPrefix + "text", statusTextURN, specPrefix + "number", specPrefix + "label"}
+	// CAPABILITY_SORT_ORDER.
+	capabilitySortOrder = []string{
+		specPrefix + "hidden", specPrefix + "endpointList", conditionsURN, specPrefix + "resourceRequirements",
+		specPrefix + "updateStrategy", podStatusesURN, specPrefix + "selector:", k8sPrefix, specPrefix + "podCount",
+		specPrefix + "password", phaseReasonURN, specPrefix + "booleanSwitch", specPrefix + "checkbox", w3LinkURN,
+		specPrefix + "select:", specPrefix + "imagePullPolicy", phaseURN, specPrefix + "text", statusTextURN, specPrefix + "number",
+		specPrefix + "podAntiAffinity", specPrefix + "podAffinity", specPrefix + "nodeAffinity",
+		specPrefix + "advanced", specPrefix + "fieldDependency:",
+		specPrefix + "arrayFieldGroup:", specPrefix + "fieldGroup:", specPrefix + "namespaceSelector", specPrefix + "label",
+	}
+)
+
+// consoleDescriptor is a spec or status descriptor as the details page reads it.
+type consoleDescriptor struct {
+	path, displayName string
+	xds               []string
+	value             any // descriptor.value, the value of an absent field
+}
+
+// descriptorGroup is groupDescriptorDetails' DescriptorGroup.
+type descriptorGroup struct {
+	key            string
+	arrayGroupPath string
+	isArrayGroup   bool
+	descriptor     *consoleDescriptor // of the group, or in a list group's nested map the item's
+	element        *consoleDescriptor // elementDescriptor: a descriptor on "a[0]" itself
+	nested         []*descriptorGroup // insertion order, as a JavaScript object's keys
+}
+
+func childGroup(groups *[]*descriptorGroup, key string) *descriptorGroup {
+	for _, g := range *groups {
+		if g.key == key {
+			return g
+		}
+	}
+	g := &descriptorGroup{key: key}
+	*groups = append(*groups, g)
+	return g
+}
+
+// groupDescriptorDetails is descriptors/utils.tsx groupDescriptorDetails.
+func groupDescriptorDetails(descriptors []consoleDescriptor) []*descriptorGroup {
+	var groups []*descriptorGroup
+	for i := range descriptors {
+		d := &descriptors[i]
+		if nestedArrayPath.MatchString(d.path) || slices.Contains(d.xds, specPrefix+"hidden") {
+			continue
+		}
+		if m := arrayPath.FindStringSubmatch(d.path); m != nil {
+			before, after := m[1], m[2]
+			gs := groupSubgroup.FindStringSubmatch(before)
+			target := childGroup(&groups, gs[1])
+			if gs[2] != "" {
+				target = childGroup(&target.nested, gs[2])
+			}
+			target.arrayGroupPath, target.isArrayGroup = before, true
+			if after != "" {
+				childGroup(&target.nested, after).descriptor = d
+			} else {
+				target.element = d
+			}
+			continue
+		}
+		gs := groupSubgroup.FindStringSubmatch(d.path)
+		if gs[1] == "" {
+			continue
+		}
+		g := childGroup(&groups, gs[1])
+		if gs[2] != "" {
+			childGroup(&g.nested, gs[2]).descriptor = d
+		} else {
+			g.descriptor = d
+		}
+	}
+	return groups
+}
+
+// lodashGet is _.get(obj, [root, ..._.toPath(path)]).
+func lodashGet(obj map[string]any, root, path string) (any, bool) {
+	var v any = obj
+	for _, step := range append([]string{root}, lodashPathStep.FindAllString(path, -1)...) {
+		switch c := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = c[step]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(step)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil, false
+			}
+			v = c[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, v != nil
+}
+
+// firstCapability is the first of getValidCapabilitiesForValue: the capabilities that
+// fit the value's type (any for an absent value), sorted by CAPABILITY_SORT_ORDER.
+func firstCapability(xds []string, value any, present bool) string {
+	var compatible []string
+	switch value.(type) {
+	case []any:
+		compatible = append(slices.Clone(commonCaps), arrayCaps...)
+	case map[string]any:
+		compatible = append(slices.Clone(commonCaps), objectCaps...)
+	default:
+		compatible = append(slices.Clone(commonCaps), primitiveCaps...)
+	}
+	var valid []string
+	for _, x := range xds {
+		if !present || slices.ContainsFunc(compatible, func(c string) bool { return strings.HasPrefix(x, c) }) {
+			valid = append(valid, x)
+		}
+	}
+	rank := func(x string) int {
+		return slices.IndexFunc(capabilitySortOrder, func(c string) bool { return strings.HasPrefix(x, c) })
+	}
+	slices.SortStableFunc(valid, func(a, b string) int {
+		ai, bi := rank(a), rank(b)
+		if ai < 0 || bi < 0 {
+			return bi - ai
+		}
+		return ai - bi
+	})
+	if len(valid) == 0 {
+		return ""
+	}
+	return valid[0]
+}
+
+// detailsRow is one row of the details page: what it shows, and whether the field it
+// shows is absent from the object.
+type detailsRow struct {
+	part, path, shows string
+	absent            bool
+}
+
+// detailsRows lists the rows DescriptorDetailsItems draws for descriptors of part.
+func detailsRows(descriptors []consoleDescriptor, obj map[string]any, part string) []detailsRow {
+	var rows []detailsRow
+	item := func(d *consoleDescriptor) {
+		if d == nil {
+			return
+		}
+		value, present := lodashGet(obj, part, d.path)
+		if !present && d.value != nil {
+			value, present = d.value, true
+		}
+		if shows, drawn := drawItem(d, part, value, present); drawn {
+			rows = append(rows, detailsRow{part: part, path: d.path, shows: shows, absent: !present})
+		}
+	}
+	arrayGroup := func(g *descriptorGroup) {
+		value, _ := lodashGet(obj, part, g.arrayGroupPath)
+		items, _ := value.([]any)
+		if len(items) == 0 {
+			rows = append(rows, detailsRow{part: part, path: g.arrayGroupPath, shows: "None", absent: true})
+			return
+		}
+		elements := []*consoleDescriptor{g.element}
+		if len(g.nested) > 0 {
+			elements = nil
+			for _, n := range g.nested {
+				elements = append(elements, n.descriptor)
+			}
+		}
+		for i := range items {
+			for _, e := range elements {
+				if e != nil {
+					indexed := *e
+					indexed.path = firstIndex.ReplaceAllStringFunc(e.path, onlyFirst(strconv.Itoa(i)))
+					item(&indexed)
+				}
+			}
+		}
+	}
+	for _, g := range groupDescriptorDetails(descriptors) {
+		switch {
+		case g.isArrayGroup:
+			arrayGroup(g)
+		case len(g.nested) > 0:
+			for _, n := range g.nested {
+				if !n.isArrayGroup {
+					item(n.descriptor)
+				}
+			}
+			for _, n := range g.nested {
+				if n.isArrayGroup {
+					arrayGroup(n)
+				}
+			}
+		default:
+			item(g.descriptor)
+		}
+	}
+	return rows
+}
+
+// onlyFirst replaces the first match only, as String.prototype.replace with a
+// non-global regular expression does.
+func onlyFirst(with string) func(string) string {
+	done := false
+	return func(s string) string {
+		if done {
+			return s
+		}
+		done = true
+		return with
+	}
+}
+
+// drawItem is SpecDescriptorDetailsItem or StatusDescriptorDetailsItem: what the row
+// shows, or no row.
+func drawItem(d *consoleDescriptor, part string, value any, present bool) (string, bool) {
+	capability := firstCapability(d.xds, value, present)
+	_, isObject := value.(map[string]any)
+	_, isList := value.([]any)
+	text := func() (string, bool) { // DefaultCapability
+		if isObject || isList {
+			return "", false // "A valid x-descriptor must be provided for non-primitive properties"
+		}
+		switch v := value.(type) {
+		case nil:
+			return "None", true
+		case string:
+			if v == "" {
+				return "None", true
+			}
+			return v, true
+		default:
+			return fmt.Sprint(v), true
+		}
+	}
+	orNone := func() (string, bool) {
+		if !present || value == "" {
+			return "None", true
+		}
+		return fmt.Sprint(value), true
+	}
+	switch {
+	case capability == specPrefix+"hidden":
+		return "", false
+	case strings.HasPrefix(capability, k8sPrefix):
+		return orNone()
+	}
+	if part == "spec" {
+		switch {
+		case strings.HasPrefix(capability, specPrefix+"selector:"):
+			if !present || (isObject && len(value.(map[string]any)) == 0) {
+				return "No selector", true
+			}
+			return fmt.Sprint(value), true
+		case capability == specPrefix+"podCount":
+			if !present {
+				return "-", true
+			}
+			return fmt.Sprintf("%v pods", value), true
+		case capability == specPrefix+"booleanSwitch", capability == specPrefix+"checkbox":
+			if on, _ := value.(bool); on {
+				return "ON", true
+			}
+			return "OFF", true
+		case capability == specPrefix+"resourceRequirements":
+			if !present {
+				return "CPU: None, Memory: None, Storage: None", true
+			}
+			return fmt.Sprint(value), true
+		case capability == specPrefix+"updateStrategy", capability == specPrefix+"namespaceSelector":
+			return orNone()
+		case capability == specPrefix+"password", capability == specPrefix+"endpointList", capability == specPrefix+"label":
+			return fmt.Sprint(value), true
+		}
+		return text()
+	}
+	switch capability {
+	case w3LinkURN, phaseReasonURN:
+		return orNone()
+	case phaseURN: // phase.tsx Phase: the value, nothing when absent
+		if !present {
+			return "", true
+		}
+		return fmt.Sprint(value), true
+	case podStatusesURN, specPrefix + "password":
+		return fmt.Sprint(value), true
+	}
+	return text()
+}
+
+// clusterDetails are the rows of a LinstorCluster's details page: status (the main
+// status first; conditions and podStatuses have sections of their own) then spec.
+func clusterDetails(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVersion, obj map[string]any) []detailsRow {
+	t.Helper()
+	for _, crd := range csv.Spec.CustomResourceDefinitions.Owned {
+		if crd.Kind != "LinstorCluster" || crd.Version != "v1" {
+			continue
+		}
+		var main, status, spec []consoleDescriptor
+		for _, d := range crd.StatusDescriptors {
+			cd := consoleDescriptor{path: d.Path, displayName: d.DisplayName, xds: d.XDescriptors, value: rawValue(t, d.Value)}
+			switch {
+			case d.Path == "status" || d.DisplayName == "Status": // isMainStatusDescriptor
+				main = append(main, cd)
+			case slices.Contains(d.XDescriptors, conditionsURN) || d.Path == "conditions", slices.Contains(d.XDescriptors, podStatusesURN):
+			default:
+				status = append(status, cd)
+			}
+		}
+		for _, d := range crd.SpecDescriptors {
+			spec = append(spec, consoleDescriptor{path: d.Path, displayName: d.DisplayName, xds: d.XDescriptors, value: rawValue(t, d.Value)})
+		}
+		var rows []detailsRow
+		for _, m := range main { // DescriptorDetailsItem, not grouped
+			value, present := lodashGet(obj, "status", m.path)
+			rows = append(rows, detailsRow{part: "status", path: m.path, shows: fmt.Sprint(value), absent: !present})
+		}
+		rows = append(rows, detailsRows(status, obj, "status")...)
+		return append(rows, detailsRows(spec, obj, "spec")...)
+	}
+	t.Fatal("no LinstorCluster v1 in the CSV")
+	return nil
+}
+
+func rawValue(t *testing.T, raw []byte) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatalf("descriptor value %s: %v", raw, err)
+	}
+	return v
+}
+
+// emptyCluster is `spec: {}` as the API server stores it: defaulted by its structural
+// defaulting on the shipped CRD (the operator has no mutating webhook).
+func emptyCluster(t *testing.T, crds []*apiextensionsv1.CustomResourceDefinition) map[string]any {
+	t.Helper()
+	schema, err := crdschema.New(csvSchema(t, crds, "LinstorCluster"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := map[string]any{"apiVersion": "linstor.io/v1", "kind": "LinstorCluster", "metadata": map[string]any{"name": "linstor", "namespace": "linstor"}, "spec": map[string]any{}}
+	schema.Default(obj)
+	return obj
+}
+
+// valueComponents are the capabilities with a details component that draws an object or
+// a list (spec/index.tsx, status/index.tsx); any other capability draws nothing for one.
+var valueComponents = []string{specPrefix + "resourceRequirements", specPrefix + "updateStrategy", specPrefix + "selector:", specPrefix + "endpointList", specPrefix + "label", specPrefix + "namespaceSelector", podStatusesURN}
+
+// neverShown are the spec descriptors drawn as a row of their own whose row can show no
+// value: an object or list field whose first capability has no component for it draws
+// nothing when set and "None" when unset. A dependency keeps its descriptor (the form
+// hides the field until its control has the value); anything else such a descriptor
+// gives the form (a title, the Advanced fold, the affinity editors) the form has without
+// it, from the schema.
+func neverShown(descriptors []consoleDescriptor, root *apiextensionsv1.JSONSchemaProps) []string {
+	var out []string
+	check := func(d *consoleDescriptor) {
+		if d == nil || slices.ContainsFunc(d.xds, func(x string) bool { return strings.HasPrefix(x, specPrefix+"fieldDependency:") }) {
+			return
+		}
+		s := schemaAt(root, d.path)
+		if s == nil || classOf(s) == primitive || alwaysPresent(root, d.path) {
+			return
+		}
+		var value any = map[string]any{"set": true}
+		if classOf(s) == array {
+			value = []any{map[string]any{}}
+		}
+		capability := firstCapability(d.xds, value, true)
+		if !slices.ContainsFunc(valueComponents, func(c string) bool { return strings.HasPrefix(capability, c) }) {
+			out = append(out, d.path)
+		}
+	}
+	for _, g := range groupDescriptorDetails(descriptors) {
+		switch {
+		case g.isArrayGroup:
+		case len(g.nested) > 0:
+			for _, n := range g.nested {
+				if !n.isArrayGroup {
+					check(n.descriptor)
+				}
+			}
+		default:
+			check(g.descriptor)
+		}
+	}
+	return out
+}
+
+func hasDependency(descriptors []consoleDescriptor, path string) bool {
+	for _, d := range descriptors {
+		if d.path == path && slices.ContainsFunc(d.xds, func(x string) bool { return strings.HasPrefix(x, specPrefix+"fieldDependency:") }) {
+			return true
+		}
+	}
+	return false
+}
+
+// alwaysPresent: every step of path (not through a list) is required or defaulted, so a
+// stored object has the field and its row is never "None".
+func alwaysPresent(root *apiextensionsv1.JSONSchemaProps, path string) bool {
+	s := root
+	for _, step := range strings.Split(path, ".") {
+		if strings.Contains(step, "[") {
+			return false
+		}
+		p, ok := s.Properties[step]
+		if !ok || (p.Default == nil && !slices.Contains(s.Required, step)) {
+			return false
+		}
+		s = &p
+	}
+	return true
+}
+
+func specDescriptorsOf(csv *operatorsv1alpha1.ClusterServiceVersion, kind string) []consoleDescriptor {
+	var out []consoleDescriptor
+	for _, crd := range csv.Spec.CustomResourceDefinitions.Owned {
+		if crd.Kind == kind && crd.Version == "v1" {
+			for _, d := range crd.SpecDescriptors {
+				out = append(out, consoleDescriptor{path: d.Path, displayName: d.DisplayName, xds: d.XDescriptors})
+			}
+		}
+	}
+	return out
+}
+
+func TestConsoleDetailsRowsShowValues(t *testing.T) {
+	csv, crds := bundleParts(t)
+	for _, crd := range csv.Spec.CustomResourceDefinitions.Owned {
+		if crd.Version != "v1" || exemptSpec[crd.Kind] != "" {
+			continue
+		}
+		root := schemaAt(csvSchema(t, crds, crd.Kind), "spec")
+		for _, p := range neverShown(specDescriptorsOf(csv, crd.Kind), root) {
+			t.Errorf("%s spec %s: its details row shows \"None\" when unset and nothing when set; the form shows the field without a descriptor", crd.Kind, p)
+		}
+	}
+}
+
+// unstoredDefaults are the rows of an empty cluster's page that say "None" although the
+// field has a schema default: the API server applies a default only inside an object
+// that exists, and these objects have none of their own (spec.database, spec.tls,
+// spec.tls.*.issuerRef, spec.tls.*.caReference), so the default is in effect without
+// being stored. Materializing them is a change to what the API server stores (as
+// c11b47c did for the switches' parents), not to descriptors.
+var unstoredDefaults = []string{
+	"database.type",
+	"tls.api.caReference.key", "tls.api.caReference.kind", "tls.api.issuerRef.kind", "tls.api.mode",
+	"tls.internal.caReference.key", "tls.internal.caReference.kind", "tls.internal.issuerRef.kind", "tls.internal.mode",
+}
+
+// sampleValue is a value of the schema's type, to draw a row as it looks once set.
+func sampleValue(s *apiextensionsv1.JSONSchemaProps) any {
+	switch {
+	case len(s.Enum) > 0:
+		var v any
+		_ = json.Unmarshal(s.Enum[0].Raw, &v)
+		return v
+	case s.Type == "boolean":
+		return true
+	case s.Type == "integer", s.Type == "number":
+		return int64(1)
+	case s.Type == "array":
+		item := map[string]any{}
+		if s.Items != nil && s.Items.Schema != nil {
+			for name, p := range s.Items.Schema.Properties {
+				item[name] = sampleValue(&p)
+			}
+		}
+		return []any{item}
+	case classOf(s) == object:
+		o := map[string]any{}
+		for name, p := range s.Properties {
+			o[name] = sampleValue(&p)
+		}
+		if len(o) == 0 {
+			o["key"] = "value"
+		}
+		return o
+	}
+	return "value"
+}
+
+// setAt sets path (dots only; a list step is set whole) in obj, creating its parents.
+func setAt(obj map[string]any, path []string, value any) {
+	for _, step := range path[:len(path)-1] {
+		next, ok := obj[step].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			obj[step] = next
+		}
+		obj = next
+	}
+	obj[path[len(path)-1]] = value
+}
+
+// emptyClusterProblems draws the details page of an empty LinstorCluster, as the API
+// server stores it and before the operator has observed anything, and returns what is
+// wrong with its spec part and the row counts. Its status part is all unset until the
+// operator's first reconcile.
+func emptyClusterProblems(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVersion, crds []*apiextensionsv1.CustomResourceDefinition) ([]string, map[string]int) {
+	var out []string
+	root := schemaAt(csvSchema(t, crds, "LinstorCluster"), "spec")
+	counts := map[string]int{}
+	var unstored []string
+	for _, r := range clusterDetails(t, csv, emptyCluster(t, crds)) {
+		counts[r.part]++
+		if !r.absent {
+			continue
+		}
+		counts[r.part+" unset"]++
+		if r.part == "status" {
+			continue
+		}
+		field := strings.Split(r.path, "[")[0]
+		s := schemaAt(root, field)
+		if s == nil {
+			out = append(out, fmt.Sprintf("spec %s: not in the schema", r.path))
+			continue
+		}
+		if s.Default != nil {
+			unstored = append(unstored, r.path)
+		}
+		if strings.HasPrefix(r.shows, "CPU: None") {
+			counts["spec unset: resource editors"]++
+			continue // the console's editor of limits and requests, drawn whatever the value
+		}
+		if classOf(s) == object && hasDependency(specDescriptorsOf(csv, "LinstorCluster"), r.path) {
+			counts["spec unset: dependencies"]++
+			continue // the form's dependency for the whole object (neverShown keeps these)
+		}
+		// Any other row must show the field's value once it is set: its "None" (or "No
+		// selector", or OFF) is then what the field holds.
+		set := emptyCluster(t, crds)
+		setAt(set["spec"].(map[string]any), strings.Split(field, "."), sampleValue(s))
+		var after *detailsRow
+		for _, a := range clusterDetails(t, csv, set) {
+			if a.part == "spec" && (a.path == r.path || strings.HasPrefix(a.path, field+"[")) {
+				after = &a
+				break
+			}
+		}
+		switch {
+		case after == nil:
+			out = append(out, fmt.Sprintf("spec %s: shows %q while unset and nothing once set", r.path, r.shows))
+		case after.absent || after.shows == "None" || after.shows == "No selector" || after.shows == "":
+			out = append(out, fmt.Sprintf("spec %s: shows %q while unset and %q once set", r.path, r.shows, after.shows))
+		default:
+			counts["spec unset: shown once set"]++
+		}
+	}
+	sort.Strings(unstored)
+	if !slices.Equal(unstored, unstoredDefaults) {
+		out = append(out, fmt.Sprintf("rows of fields whose default is not stored: %v, documented: %v", unstored, unstoredDefaults))
+	}
+	return out, counts
+}
+
+// An empty LinstorCluster's details page shows what is set: every other spec row is one
+// that shows the field's value once it is set, the resources editor, or the object of a
+// form dependency; the unset fields whose default is not stored are the documented ones.
+func TestConsoleDetailsOfAnEmptyClusterShowWhatIsSet(t *testing.T) {
+	csv, crds := bundleParts(t)
+	problems, counts := emptyClusterProblems(t, csv, crds)
+	for _, p := range problems {
+		t.Error(p)
+	}
+	t.Logf("details rows: %v", counts)
+}
+
+// TestConsoleDetailsChecksCatchMistakes puts back descriptors of the kinds the rules
+// above took off the details page.
+func TestConsoleDetailsChecksCatchMistakes(t *testing.T) {
+	csv, crds := bundleParts(t)
+	for _, tc := range []struct {
+		name string
+		add  operatorsv1alpha1.SpecDescriptor
+	}{
+		{"the Advanced fold on a list", operatorsv1alpha1.SpecDescriptor{Path: "controller.tolerations", DisplayName: "Tolerations", XDescriptors: []string{specPrefix + "advanced"}}},
+		{"an affinity editor", operatorsv1alpha1.SpecDescriptor{Path: "satellite.affinity.nodeAffinity", DisplayName: "Node Affinity", XDescriptors: []string{specPrefix + "nodeAffinity"}}},
+		{"a title on an object", operatorsv1alpha1.SpecDescriptor{Path: "tls.internal", DisplayName: "Internal TLS"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := csv.DeepCopy()
+			for i, d := range c.Spec.CustomResourceDefinitions.Owned {
+				if d.Kind == "LinstorCluster" && d.Version == "v1" {
+					c.Spec.CustomResourceDefinitions.Owned[i].SpecDescriptors = append(d.SpecDescriptors, tc.add)
+				}
+			}
+			root := schemaAt(csvSchema(t, crds, "LinstorCluster"), "spec")
+			if got := neverShown(specDescriptorsOf(c, "LinstorCluster"), root); !slices.Contains(got, tc.add.Path) {
+				t.Errorf("neverShown passed %s: %v", tc.add.Path, got)
+			}
+			problems, _ := emptyClusterProblems(t, c, crds)
+			want := "spec " + tc.add.Path + `: shows "None" while unset and nothing once set`
+			if !slices.Contains(problems, want) {
+				t.Errorf("the empty cluster's page passed %s: %q", tc.add.Path, problems)
+			}
+		})
+	}
+}
+
+// hiddenFromTheForm are the spec fields the create form does not offer: hidden is the
+// form's hidden widget (spec/spec-descriptor-input.tsx capabilityWidgetMap) as well as
+// no row on the details page, so it is not a way to shorten the details page.
+var hiddenFromTheForm = map[string]string{
+	"LinstorCluster/satellite.enabled":                                         "not used: every node spec.nodeSelector selects runs a satellite",
+	"LinstorCluster/tls.internal.clientSecretName":                             "refused by validation: only the api channel has client certificates",
+	"LinstorSatelliteConfiguration/storagePools[0].source.discover.rotational": "superseded by discover.media, kept for objects written before it",
+	"LinstorSatellite/storagePools[0].source.discover.rotational":              "superseded by discover.media, kept for objects written before it",
+}
+
+// The create form keeps every field but the documented ones.
+func TestConsoleFormKeepsEveryField(t *testing.T) {
+	csv, _ := bundleParts(t)
+	for _, crd := range csv.Spec.CustomResourceDefinitions.Owned {
+		if crd.Version != "v1" {
+			continue
+		}
+		for _, d := range crd.SpecDescriptors {
+			if slices.Contains(d.XDescriptors, specPrefix+"hidden") && hiddenFromTheForm[crd.Kind+"/"+d.Path] == "" {
+				t.Errorf("%s spec %s: hidden from the create form", crd.Kind, d.Path)
+			}
 		}
 	}
 }

@@ -60,10 +60,9 @@ func backupSecrets(t *testing.T, ns string, srv *s3server.Server, identity strin
 		StringData: map[string]string{"identity": identity}})).To(Succeed())
 }
 
-// offsiteCluster makes a LinstorCluster of one node (labelled suite) running LINSTOR
-// 1.33.3 on a fresh database, with the backup Secrets and the Available target
-// "offsite" on bucket of srv.
-func offsiteCluster(t *testing.T, srv *s3server.Server, bucket, suite, node, ip string) (ns string, cluster *linstorv1.LinstorCluster) {
+// backupCluster makes a LinstorCluster of one node (labelled suite) running LINSTOR
+// 1.33.3 on a fresh database, with the backup Secrets for srv.
+func backupCluster(t *testing.T, srv *s3server.Server, suite, node, ip string) (ns string, cluster *linstorv1.LinstorCluster) {
 	t.Helper()
 	g := NewWithT(t)
 	freshDatabase(t)
@@ -72,6 +71,14 @@ func offsiteCluster(t *testing.T, srv *s3server.Server, bucket, suite, node, ip 
 	cluster = makeCluster(t, ns, linstorv1.LinstorClusterSpec{NodeSelector: map[string]string{"suite": suite}, Version: "1.33.3"})
 	g.Eventually(func(g Gomega) { g.Expect(getCluster(g, cluster).Status.Version).NotTo(BeEmpty()) }, timeout, tick).Should(Succeed())
 	backupSecrets(t, ns, srv, newIdentity(t))
+	return ns, cluster
+}
+
+// offsiteCluster is a backupCluster with the Available target "offsite" on bucket.
+func offsiteCluster(t *testing.T, srv *s3server.Server, bucket, suite, node, ip string) (ns string, cluster *linstorv1.LinstorCluster) {
+	t.Helper()
+	ns, cluster = backupCluster(t, srv, suite, node, ip)
+	g := NewWithT(t)
 	g.Expect(env.Client.Create(context.Background(), backupTarget(ns, "offsite", srv, bucket))).To(Succeed())
 	availableTarget(g, ns, "offsite")
 	return ns, cluster

@@ -10,14 +10,11 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/internal/s3server"
-	"github.com/linstor-operator/linstor-operator/pkg/names"
 )
 
 // The fault table of offsite backups, on a real S3 server behind a fault proxy: each
@@ -30,18 +27,9 @@ func TestOffsiteBackupFaultTable(t *testing.T) {
 	proxy, err := s3server.StartFaults(srv)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(proxy.Close)
-	freshDatabase(t)
-	ns := env.Namespace(t)
-	makeNode(t, "flt-a", "10.63.0.1", map[string]string{"suite": "flt"})
-	cluster := makeCluster(t, ns, linstorv1.LinstorClusterSpec{NodeSelector: map[string]string{"suite": "flt"}, Version: "1.33.3"})
-	g.Eventually(func(g Gomega) { g.Expect(getCluster(g, cluster).Status.Version).NotTo(BeEmpty()) }, timeout, tick).Should(Succeed())
-	backupSecrets(t, ns, srv, newIdentity(t))
-	controllerReplicas := func(g Gomega) int32 {
-		var d appsv1.Deployment
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.ControllerName}, &d)).To(Succeed())
-		return *d.Spec.Replicas
-	}
-	g.Eventually(controllerReplicas, timeout, tick).Should(Equal(int32(1)))
+	ns, cluster := backupCluster(t, srv, "flt", "flt-a", "10.63.0.1")
+	replicas := func(g Gomega) int32 { return controllerReplicas(g, ns) }
+	g.Eventually(replicas, timeout, tick).Should(Equal(int32(1)))
 
 	target := func(name, bucket, creds string) {
 		t := backupTarget(ns, name, srv, bucket)
@@ -67,14 +55,14 @@ func TestOffsiteBackupFaultTable(t *testing.T) {
 		// not stop LINSTOR for a backup whose bucket was not checked yet.
 		stopped := false
 		g.Eventually(func(g Gomega) {
-			stopped = stopped || controllerReplicas(g) != 1
+			stopped = stopped || replicas(g) != 1
 			b := get(g, ns, name, &linstorv1.LinstorBackup{})
 			g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupFailed))
 			for _, s := range says {
 				g.Expect(b.Status.Message).To(ContainSubstring(s))
 			}
 		}, timeout, tick).Should(Succeed())
-		g.Expect(stopped || controllerReplicas(g) != 1).To(BeFalse(), "a backup to an unusable bucket stopped LINSTOR")
+		g.Expect(stopped || replicas(g) != 1).To(BeFalse(), "a backup to an unusable bucket stopped LINSTOR")
 	}
 
 	// Wrong credentials: the target says so; a backup fails before LINSTOR is stopped.
@@ -122,7 +110,7 @@ func TestOffsiteBackupFaultTable(t *testing.T) {
 		g.Expect(b.Status.Message).To(ContainSubstring("not completed within"))
 	}, 2*timeout, tick).Should(Succeed())
 	g.Expect(proxy.PassThrough()).To(Succeed())
-	g.Eventually(controllerReplicas, timeout, tick).Should(Equal(int32(1)))
+	g.Eventually(replicas, timeout, tick).Should(Equal(int32(1)))
 	g.Consistently(func(g Gomega) {
 		g.Expect(get(g, ns, "good", &linstorv1.LinstorBackupTarget{}).Status.Count).To(BeZero(), "a failed backup is listed in the bucket")
 	}, "3s", tick).Should(Succeed())

@@ -11,13 +11,10 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/internal/s3server"
-	"github.com/linstor-operator/linstor-operator/pkg/names"
 )
 
 // stallingProxy passes requests to srv; once stalled, it holds every write (PUT, POST)
@@ -58,18 +55,9 @@ func TestOffsiteBackupToAStalledBucketEndsAtItsDeadline(t *testing.T) {
 	ctx := context.Background()
 	srv := s3Bucket(t, "linstor-stall")
 	endpoint, stalled := stallingProxy(t, srv)
-	freshDatabase(t)
-	ns := env.Namespace(t)
-	makeNode(t, "stl-a", "10.64.0.1", map[string]string{"suite": "stl"})
-	cluster := makeCluster(t, ns, linstorv1.LinstorClusterSpec{NodeSelector: map[string]string{"suite": "stl"}, Version: "1.33.3"})
-	g.Eventually(func(g Gomega) { g.Expect(getCluster(g, cluster).Status.Version).NotTo(BeEmpty()) }, timeout, tick).Should(Succeed())
-	backupSecrets(t, ns, srv, newIdentity(t))
-	controllerReplicas := func(g Gomega) int32 {
-		var d appsv1.Deployment
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.ControllerName}, &d)).To(Succeed())
-		return *d.Spec.Replicas
-	}
-	g.Eventually(controllerReplicas, timeout, tick).Should(Equal(int32(1)))
+	ns, cluster := backupCluster(t, srv, "stl", "stl-a", "10.64.0.1")
+	replicas := func(g Gomega) int32 { return controllerReplicas(g, ns) }
+	g.Eventually(replicas, timeout, tick).Should(Equal(int32(1)))
 	target := backupTarget(ns, "stalling", srv, "linstor-stall")
 	target.Spec.S3.Endpoint = endpoint
 	g.Expect(env.Client.Create(ctx, target)).To(Succeed())
@@ -89,5 +77,5 @@ func TestOffsiteBackupToAStalledBucketEndsAtItsDeadline(t *testing.T) {
 		g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupFailed), "still %s after its deadline: %s", b.Status.Phase, b.Status.Message)
 		g.Expect(b.Status.Message).To(ContainSubstring("not completed within"))
 	}, deadline+timeout, tick).Should(Succeed())
-	g.Eventually(controllerReplicas, timeout, tick).Should(Equal(int32(1)), "LINSTOR stayed stopped")
+	g.Eventually(replicas, timeout, tick).Should(Equal(int32(1)), "LINSTOR stayed stopped")
 }

@@ -50,8 +50,9 @@ type MonitoringStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Monitoring Enabled",xDescriptors={"urn:alm:descriptor:text"}
 	Enabled bool `json:"enabled,omitempty"`
-	// reason is a CamelCase word: Enabled, Disabled (spec.monitoring.mode is Disabled) or
-	// CRDsMissing (the Prometheus Operator's CRDs are not installed).
+	// reason is a CamelCase word: Enabled, Disabled (spec.monitoring.mode is Disabled),
+	// CRDsMissing (the Prometheus Operator's CRDs are not installed) or ApplyFailed (the
+	// API server refused an object; message says which; retried every minute).
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Monitoring Reason",xDescriptors={"urn:alm:descriptor:text"}
 	Reason string `json:"reason,omitempty"`
@@ -59,6 +60,15 @@ type MonitoringStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Monitoring Message",xDescriptors={"urn:alm:descriptor:text"}
 	Message string `json:"message,omitempty"`
+	// notOwned names the monitoring objects ("Kind namespace/name") that exist under the
+	// operator's names but are not this LinstorCluster's (applied from
+	// config/prometheus, or by someone else): the operator neither changes nor deletes
+	// them, and does not create its own in their place.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=512
+	NotOwned []string `json:"notOwned,omitempty"`
 }
 
 // Reasons of status.monitoring.
@@ -66,4 +76,5 @@ const (
 	MonitoringReasonEnabled     = "Enabled"
 	MonitoringReasonDisabled    = "Disabled"
 	MonitoringReasonCRDsMissing = "CRDsMissing"
+	MonitoringReasonApplyFailed = "ApplyFailed"
 )

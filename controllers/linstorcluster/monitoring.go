@@ -4,15 +4,20 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/pkg/apply"
 	"github.com/linstor-operator/linstor-operator/pkg/names"
 	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
@@ -20,6 +25,8 @@ import (
 // The Prometheus Operator's objects live in the cluster's namespace only; they are read
 // uncached (no watch: the kinds may not exist), applied, and pruned.
 // +kubebuilder:rbac:groups=monitoring.coreos.com,namespace=system,resources=servicemonitors;podmonitors;prometheusrules,verbs=get;list;create;patch;delete
+// The metrics scraper's token Secret is pruned with them: delete that one only.
+// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=delete,resourceNames=linstor-operator-metrics-scraper-token
 
 // crdMetadata is a CRD as the metadata cache holds it: the operator already watches
 // CRDs (their names only), so a Prometheus Operator installed or removed later is seen
@@ -54,21 +61,52 @@ func (r *Reconciler) missingMonitoringCRDs(ctx context.Context) ([]string, error
 	return missing, nil
 }
 
-// reconcilePrometheusOperatorObjects applies the ServiceMonitor, PodMonitor and
-// PrometheusRule while monitoring is on and their CRDs exist, and prunes them
-// otherwise. Without a CRD there is nothing of its kind to prune (deleting a CRD
-// deletes its objects), and listing it would fail.
-func (r *Reconciler) reconcilePrometheusOperatorObjects(ctx context.Context, s *scope, mon render.Monitoring, missing []string) error {
+// monitoringRetry is how soon a monitoring object the API server refused is tried again.
+const monitoringRetry = time.Minute
+
+// reconcileMonitoring applies the dashboard ConfigMap while monitoring is on, and the
+// ServiceMonitors, PodMonitor and PrometheusRule, with the token the operator's
+// ServiceMonitor presents, while their CRDs exist too; it prunes them otherwise.
+// Without a CRD there is nothing of its kind to prune (deleting a CRD deletes its
+// objects), and listing it would fail.
+//
+// These objects carry names a user may already have given their own (config/prometheus
+// has the same): one that exists and is not this cluster's is left alone and named in
+// status.monitoring. A failure here is monitoring's, reported in status.monitoring: it
+// neither degrades the cluster nor holds up the rest of the pass. The result is the
+// keys of every monitoring object wanted, which the workload's Prune must keep.
+func (r *Reconciler) reconcileMonitoring(ctx context.Context, s *scope, mon render.Monitoring, missing []string) (apply.Applied, ctrl.Result) {
+	keep := apply.Applied{}
 	var objs render.Objects
+	if mon.Enabled {
+		objs = render.Dashboard(s.cluster)
+	}
+	failed := func(err error) (apply.Applied, ctrl.Result) {
+		s.monitoring.Reason, s.monitoring.Message = linstorv1.MonitoringReasonApplyFailed, err.Error()
+		keep.Keep(objs...)
+		return keep, ctrl.Result{RequeueAfter: monitoringRetry}
+	}
 	if mon.PrometheusOperator {
-		var err error
-		if objs, err = render.PrometheusOperatorObjects(s.cluster); err != nil {
-			return err
+		more, err := render.PrometheusOperatorObjects(s.cluster, mon)
+		if err != nil {
+			return failed(err)
+		}
+		objs = append(objs, more...)
+		// The API server deletes a token Secret of a missing account; the account's
+		// arrival triggers a pass (the ServiceAccount watch).
+		err = r.Client.Get(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: render.MetricsScraperAccount}, &corev1.ServiceAccount{})
+		switch {
+		case err == nil:
+			objs = append(objs, render.MetricsScraper(s.cluster)...)
+		case !apierrors.IsNotFound(err):
+			return failed(fmt.Errorf("reading ServiceAccount %s: %w", render.MetricsScraperAccount, err))
 		}
 	}
-	applied, err := r.applier.Apply(ctx, s.cluster, objs)
+	applied, notOwned, err := r.applier.ApplyOwned(ctx, s.cluster, objs)
+	keep.Merge(applied)
+	s.monitoring.NotOwned = notOwned
 	if err != nil {
-		return err
+		return failed(err)
 	}
 	var installed []schema.GroupVersionKind
 	for i, gvk := range render.MonitoringKinds {
@@ -76,13 +114,22 @@ func (r *Reconciler) reconcilePrometheusOperatorObjects(ctx context.Context, s *
 			installed = append(installed, gvk)
 		}
 	}
+	// Only the monitoring component's Secrets: the cluster's others (TLS) are not these.
+	// The dashboard ConfigMap is pruned with the workload's ConfigMaps.
+	tokens := client.MatchingLabels{names.LabelCluster: s.cluster.Name, names.LabelManagedBy: names.ManagedBy, names.LabelComponent: render.MonitoringComponent}
+	if _, err := r.applier.Prune(ctx, s.cluster, applied, s.cluster.Namespace, tokens, corev1.SchemeGroupVersion.WithKind("Secret")); err != nil {
+		return failed(err)
+	}
 	selector := client.MatchingLabels{names.LabelCluster: s.cluster.Name, names.LabelManagedBy: names.ManagedBy}
 	if n, err := r.applier.Prune(ctx, s.cluster, applied, s.cluster.Namespace, selector, installed...); err != nil {
-		return err
+		return failed(err)
 	} else if n > 0 {
-		r.Recorder.Eventf(s.cluster, "Normal", "Pruned", "Removed %d monitoring objects no longer needed", n)
+		r.Recorder.Eventf(s.cluster, corev1.EventTypeNormal, "Pruned", "Removed %d monitoring objects no longer needed", n)
 	}
-	return nil
+	if len(notOwned) > 0 {
+		s.monitoring.Message += fmt.Sprintf("; left alone, not this LinstorCluster's: %s", strings.Join(notOwned, ", "))
+	}
+	return keep, ctrl.Result{}
 }
 
 // monitoringStatus is status.monitoring for mon.

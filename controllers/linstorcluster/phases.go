@@ -109,11 +109,11 @@ func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) 
 		func() (render.Objects, error) { return render.SatelliteConfig(s.cluster), nil },
 		// Who may reach the controller's API; pruned when spec.networkPolicy is Disabled.
 		func() (render.Objects, error) {
-			if !mon.Enabled {
+			if !mon.ScrapeController {
 				return render.NetworkPolicy(s.cluster), nil
 			}
-			// The dashboard, and the monitoring namespaces let in to scrape /metrics.
-			return append(render.WithScrapers(s.cluster, render.NetworkPolicy(s.cluster)), render.Dashboard(s.cluster)...), nil
+			// The monitoring namespaces let in to scrape /metrics.
+			return render.WithScrapers(s.cluster, render.NetworkPolicy(s.cluster)), nil
 		},
 	} {
 		o, err := part()
@@ -150,6 +150,9 @@ func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) 
 		r.Observer.Invalidate(key)
 		r.Observer.ExpectChange(key, time.Minute)
 	}
+	// Monitoring before the prune: the dashboard is a ConfigMap like the workload's.
+	monitoring, res := r.reconcileMonitoring(ctx, s, mon, missingCRDs)
+	applied.Merge(monitoring)
 	selector := client.MatchingLabels{names.LabelCluster: s.cluster.Name, names.LabelManagedBy: names.ManagedBy}
 	if n, err := r.applier.Prune(ctx, s.cluster, applied, s.cluster.Namespace, selector, namespacedKinds...); err != nil {
 		s.applyErr = err
@@ -161,11 +164,7 @@ func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) 
 		s.applyErr = err
 		return ctrl.Result{}, err
 	}
-	if err := r.reconcilePrometheusOperatorObjects(ctx, s, mon, missingCRDs); err != nil {
-		s.applyErr = err
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{}, nil
+	return res, nil
 }
 
 // clusterScopedSelector also matches the namespace: cluster-scoped objects of a

@@ -40,31 +40,80 @@ type Applier struct {
 // removes it; a comparison would not see it); the comparison catches someone else
 // changing a field the operator owns.
 func (a *Applier) Apply(ctx context.Context, owner client.Object, objs []client.Object) (Applied, error) {
+	applied, _, err := a.apply(ctx, owner, objs, false)
+	return applied, err
+}
+
+// ApplyOwned is Apply for objects someone else may have created under the same names
+// (a ServiceMonitor applied from config/prometheus before the operator made its own):
+// an object that exists and is not controlled by owner is neither changed nor, by a
+// Prune given the result, deleted; notOwned names each ("Kind namespace/name"). An
+// object missing from the cache is looked for once more without it, so a stale cache
+// does not hand someone's object to the operator.
+func (a *Applier) ApplyOwned(ctx context.Context, owner client.Object, objs []client.Object) (applied Applied, notOwned []string, err error) {
+	return a.apply(ctx, owner, objs, true)
+}
+
+func (a *Applier) apply(ctx context.Context, owner client.Object, objs []client.Object, onlyOwned bool) (Applied, []string, error) {
 	applied := Applied{}
+	var notOwned []string
 	for _, obj := range objs {
 		if obj.GetNamespace() != "" {
 			if err := controllerutil.SetControllerReference(owner, obj, a.Scheme); err != nil {
-				return applied, err
+				return applied, notOwned, err
 			}
 		}
 		u, err := toUnstructured(obj)
 		if err != nil {
-			return applied, err
+			return applied, notOwned, err
 		}
 		key := keyOf(u.GroupVersionKind(), u.GetNamespace(), u.GetName())
 		if err := setHash(u); err != nil {
-			return applied, err
+			return applied, notOwned, err
 		}
-		if a.upToDate(ctx, u) {
+		live, found, err := a.live(ctx, u, onlyOwned)
+		if err != nil {
+			return applied, notOwned, err
+		}
+		if onlyOwned && found && !controlledBy(live, owner) {
+			applied[key] = false // kept from Prune
+			notOwned = append(notOwned, fmt.Sprintf("%s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName()))
+			continue
+		}
+		if found && upToDate(live, u) {
 			applied[key] = false
 			continue
 		}
 		if err := a.Client.Patch(ctx, u, client.Apply, FieldOwner, client.ForceOwnership); err != nil {
-			return applied, fmt.Errorf("applying %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+			return applied, notOwned, fmt.Errorf("applying %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
 		}
 		applied[key] = true
 	}
-	return applied, nil
+	return applied, notOwned, nil
+}
+
+// controlledBy: obj's controller reference is owner's.
+func controlledBy(obj, owner client.Object) bool {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	return ref != nil && ref.UID == owner.GetUID()
+}
+
+// Keep marks objs as applied, unsent: a Prune given the result leaves them alone (they
+// are another pass's to apply, whether or not that pass got to them).
+func (a Applied) Keep(objs ...client.Object) {
+	for _, o := range objs {
+		key := keyOf(o.GetObjectKind().GroupVersionKind(), o.GetNamespace(), o.GetName())
+		if _, ok := a[key]; !ok {
+			a[key] = false
+		}
+	}
+}
+
+// Merge adds other's keys to a.
+func (a Applied) Merge(other Applied) {
+	for k, v := range other {
+		a[k] = a[k] || v
+	}
 }
 
 // setHash annotates u with the hash of its content (without that annotation).
@@ -83,26 +132,47 @@ func setHash(u *unstructured.Unstructured) error {
 	return nil
 }
 
-// upToDate reports whether the cached live object already is what applying desired
-// would make it. Any doubt (not cached, not in the scheme) means no.
-func (a *Applier) upToDate(ctx context.Context, desired *unstructured.Unstructured) bool {
-	live, err := a.typed(desired.GroupVersionKind())
-	if err != nil {
+// live reads desired's live copy: typed kinds from the cache, the others without it.
+// found is false when it is missing or cannot be read: then it is applied, which only
+// costs a write. sure (for ApplyOwned) asks the API server again when the cache says
+// missing; only that read's error is returned.
+func (a *Applier) live(ctx context.Context, desired *unstructured.Unstructured, sure bool) (obj client.Object, found bool, err error) {
+	key := client.ObjectKeyFromObject(desired)
+	uncached := func() (client.Object, bool, error) {
 		if a.Uncached == nil {
-			return false
+			return nil, false, nil
 		}
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(desired.GroupVersionKind())
-		if err := a.Uncached.Get(ctx, client.ObjectKeyFromObject(desired), u); err != nil {
-			return false
+		switch err := a.Uncached.Get(ctx, key, u); {
+		case apierrors.IsNotFound(err):
+			return nil, false, nil
+		case err != nil:
+			return nil, false, fmt.Errorf("reading %s %s: %w", desired.GetKind(), key, err)
 		}
-		live = u
-	} else if err := a.Client.Get(ctx, client.ObjectKeyFromObject(desired), live, client.UnsafeDisableDeepCopy); err != nil {
-		// Only read: the cache's own object, not a copy (a pass compares every
-		// satellite's objects; copying each was most of the operator's allocations at
-		// 1,000 nodes).
-		return false
+		return u, true, nil
 	}
+	typed, err := a.typed(desired.GroupVersionKind())
+	if err != nil {
+		o, found, err := uncached()
+		if !sure {
+			err = nil
+		}
+		return o, found, err
+	}
+	// Only read: the cache's own object, not a copy (a pass compares every satellite's
+	// objects; copying each was most of the operator's allocations at 1,000 nodes).
+	if err := a.Client.Get(ctx, key, typed, client.UnsafeDisableDeepCopy); err != nil {
+		if sure && apierrors.IsNotFound(err) {
+			return uncached()
+		}
+		return nil, false, nil
+	}
+	return typed, true, nil
+}
+
+// upToDate reports whether live already is what applying desired would make it.
+func upToDate(live client.Object, desired *unstructured.Unstructured) bool {
 	if live.GetAnnotations()[names.AnnotationAppliedHash] != desired.GetAnnotations()[names.AnnotationAppliedHash] || live.GetDeletionTimestamp() != nil {
 		return false
 	}

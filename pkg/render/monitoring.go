@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -35,21 +36,47 @@ var MonitoringCRDs = []string{
 	"prometheusrules.monitoring.coreos.com",
 }
 
-// Names of the monitoring objects. The PodMonitor and PrometheusRule keep the names
-// config/prometheus gives them: a cluster that applied that kustomization has them
-// taken over, not doubled (every alert would fire twice), and DrbdMetricsDown matches
-// the PodMonitor's job "<namespace>/linstor-satellite".
+// Names of the monitoring objects. The ServiceMonitor of the operator, the PodMonitor
+// and the PrometheusRule keep the names config/prometheus gives them: where that
+// kustomization was applied, its objects stay the user's and the operator does not
+// create a second of each (every alert would fire twice, every series come from two
+// scrape pools); DrbdMetricsDown matches the PodMonitor's job
+// "<namespace>/linstor-satellite".
 const (
 	ControllerMonitorName = names.ControllerName
 	SatelliteMonitorName  = names.SatelliteComponent
 	AlertsName            = "linstor-operator-alerts"
 	DashboardName         = "linstor-dashboard"
-	monitoringComponent   = "linstor-monitoring"
+	// MonitoringComponent labels every monitoring object (LabelComponent).
+	MonitoringComponent = "linstor-monitoring"
 	// GrafanaDashboardLabel is the label Grafana's dashboard sidecar looks for: the
 	// grafana Helm chart's sidecar.dashboards.label default, and "1" the value
 	// kube-prometheus-stack sets as its labelValue (the chart's own default takes any).
 	GrafanaDashboardLabel = "grafana_dashboard"
 )
+
+// The operator's own metrics: controller-runtime's secure endpoint, which authenticates
+// every scrape with a TokenReview and authorizes GET /metrics with a
+// SubjectAccessReview. OperatorMonitorName is config/prometheus/monitor.yaml's. Prometheus
+// presents the token of MetricsScraperAccount, which ships with the operator bound to
+// GET /metrics (config/rbac/metrics_scraper_rbac.yaml); the API server mints it into
+// MetricsScraperTokenName. A ServiceMonitor's `authorization` can only name a Secret
+// of its own namespace, and `bearerTokenFile` (Prometheus's own token) is deprecated
+// and refused by OpenShift's user-workload monitoring.
+const (
+	OperatorMonitorName     = "controller-manager-metrics-monitor"
+	MetricsScraperTokenName = names.ManagedBy + "-metrics-scraper-token"
+	// operatorMetricsPort is the port name of the metrics Service of config/default and
+	// of the bundle.
+	operatorMetricsPort = "https"
+)
+
+// operatorMetricsServiceSelector selects the operator's metrics Service, as
+// config/default and the bundle label it (and not LINSTOR's Services).
+var operatorMetricsServiceSelector = map[string]string{"app.kubernetes.io/name": "linstor-operator", "control-plane": "controller-manager"}
+
+// MetricsScraperAccount is the ServiceAccount whose token Prometheus presents.
+var MetricsScraperAccount = names.ServiceAccountName("metrics-scraper")
 
 // DefaultScrapeNamespaces are the namespaces the common monitoring stacks run their
 // Prometheus in: kube-prometheus installs into "monitoring"; OpenShift's platform and
@@ -58,9 +85,12 @@ var DefaultScrapeNamespaces = []string{"monitoring", "openshift-monitoring", "op
 
 // Monitoring is what the operator does about monitoring for a cluster.
 type Monitoring struct {
-	// Enabled: the dashboard ConfigMap exists and the NetworkPolicy admits scrapers.
+	// Enabled: the dashboard ConfigMap exists.
 	Enabled bool
-	// PrometheusOperator: the ServiceMonitor, PodMonitor and PrometheusRule exist too.
+	// ScrapeController: the NetworkPolicy admits the scrape namespaces to the LINSTOR
+	// controller's API port, and (with PrometheusOperator) its ServiceMonitor exists.
+	ScrapeController bool
+	// PrometheusOperator: the ServiceMonitors, PodMonitor and PrometheusRule exist too.
 	PrometheusOperator bool
 	// Reason and Message are status.monitoring's.
 	Reason, Message string
@@ -71,33 +101,55 @@ type Monitoring struct {
 // CRDs, Disabled turns everything off, Enabled keeps the dashboard and the
 // NetworkPolicy rule even without the CRDs (a Prometheus outside the Prometheus
 // Operator may scrape).
+//
+// The LINSTOR controller serves /metrics on its API port, so whoever may scrape it may
+// call the whole API there. With API TLS only a holder of a client certificate gets an
+// answer; without it, anyone who reaches the port does. Auto therefore opens the port
+// to the scrape namespaces only with API TLS; Enabled is the user saying so.
 func MonitoringFor(cluster *linstorv1.LinstorCluster, missing []string) Monitoring {
 	mode := linstorv1.MonitoringAuto
 	if m := cluster.Spec.Monitoring; m != nil && m.Mode != "" {
 		mode = m.Mode
 	}
-	switch {
-	case mode == linstorv1.MonitoringDisabled:
+	if mode == linstorv1.MonitoringDisabled {
 		return Monitoring{Reason: linstorv1.MonitoringReasonDisabled, Message: "spec.monitoring.mode is Disabled"}
-	case len(missing) > 0 && mode == linstorv1.MonitoringAuto:
+	}
+	if len(missing) > 0 && mode == linstorv1.MonitoringAuto {
 		return Monitoring{Reason: linstorv1.MonitoringReasonCRDsMissing,
 			Message: fmt.Sprintf("the Prometheus Operator's CRDs %v are not installed; monitoring starts when they are, or with spec.monitoring.mode Enabled", missing)}
-	case len(missing) > 0:
-		return Monitoring{Enabled: true, Reason: linstorv1.MonitoringReasonCRDsMissing,
-			Message: fmt.Sprintf("the dashboard ConfigMap exists and the NetworkPolicy admits scrapers; the ServiceMonitor, PodMonitor and PrometheusRule wait for the Prometheus Operator's CRDs %v", missing)}
 	}
-	return Monitoring{Enabled: true, PrometheusOperator: true, Reason: linstorv1.MonitoringReasonEnabled,
-		Message: "ServiceMonitor, PodMonitor, PrometheusRule and the dashboard ConfigMap are applied"}
+	ours := cluster.Spec.ExternalController == nil && ControllerEnabled(cluster)
+	m := Monitoring{Enabled: true, ScrapeController: ours && (mode == linstorv1.MonitoringEnabled || clustertls.APITLSEnabled(cluster)), PrometheusOperator: len(missing) == 0}
+	var made []string
+	switch {
+	case m.PrometheusOperator:
+		m.Reason = linstorv1.MonitoringReasonEnabled
+		made = append(made, "ServiceMonitors, PodMonitor, PrometheusRule and the dashboard ConfigMap are applied")
+	default:
+		m.Reason = linstorv1.MonitoringReasonCRDsMissing
+		made = append(made, fmt.Sprintf("the dashboard ConfigMap exists; the ServiceMonitors, PodMonitor and PrometheusRule wait for the Prometheus Operator's CRDs %v", missing))
+	}
+	switch {
+	case m.ScrapeController:
+		made = append(made, "the NetworkPolicy admits the scrape namespaces to the LINSTOR controller's /metrics")
+	case ours:
+		made = append(made, "the LINSTOR controller's /metrics is not scraped: its port serves the whole API without TLS (spec.tls.api.mode is Disabled), "+
+			"so it stays closed to the scrape namespaces; spec.monitoring.mode Enabled opens it")
+	}
+	m.Message = strings.Join(made, "; ")
+	return m
 }
 
 // PrometheusOperatorObjects renders a ServiceMonitor for the LINSTOR controller's
-// /metrics (only for a controller the operator runs), a PodMonitor for every
-// satellite's drbd-reactor, and a PrometheusRule with config/prometheus/rules.yaml.
-func PrometheusOperatorObjects(cluster *linstorv1.LinstorCluster) (Objects, error) {
+// /metrics (while mon.ScrapeController), one for the operator's own, a PodMonitor for
+// every satellite's drbd-reactor, and a PrometheusRule with
+// config/prometheus/rules.yaml.
+func PrometheusOperatorObjects(cluster *linstorv1.LinstorCluster, mon Monitoring) (Objects, error) {
 	var objs Objects
-	if cluster.Spec.ExternalController == nil && ControllerEnabled(cluster) {
+	if mon.ScrapeController {
 		objs = append(objs, controllerMonitor(cluster))
 	}
+	objs = append(objs, operatorMonitor(cluster))
 	objs = append(objs, satelliteMonitor(cluster))
 	rule, err := alertRules(cluster)
 	if err != nil {
@@ -111,7 +163,7 @@ func monitoringObject(cluster *linstorv1.LinstorCluster, gvk schema.GroupVersion
 	u.SetGroupVersionKind(gvk)
 	u.SetName(name)
 	u.SetNamespace(cluster.Namespace)
-	u.SetLabels(labels(cluster, monitoringComponent))
+	u.SetLabels(labels(cluster, MonitoringComponent))
 	return u
 }
 
@@ -152,6 +204,42 @@ func controllerMonitor(cluster *linstorv1.LinstorCluster) *unstructured.Unstruct
 	})
 }
 
+// operatorMonitor scrapes the operator's metrics Service with the scraper's token.
+// The operator runs in the LinstorCluster's namespace (it refuses one elsewhere), so
+// its Service is in the ServiceMonitor's.
+func operatorMonitor(cluster *linstorv1.LinstorCluster) *unstructured.Unstructured {
+	return monitoringObject(cluster, ServiceMonitorKind, OperatorMonitorName, map[string]any{
+		"selector": toMap(&metav1.LabelSelector{MatchLabels: operatorMetricsServiceSelector}),
+		"endpoints": []any{map[string]any{
+			"port": operatorMetricsPort, "scheme": "https", "path": "/metrics",
+			// The operator's series name the LinstorCluster's namespace in `namespace`:
+			// kept, not renamed exported_namespace, so the alerts and the dashboard name
+			// the cluster.
+			"honorLabels": true,
+			"authorization": map[string]any{"type": "Bearer", "credentials": map[string]any{
+				"name": MetricsScraperTokenName, "key": corev1.ServiceAccountTokenKey,
+			}},
+			// The endpoint serves a certificate controller-runtime signs itself at start
+			// (main.go gives it no certificate directory): there is no CA to verify it
+			// with. Whoever answered in the operator's place would get a token that reads
+			// /metrics and nothing else.
+			"tlsConfig": map[string]any{"insecureSkipVerify": true},
+		}},
+	})
+}
+
+// MetricsScraper renders the Secret the API server writes MetricsScraperAccount's
+// token into. Apply it only while the account exists: the API server deletes a token
+// Secret of a missing account.
+func MetricsScraper(cluster *linstorv1.LinstorCluster) Objects {
+	return Objects{&corev1.Secret{
+		TypeMeta: typeMeta("v1", "Secret"),
+		ObjectMeta: metav1.ObjectMeta{Name: MetricsScraperTokenName, Namespace: cluster.Namespace, Labels: labels(cluster, MonitoringComponent),
+			Annotations: map[string]string{corev1.ServiceAccountNameKey: MetricsScraperAccount}},
+		Type: corev1.SecretTypeServiceAccountToken,
+	}}
+}
+
 // satelliteMonitor scrapes drbd-reactor's prometheus port in every satellite pod.
 func satelliteMonitor(cluster *linstorv1.LinstorCluster) *unstructured.Unstructured {
 	return monitoringObject(cluster, PodMonitorKind, SatelliteMonitorName, map[string]any{
@@ -180,7 +268,7 @@ func alertRules(cluster *linstorv1.LinstorCluster) (*unstructured.Unstructured, 
 // Dashboard renders the Grafana dashboard as a ConfigMap labelled for Grafana's
 // dashboard sidecar.
 func Dashboard(cluster *linstorv1.LinstorCluster) Objects {
-	l := labels(cluster, monitoringComponent)
+	l := labels(cluster, MonitoringComponent)
 	l[GrafanaDashboardLabel] = "1"
 	return Objects{&corev1.ConfigMap{
 		TypeMeta:   typeMeta("v1", "ConfigMap"),

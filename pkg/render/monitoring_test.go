@@ -2,14 +2,17 @@ package render
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -23,6 +26,7 @@ import (
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/config/grafana"
 	"github.com/linstor-operator/linstor-operator/config/prometheus"
+	"github.com/linstor-operator/linstor-operator/internal/bundle"
 	"github.com/linstor-operator/linstor-operator/pkg/crdschema"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/names"
@@ -95,7 +99,7 @@ func checkAgainstCRD(t *testing.T, crds map[string]crdCheck, u *unstructured.Uns
 
 func monitoringObjects(t *testing.T, c *linstorv1.LinstorCluster) map[string]*unstructured.Unstructured {
 	t.Helper()
-	objs, err := PrometheusOperatorObjects(c)
+	objs, err := PrometheusOperatorObjects(c, MonitoringFor(c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +109,7 @@ func monitoringObjects(t *testing.T, c *linstorv1.LinstorCluster) map[string]*un
 		if u.GetNamespace() != c.Namespace || u.GetLabels()[names.LabelCluster] != c.Name || u.GetLabels()[names.LabelManagedBy] != names.ManagedBy {
 			t.Errorf("%s %s/%s lacks the cluster's namespace or pruning labels: %v", u.GetKind(), u.GetNamespace(), u.GetName(), u.GetLabels())
 		}
-		out[u.GetKind()] = u
+		out[u.GetName()] = u
 	}
 	return out
 }
@@ -130,7 +134,7 @@ func TestMonitoringObjectsMatchThePrometheusOperatorCRDs(t *testing.T) {
 func TestControllerMonitorScrapesTheAPIPort(t *testing.T) {
 	endpoint := func(t *testing.T, spec linstorv1.LinstorClusterSpec) map[string]any {
 		t.Helper()
-		sm := monitoringObjects(t, cluster(spec))["ServiceMonitor"]
+		sm := monitoringObjects(t, cluster(spec))[ControllerMonitorName]
 		if sm == nil {
 			t.Fatal("no ServiceMonitor")
 		}
@@ -184,23 +188,173 @@ func TestControllerMonitorScrapesTheAPIPort(t *testing.T) {
 			t.Errorf("CA %v, want the referenced ConfigMap key", tls["ca"])
 		}
 	})
-	t.Run("plain API", func(t *testing.T) {
-		ep := endpoint(t, linstorv1.LinstorClusterSpec{TLS: &linstorv1.TLSSpec{API: &linstorv1.TLSConfig{Mode: linstorv1.TLSDisabled}}})
+	t.Run("plain API, monitoring Enabled", func(t *testing.T) {
+		ep := endpoint(t, linstorv1.LinstorClusterSpec{TLS: &linstorv1.TLSSpec{API: &linstorv1.TLSConfig{Mode: linstorv1.TLSDisabled}},
+			Monitoring: &linstorv1.MonitoringSpec{Mode: linstorv1.MonitoringEnabled}})
 		if ep["port"] != "api" || ep["scheme"] != "http" || ep["tlsConfig"] != nil {
 			t.Errorf("endpoint %v", ep)
 		}
 	})
 	t.Run("no controller of the operator's", func(t *testing.T) {
 		objs := monitoringObjects(t, cluster(linstorv1.LinstorClusterSpec{ExternalController: &linstorv1.ExternalControllerSpec{URL: "https://l:3371"}, Controller: &linstorv1.ControllerSpec{ComponentSpec: linstorv1.ComponentSpec{Enabled: ptr.To(false)}}}))
-		if objs["ServiceMonitor"] != nil || objs["PodMonitor"] == nil || objs["PrometheusRule"] == nil {
-			t.Errorf("rendered %v: the satellites are still the operator's to scrape, the controller is not", objs)
+		if objs[ControllerMonitorName] != nil || objs[SatelliteMonitorName] == nil || objs[AlertsName] == nil || objs[OperatorMonitorName] == nil {
+			t.Errorf("rendered %v: the satellites and the operator itself are still the operator's to scrape, the controller is not", objs)
 		}
 	})
 }
 
+// The operator's metrics Service as config/default and the OLM bundle install it (OLM
+// keeps a bundled Service's labels and port names).
+func operatorMetricsServices(t *testing.T) map[string]*corev1.Service {
+	t.Helper()
+	bundled, err := filepath.Glob("../../bundle/manifests/*metrics-service*.yaml")
+	if err != nil || len(bundled) != 1 {
+		t.Fatalf("bundle metrics Service %v: %v", bundled, err)
+	}
+	out := map[string]*corev1.Service{}
+	for _, f := range append(bundled, "../../config/default/metrics_service.yaml") {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc := &corev1.Service{}
+		if err := yaml.Unmarshal(raw, svc); err != nil {
+			t.Fatal(err)
+		}
+		out[f] = svc
+	}
+	return out
+}
+
+func TestOperatorMonitorScrapesTheOperatorsSecureMetrics(t *testing.T) {
+	c := cluster(linstorv1.LinstorClusterSpec{})
+	sm := monitoringObjects(t, c)[OperatorMonitorName]
+	if sm == nil || sm.GetKind() != "ServiceMonitor" {
+		t.Fatalf("no ServiceMonitor %s for the operator's metrics", OperatorMonitorName)
+	}
+	sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if len(eps) != 1 {
+		t.Fatalf("endpoints %v", eps)
+	}
+	ep := eps[0].(map[string]any)
+	for file, svc := range operatorMetricsServices(t) {
+		if !selects(t, &metav1.LabelSelector{MatchLabels: sel}, svc.Labels) {
+			t.Errorf("selector %v does not select the metrics Service of %s (labels %v)", sel, file, svc.Labels)
+		}
+		ports := map[string]bool{}
+		for _, p := range svc.Spec.Ports {
+			ports[p.Name] = true
+		}
+		if !ports[ep["port"].(string)] {
+			t.Errorf("port %v is not a port of the metrics Service of %s (%v)", ep["port"], file, ports)
+		}
+	}
+	// The LINSTOR controller's Service is not the operator's.
+	objs, err := Controller(c, images.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if s, ok := o.(*corev1.Service); ok && selects(t, &metav1.LabelSelector{MatchLabels: sel}, s.Labels) {
+			t.Errorf("selector %v also selects LINSTOR's Service %s", sel, s.Name)
+		}
+	}
+
+	if ep["scheme"] != "https" || ep["path"] != "/metrics" || ep["honorLabels"] != true {
+		t.Errorf("endpoint %v: want HTTPS /metrics keeping the series' own namespace label", ep)
+	}
+	if ep["bearerTokenFile"] != nil {
+		t.Error("bearerTokenFile: deprecated, and OpenShift's user-workload monitoring refuses the ServiceMonitor")
+	}
+	if v, _, _ := unstructured.NestedBool(ep, "tlsConfig", "insecureSkipVerify"); !v {
+		t.Errorf("tlsConfig %v: the endpoint's certificate is self-signed, there is no CA to verify it with", ep["tlsConfig"])
+	}
+	auth, _, _ := unstructured.NestedMap(ep, "authorization")
+	cred, _, _ := unstructured.NestedStringMap(auth, "credentials")
+	if auth["type"] != "Bearer" || cred["name"] != MetricsScraperTokenName || cred["key"] != corev1.ServiceAccountTokenKey {
+		t.Errorf("authorization %v, want the Bearer token of Secret %s", auth, MetricsScraperTokenName)
+	}
+
+	// The token is the scraper account's, minted by the API server into the Secret the
+	// operator creates; the account ships with the operator, bound to GET /metrics.
+	objs = MetricsScraper(c)
+	if len(objs) != 1 {
+		t.Fatalf("scraper objects %v", objs)
+	}
+	token, ok := objs[0].(*corev1.Secret)
+	if !ok || token.Name != MetricsScraperTokenName || token.Namespace != c.Namespace || token.Type != corev1.SecretTypeServiceAccountToken ||
+		token.Annotations[corev1.ServiceAccountNameKey] != MetricsScraperAccount || len(token.Data) != 0 {
+		t.Fatalf("token %+v: want an empty token Secret of %s the API server fills", objs[0], MetricsScraperAccount)
+	}
+	if token.Labels[names.LabelCluster] != c.Name || token.Labels[names.LabelManagedBy] != names.ManagedBy || token.Labels[names.LabelComponent] != MonitoringComponent {
+		t.Errorf("token labels %v: pruning selects the cluster's monitoring objects", token.Labels)
+	}
+	rbac, err := bundle.ReadRBAC("../..", c.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped := false
+	for _, sa := range rbac.ServiceAccounts {
+		shipped = shipped || sa.Name == MetricsScraperAccount
+	}
+	if !shipped {
+		t.Errorf("config/rbac ships no ServiceAccount %s", MetricsScraperAccount)
+	}
+	roles := map[string]*rbacv1.ClusterRole{}
+	for _, r := range rbac.ClusterRoles {
+		roles[r.Name] = r
+	}
+	granted := false
+	for _, b := range rbac.ClusterRoleBindings {
+		for _, s := range b.Subjects {
+			if s.Kind != rbacv1.ServiceAccountKind || s.Name != MetricsScraperAccount || roles[b.RoleRef.Name] == nil {
+				continue
+			}
+			for _, r := range roles[b.RoleRef.Name].Rules {
+				granted = granted || (slices.Contains(r.NonResourceURLs, "/metrics") && slices.Contains(r.Verbs, "get"))
+			}
+		}
+	}
+	if !granted {
+		t.Errorf("config/rbac does not let %s GET /metrics: the operator's endpoint would refuse every scrape", MetricsScraperAccount)
+	}
+}
+
+// config/prometheus/monitor.yaml, for installs where the operator does not create it,
+// scrapes the operator exactly as the operator's own ServiceMonitor does, under the
+// same names: the operator takes it over instead of scraping twice.
+func TestOperatorMonitorIsConfigPrometheus(t *testing.T) {
+	raw, err := os.ReadFile("../../config/prometheus/monitor.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cluster(linstorv1.LinstorClusterSpec{})
+	rendered := monitoringObjects(t, c)[OperatorMonitorName]
+	token := MetricsScraper(c)[0].(*corev1.Secret)
+	docs := strings.Split(string(raw), "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("%d documents, want the ServiceMonitor and the token Secret", len(docs))
+	}
+	var sm unstructured.Unstructured
+	if err := yaml.Unmarshal([]byte(docs[0]), &sm.Object); err != nil {
+		t.Fatal(err)
+	}
+	if sm.GetKind() != "ServiceMonitor" || sm.GetName() != rendered.GetName() || mustYAML(t, sm.Object["spec"]) != mustYAML(t, rendered.Object["spec"]) {
+		t.Errorf("monitor.yaml:\n%s\nthe operator's:\n%s", mustYAML(t, sm.Object), mustYAML(t, rendered.Object))
+	}
+	var secret corev1.Secret
+	if err := yaml.Unmarshal([]byte(docs[1]), &secret); err != nil {
+		t.Fatal(err)
+	}
+	if secret.Name != token.Name || secret.Type != token.Type || !maps.Equal(secret.Annotations, token.Annotations) {
+		t.Errorf("monitor.yaml's Secret %s (%s, %v), the operator's %s (%s, %v)", secret.Name, secret.Type, secret.Annotations, token.Name, token.Type, token.Annotations)
+	}
+}
+
 func TestSatelliteMonitorSelectsTheSatellitePods(t *testing.T) {
 	c := cluster(linstorv1.LinstorClusterSpec{})
-	pm := monitoringObjects(t, c)["PodMonitor"]
+	pm := monitoringObjects(t, c)[SatelliteMonitorName]
 	if pm.GetName() != "linstor-satellite" {
 		t.Errorf("name %s: DrbdMetricsDown matches the job <namespace>/linstor-satellite", pm.GetName())
 	}
@@ -238,7 +392,7 @@ func TestSatelliteMonitorSelectsTheSatellitePods(t *testing.T) {
 }
 
 func TestAlertRulesAreRulesYAML(t *testing.T) {
-	rule := monitoringObjects(t, cluster(linstorv1.LinstorClusterSpec{}))["PrometheusRule"]
+	rule := monitoringObjects(t, cluster(linstorv1.LinstorClusterSpec{}))[AlertsName]
 	groups, _, _ := unstructured.NestedSlice(rule.Object, "spec", "groups")
 	got := 0
 	for _, g := range groups {
@@ -275,34 +429,60 @@ func TestDashboardConfigMapIsLabelledForTheGrafanaSidecar(t *testing.T) {
 
 func TestMonitoringFor(t *testing.T) {
 	missing := []string{"servicemonitors.monitoring.coreos.com"}
+	noAPITLS := &linstorv1.TLSSpec{API: &linstorv1.TLSConfig{Mode: linstorv1.TLSDisabled}}
+	external := &linstorv1.ExternalControllerSpec{URL: "https://linstor.example:3371"}
 	for _, row := range []struct {
-		name                   string
-		mode                   linstorv1.MonitoringMode
-		missing                []string
-		on, prometheusOperator bool
-		reason                 string
+		name     string
+		mode     linstorv1.MonitoringMode
+		tls      *linstorv1.TLSSpec
+		external *linstorv1.ExternalControllerSpec
+		missing  []string
+		// on: the dashboard; scrape: the controller's port opened and its ServiceMonitor;
+		// prometheusOperator: the Prometheus Operator's objects.
+		on, scrape, prometheusOperator bool
+		reason                         string
 	}{
-		{"unset, CRDs installed", "", nil, true, true, linstorv1.MonitoringReasonEnabled},
-		{"unset, CRDs missing", "", missing, false, false, linstorv1.MonitoringReasonCRDsMissing},
-		{"Auto, CRDs missing", linstorv1.MonitoringAuto, missing, false, false, linstorv1.MonitoringReasonCRDsMissing},
-		{"Auto, CRDs installed", linstorv1.MonitoringAuto, nil, true, true, linstorv1.MonitoringReasonEnabled},
-		{"Enabled, CRDs missing: dashboard and scrape rule only", linstorv1.MonitoringEnabled, missing, true, false, linstorv1.MonitoringReasonCRDsMissing},
-		{"Enabled, CRDs installed", linstorv1.MonitoringEnabled, nil, true, true, linstorv1.MonitoringReasonEnabled},
-		{"Disabled, CRDs installed", linstorv1.MonitoringDisabled, nil, false, false, linstorv1.MonitoringReasonDisabled},
-		{"Disabled, CRDs missing", linstorv1.MonitoringDisabled, missing, false, false, linstorv1.MonitoringReasonDisabled},
+		{"unset, CRDs installed", "", nil, nil, nil, true, true, true, linstorv1.MonitoringReasonEnabled},
+		{"unset, CRDs missing", "", nil, nil, missing, false, false, false, linstorv1.MonitoringReasonCRDsMissing},
+		{"Auto, CRDs missing", linstorv1.MonitoringAuto, nil, nil, missing, false, false, false, linstorv1.MonitoringReasonCRDsMissing},
+		{"Auto, CRDs installed", linstorv1.MonitoringAuto, nil, nil, nil, true, true, true, linstorv1.MonitoringReasonEnabled},
+		// The API port serves every call unauthenticated without TLS: Auto keeps it shut.
+		{"Auto, no API TLS: the controller's port stays closed", linstorv1.MonitoringAuto, noAPITLS, nil, nil, true, false, true, linstorv1.MonitoringReasonEnabled},
+		{"unset, no API TLS", "", noAPITLS, nil, nil, true, false, true, linstorv1.MonitoringReasonEnabled},
+		{"Enabled, no API TLS: the user opened it", linstorv1.MonitoringEnabled, noAPITLS, nil, nil, true, true, true, linstorv1.MonitoringReasonEnabled},
+		{"Enabled, external controller: nothing of ours to scrape", linstorv1.MonitoringEnabled, nil, external, nil, true, false, true, linstorv1.MonitoringReasonEnabled},
+		{"Enabled, CRDs missing: dashboard and scrape rule only", linstorv1.MonitoringEnabled, nil, nil, missing, true, true, false, linstorv1.MonitoringReasonCRDsMissing},
+		{"Enabled, CRDs installed", linstorv1.MonitoringEnabled, nil, nil, nil, true, true, true, linstorv1.MonitoringReasonEnabled},
+		{"Disabled, CRDs installed", linstorv1.MonitoringDisabled, nil, nil, nil, false, false, false, linstorv1.MonitoringReasonDisabled},
+		{"Disabled, CRDs missing", linstorv1.MonitoringDisabled, nil, nil, missing, false, false, false, linstorv1.MonitoringReasonDisabled},
 	} {
 		t.Run(row.name, func(t *testing.T) {
-			m := MonitoringFor(cluster(linstorv1.LinstorClusterSpec{Monitoring: &linstorv1.MonitoringSpec{Mode: row.mode}}), row.missing)
-			if m.Enabled != row.on || m.PrometheusOperator != row.prometheusOperator || m.Reason != row.reason || m.Message == "" {
+			c := cluster(linstorv1.LinstorClusterSpec{Monitoring: &linstorv1.MonitoringSpec{Mode: row.mode}, TLS: row.tls, ExternalController: row.external})
+			m := MonitoringFor(c, row.missing)
+			if m.Enabled != row.on || m.ScrapeController != row.scrape || m.PrometheusOperator != row.prometheusOperator || m.Reason != row.reason || m.Message == "" {
 				t.Errorf("got %+v", m)
 			}
 			if row.reason == linstorv1.MonitoringReasonCRDsMissing && !strings.Contains(m.Message, row.missing[0]) {
 				t.Errorf("message %q does not name the missing CRD", m.Message)
 			}
+			if row.on && !row.scrape && row.external == nil && !strings.Contains(m.Message, "spec.monitoring.mode Enabled") {
+				t.Errorf("message %q does not say why the controller is not scraped, nor how to change it", m.Message)
+			}
+			if !m.PrometheusOperator {
+				return
+			}
+			objs, err := PrometheusOperatorObjects(c, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			scraped := false
+			for _, o := range objs {
+				scraped = scraped || o.GetName() == ControllerMonitorName
+			}
+			if scraped != row.scrape {
+				t.Errorf("the controller's ServiceMonitor rendered: %t, want %t (a target the NetworkPolicy shuts out is only ever down)", scraped, row.scrape)
+			}
 		})
-	}
-	if m := MonitoringFor(cluster(linstorv1.LinstorClusterSpec{}), nil); !m.PrometheusOperator {
-		t.Errorf("no spec.monitoring: %+v, want on while the CRDs exist", m)
 	}
 }
 

@@ -214,6 +214,8 @@ func TestOperandsMayUseExactlyTheSCCTheyNeed(t *testing.T) {
 		"linstor-operator-controller-manager":     nil,
 		// The rehearsal pod runs unprivileged as the fixed non-root UID of its images.
 		"linstor-operator-linstor-rehearsal": {"nonroot-v2"},
+		// Runs no pod: Prometheus presents its token to the operator's metrics endpoint.
+		"linstor-operator-metrics-scraper": nil,
 	}
 	g.Expect(accounts(rbac)).To(ConsistOf(keys(want)), "every account of config/rbac has a reviewed SCC row")
 	elsewhere := env.Namespace(t)

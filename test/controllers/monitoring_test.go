@@ -3,13 +3,17 @@ package controllers
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -17,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -125,7 +130,15 @@ func TestMonitoringFollowsThePrometheusOperator(t *testing.T) {
 	policy := func(g Gomega) *networkingv1.NetworkPolicy {
 		return get(g, ns, names.NetworkPolicyName, &networkingv1.NetworkPolicy{})
 	}
-	kinds := map[string]string{"ServiceMonitor": render.ControllerMonitorName, "PodMonitor": render.SatelliteMonitorName, "PrometheusRule": render.AlertsName}
+	type kindName struct{ kind, name string }
+	kinds := []kindName{
+		{"ServiceMonitor", render.ControllerMonitorName}, {"ServiceMonitor", render.OperatorMonitorName},
+		{"PodMonitor", render.SatelliteMonitorName}, {"PrometheusRule", render.AlertsName},
+	}
+	token := func() (*corev1.Secret, error) {
+		secret := &corev1.Secret{}
+		return secret, env2Get(ns, render.MetricsScraperTokenName, secret)
+	}
 
 	// Without the Prometheus Operator the cluster runs, and says why nothing monitors it.
 	g.Eventually(func(g Gomega) {
@@ -142,33 +155,52 @@ func TestMonitoringFollowsThePrometheusOperator(t *testing.T) {
 	removeCRDs := installMonitoringCRDs(t)
 	g.Eventually(func(g Gomega) {
 		c := getCluster(g, cluster)
-		for kind, name := range kinds {
-			u, err := monitoringObject(ns, kind, name)
-			g.Expect(err).NotTo(HaveOccurred(), "%s %s", kind, name)
-			g.Expect(metav1.IsControlledBy(u, c)).To(BeTrue(), "%s is not the cluster's", kind)
+		for _, o := range kinds {
+			u, err := monitoringObject(ns, o.kind, o.name)
+			g.Expect(err).NotTo(HaveOccurred(), "%s %s", o.kind, o.name)
+			g.Expect(metav1.IsControlledBy(u, c)).To(BeTrue(), "%s %s is not the cluster's", o.kind, o.name)
 		}
+		// The operator's own endpoint, with the token of the account that ships with it
+		// (the API server fills the Secret where a controller manager runs; envtest has none).
+		sm, err := monitoringObject(ns, "ServiceMonitor", render.OperatorMonitorName)
+		g.Expect(err).NotTo(HaveOccurred())
+		eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+		g.Expect(eps).To(HaveLen(1))
+		g.Expect(eps[0]).To(HaveKeyWithValue("honorLabels", true))
+		credentials, _, _ := unstructured.NestedStringMap(eps[0].(map[string]any), "authorization", "credentials")
+		g.Expect(credentials).To(HaveKeyWithValue("name", render.MetricsScraperTokenName))
+		secret, err := token()
+		g.Expect(err).NotTo(HaveOccurred(), "no token Secret for the operator's ServiceMonitor")
+		g.Expect(secret.Type).To(Equal(corev1.SecretTypeServiceAccountToken))
+		g.Expect(secret.Annotations).To(HaveKeyWithValue(corev1.ServiceAccountNameKey, render.MetricsScraperAccount))
+		g.Expect(metav1.IsControlledBy(secret, c)).To(BeTrue(), "the token Secret is not the cluster's")
 		cm := get(g, ns, render.DashboardName, &corev1.ConfigMap{})
 		g.Expect(cm.Labels).To(HaveKeyWithValue("grafana_dashboard", "1"))
 		g.Expect(policy(g).Spec.Ingress).To(HaveLen(2))
 		g.Expect(policy(g).Spec.Ingress[1].From[0].NamespaceSelector.MatchExpressions[0].Values).To(ContainElement("openshift-user-workload-monitoring"))
-		g.Expect(c.Status.Monitoring).To(Equal(&linstorv1.MonitoringStatus{Enabled: true, Reason: linstorv1.MonitoringReasonEnabled,
-			Message: "ServiceMonitor, PodMonitor, PrometheusRule and the dashboard ConfigMap are applied"}))
+		g.Expect(c.Status.Monitoring.Enabled).To(BeTrue())
+		g.Expect(c.Status.Monitoring.Reason).To(Equal(linstorv1.MonitoringReasonEnabled))
+		g.Expect(c.Status.Monitoring.Message).To(ContainSubstring("ServiceMonitors, PodMonitor, PrometheusRule and the dashboard ConfigMap are applied"))
+		g.Expect(c.Status.Monitoring.NotOwned).To(BeEmpty())
 	}, timeout, tick).Should(Succeed())
 
 	// Steady state: passes run (an annotation change) and nothing is written.
 	versions := func(g Gomega) map[string]string {
 		out := map[string]string{}
-		for kind, name := range kinds {
-			u, err := monitoringObject(ns, kind, name)
+		for _, o := range kinds {
+			u, err := monitoringObject(ns, o.kind, o.name)
 			g.Expect(err).NotTo(HaveOccurred())
-			out[kind] = u.GetResourceVersion()
+			out[o.kind+"/"+o.name] = u.GetResourceVersion()
 		}
+		secret, err := token()
+		g.Expect(err).NotTo(HaveOccurred())
+		out["Secret"] = secret.ResourceVersion
 		out["ConfigMap"] = get(g, ns, render.DashboardName, &corev1.ConfigMap{}).ResourceVersion
 		out["NetworkPolicy"] = policy(g).ResourceVersion
 		return out
 	}
 	before, writes := versions(g), monitoringWrites(g)
-	g.Expect(writes).To(BeNumerically(">=", 3), "the API server counted no monitoring writes at all")
+	g.Expect(writes).To(BeNumerically(">=", len(kinds)), "the API server counted fewer monitoring writes than objects")
 	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) { c.Annotations = map[string]string{"touch": "1"} })).To(Succeed())
 	g.Consistently(func(g Gomega) {
 		g.Expect(monitoringWrites(g)).To(Equal(writes), "monitoring objects written in a steady state")
@@ -195,10 +227,13 @@ func TestMonitoringFollowsThePrometheusOperator(t *testing.T) {
 		c.Spec.Monitoring = &linstorv1.MonitoringSpec{Mode: linstorv1.MonitoringDisabled}
 	})).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		for kind, name := range kinds {
-			_, err := monitoringObject(ns, kind, name)
-			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s %s not pruned", kind, name)
+		for _, o := range kinds {
+			_, err := monitoringObject(ns, o.kind, o.name)
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s %s not pruned", o.kind, o.name)
 		}
+		_, err := token()
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "token Secret not pruned")
+		get(g, ns, render.MetricsScraperAccount, &corev1.ServiceAccount{}) // it ships with the operator: not the operator's to prune
 		g.Expect(apierrors.IsNotFound(env2Get(ns, render.DashboardName, &corev1.ConfigMap{}))).To(BeTrue(), "dashboard not pruned")
 		g.Expect(policy(g).Spec.Ingress).To(HaveLen(1))
 		g.Expect(status(g).Reason).To(Equal(linstorv1.MonitoringReasonDisabled))
@@ -209,11 +244,161 @@ func TestMonitoringFollowsThePrometheusOperator(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		_, err := monitoringObject(ns, "PrometheusRule", render.AlertsName)
 		g.Expect(err).NotTo(HaveOccurred())
+		_, err = token()
+		g.Expect(err).NotTo(HaveOccurred())
 	}, timeout, tick).Should(Succeed())
 	removeCRDs()
 	g.Eventually(func(g Gomega) {
 		g.Expect(status(g).Reason).To(Equal(linstorv1.MonitoringReasonCRDsMissing))
 		g.Expect(apierrors.IsNotFound(env2Get(ns, render.DashboardName, &corev1.ConfigMap{}))).To(BeTrue(), "dashboard kept without monitoring")
+		_, err := token()
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "token Secret kept without the Prometheus Operator")
 		g.Expect(policy(g).Spec.Ingress).To(HaveLen(1))
 	}, timeout, tick).Should(Succeed())
+}
+
+// The storage admin applied config/prometheus before the operator made its own
+// objects: theirs stay theirs (neither changed, nor taken over, nor deleted when
+// monitoring is turned off) and the status names them. An object the API server
+// refuses is monitoring's problem, reported there: LINSTOR's cluster is not degraded
+// by it. Without API TLS the controller's API port stays closed to the scrapers unless
+// monitoring is Enabled outright.
+func TestMonitoringLeavesTheUsersObjectsAlone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	installMonitoringCRDs(t)
+
+	// config/prometheus's ServiceMonitor for the operator, as the user applied it, and
+	// a PrometheusRule of their own under the operator's alert group name.
+	raw, err := os.ReadFile("../../config/prometheus/monitor.yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	users := &unstructured.Unstructured{}
+	g.Expect(yaml.Unmarshal([]byte(strings.Split(string(raw), "\n---\n")[0]), &users.Object)).To(Succeed())
+	users.SetNamespace(ns)
+	g.Expect(users.GetName()).To(Equal(render.OperatorMonitorName))
+	g.Expect(env.Client.Create(ctx, users)).To(Succeed())
+	rule := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"groups": []any{map[string]any{
+		"name": "mine", "rules": []any{map[string]any{"alert": "MyOwnAlert", "expr": "vector(1)"}}}}}}}
+	rule.SetGroupVersionKind(render.PrometheusRuleKind)
+	rule.SetName(render.AlertsName)
+	rule.SetNamespace(ns)
+	g.Expect(env.Client.Create(ctx, rule)).To(Succeed())
+	usersSpec := func(g Gomega, kind, name string) any {
+		u, err := monitoringObject(ns, kind, name)
+		g.Expect(err).NotTo(HaveOccurred(), "the user's %s %s is gone", kind, name)
+		g.Expect(u.GetOwnerReferences()).To(BeEmpty(), "the user's %s %s was taken over", kind, name)
+		g.Expect(u.GetLabels()).NotTo(HaveKey(names.LabelManagedBy), "the user's %s %s was taken over", kind, name)
+		return u.Object["spec"]
+	}
+	smSpec, ruleSpec := users.Object["spec"], rule.Object["spec"]
+
+	// The API server refuses the operator's PodMonitor in this namespace (a policy of
+	// the cluster's admins).
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-podmonitors-" + ns},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"monitoring.coreos.com"}, APIVersions: []string{"*"}, Resources: []string{"podmonitors"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "PodMonitors are not allowed in this namespace"}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, policy)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, binding)).To(Succeed())
+	removePolicy := func() {
+		_ = env.Client.Delete(ctx, binding)
+		_ = env.Client.Delete(ctx, policy)
+	}
+	t.Cleanup(removePolicy)
+	// The policy is in force once a PodMonitor of the test's own is refused.
+	g.Eventually(func() error {
+		probe := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"selector": map[string]any{}}}}
+		probe.SetGroupVersionKind(render.PodMonitorKind)
+		probe.SetName("probe")
+		probe.SetNamespace(ns)
+		err := env.Client.Create(ctx, probe, client.DryRunAll)
+		if err == nil {
+			return errors.New("PodMonitors still admitted")
+		}
+		return nil
+	}, timeout, tick).Should(Succeed())
+
+	makeNode(t, "mon-u", "10.4.6.9", map[string]string{"suite": "mon-users"})
+	cluster := makeCluster(t, ns, linstorv1.LinstorClusterSpec{NodeSelector: map[string]string{"suite": "mon-users"},
+		TLS: &linstorv1.TLSSpec{API: &linstorv1.TLSConfig{Mode: linstorv1.TLSDisabled}}})
+	g.Eventually(func(g Gomega) {
+		c := getCluster(g, cluster)
+		m := c.Status.Monitoring
+		g.Expect(m).NotTo(BeNil())
+		g.Expect(m.Reason).To(Equal(linstorv1.MonitoringReasonApplyFailed))
+		g.Expect(m.Message).To(And(ContainSubstring("PodMonitor"), ContainSubstring("not allowed in this namespace")))
+		// The workload is applied and the cluster not degraded for it.
+		get(g, ns, names.ControllerName, &corev1.Service{})
+		degraded := condition(c.Status.Conditions, linstorv1.ConditionDegraded)
+		g.Expect(degraded.Status).To(Equal(metav1.ConditionFalse), "Degraded: %s", degraded.Message)
+		g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
+	}, timeout, tick).Should(Succeed())
+
+	// The policy lifted (the next retry is within a minute; a spec change comes sooner):
+	// the operator's own objects exist, the user's are untouched and named.
+	removePolicy()
+	g.Eventually(func(g Gomega) {
+		g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) { c.Annotations = map[string]string{"touch": time.Now().String()} })).To(Succeed())
+		c := getCluster(g, cluster)
+		m := c.Status.Monitoring
+		g.Expect(m).NotTo(BeNil())
+		g.Expect(m.Reason).To(Equal(linstorv1.MonitoringReasonEnabled))
+		g.Expect(m.NotOwned).To(ConsistOf("ServiceMonitor "+ns+"/"+render.OperatorMonitorName, "PrometheusRule "+ns+"/"+render.AlertsName))
+		g.Expect(m.Message).To(And(ContainSubstring("left alone"), ContainSubstring("spec.monitoring.mode Enabled")))
+		pm, err := monitoringObject(ns, "PodMonitor", render.SatelliteMonitorName)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(metav1.IsControlledBy(pm, c)).To(BeTrue())
+	}, timeout, tick).Should(Succeed())
+	g.Expect(usersSpec(g, "ServiceMonitor", render.OperatorMonitorName)).To(Equal(smSpec))
+	g.Expect(usersSpec(g, "PrometheusRule", render.AlertsName)).To(Equal(ruleSpec))
+	// No API TLS: the controller's API port is not opened to the scrapers, and nothing
+	// scrapes it.
+	_, err = monitoringObject(ns, "ServiceMonitor", render.ControllerMonitorName)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a ServiceMonitor for a port the NetworkPolicy keeps closed")
+	g.Expect(get(g, ns, names.NetworkPolicyName, &networkingv1.NetworkPolicy{}).Spec.Ingress).To(HaveLen(1))
+
+	// Enabled: the user opens the port knowingly.
+	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) {
+		c.Spec.Monitoring = &linstorv1.MonitoringSpec{Mode: linstorv1.MonitoringEnabled}
+	})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		_, err := monitoringObject(ns, "ServiceMonitor", render.ControllerMonitorName)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(get(g, ns, names.NetworkPolicyName, &networkingv1.NetworkPolicy{}).Spec.Ingress).To(HaveLen(2))
+	}, timeout, tick).Should(Succeed())
+
+	// Disabled: the operator's objects go, the user's stay.
+	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) {
+		c.Spec.Monitoring = &linstorv1.MonitoringSpec{Mode: linstorv1.MonitoringDisabled}
+	})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		_, err := monitoringObject(ns, "PodMonitor", render.SatelliteMonitorName)
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the operator's PodMonitor not pruned")
+		_, err = monitoringObject(ns, "ServiceMonitor", render.ControllerMonitorName)
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the operator's ServiceMonitor not pruned")
+		g.Expect(getCluster(g, cluster).Status.Monitoring.NotOwned).To(BeEmpty())
+	}, timeout, tick).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(usersSpec(g, "ServiceMonitor", render.OperatorMonitorName)).To(Equal(smSpec))
+		g.Expect(usersSpec(g, "PrometheusRule", render.AlertsName)).To(Equal(ruleSpec))
+	}, "2s", tick).Should(Succeed())
 }

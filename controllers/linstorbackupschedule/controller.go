@@ -6,10 +6,12 @@ package linstorbackupschedule
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -35,6 +37,12 @@ type Reconciler struct {
 	// Linstor opens connections to a cluster's LINSTOR (spec.volumes); nil leaves
 	// volume backups out.
 	Linstor *linstor.Connector
+
+	// bucketLists keeps each schedule's last read of its remote's backup list, by the
+	// schedule's UID: LINSTOR lists the whole bucket for it, so it is read only when
+	// due (volumebackup.BucketListDue). In memory: a restarted operator reads it again.
+	bucketListsMu sync.Mutex
+	bucketLists   map[types.UID]keptBucketList
 }
 
 // BucketOpener lists and deletes the backups of a bucket.

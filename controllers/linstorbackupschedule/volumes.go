@@ -10,6 +10,7 @@ import (
 	lapi "github.com/LINBIT/golinstor/client"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -22,7 +23,8 @@ import (
 	"github.com/linstor-operator/linstor-operator/pkg/volumebackup"
 )
 
-// volumePoll is how often LINSTOR's shipping is read for the status (one view request).
+// volumePoll is how often LINSTOR's shipping is read for the status (one view request;
+// the remote's backup list only when volumebackup.BucketListDue says so).
 const volumePoll = time.Minute
 
 // volumeScope is what the volumes phase saw.
@@ -34,8 +36,11 @@ type volumeScope struct {
 
 // reconcileVolumes keeps LINSTOR's S3 remote, backup schedule and its enables as
 // spec.volumes asks, and reads LINSTOR's shipping of each resource (O(1) requests: the
-// remotes, the schedules, the resource groups, the controller's properties, one view,
-// the remote's backup list).
+// remotes, the schedules, the resource groups, the controller's properties, one view;
+// the remote's backup list, for which LINSTOR lists the whole bucket, only when the view
+// moved since it was last read, while it showed a shipment in progress, after the
+// remote changed and at least every volumebackup.BucketListInterval; in between the
+// status is summarized with the list kept from the last read).
 func (r *Reconciler) reconcileVolumes(ctx context.Context, s *scope) (ctrl.Result, error) {
 	sc := s.schedule
 	if sc.DeletionTimestamp != nil || sc.Spec.Volumes == nil {
@@ -106,6 +111,9 @@ func (r *Reconciler) reconcileVolumes(ctx context.Context, s *scope) (ctrl.Resul
 		}
 		if a.Kind == volumebackup.CreateRemote || a.Kind == volumebackup.ModifyRemote {
 			v.status.CredentialsHash = d.CredentialsHash
+			// Another bucket or other credentials: the kept backup list says nothing
+			// of it.
+			r.forgetBucketList(sc.UID)
 		}
 		event(r, sc, false, "VolumeBackups", "LINSTOR: "+volumebackup.Describe(a, d.Remote.RemoteName, d.Schedule.Name))
 	}
@@ -118,14 +126,24 @@ func (r *Reconciler) reconcileVolumes(ctx context.Context, s *scope) (ctrl.Resul
 		v.reason, v.message = linstorv1.ReasonLinstorError, "reading LINSTOR's schedules-by-resource view: "+err.Error()
 		return ctrl.Result{RequeueAfter: volumePoll}, nil
 	}
-	// After the view: a shipment the view saw start is in the list (shipping, shipped
-	// or failed) unless it failed before reaching the bucket.
-	backups, err := linstor.ShippedBackups(ctx, conn, d.Remote.RemoteName)
-	if err != nil {
-		v.reason, v.message = linstorv1.ReasonLinstorError, fmt.Sprintf("reading LINSTOR's list of backups in remote %s: %v", d.Remote.RemoteName, err)
-		return ctrl.Result{RequeueAfter: volumePoll}, nil
+	view := volumebackup.FingerprintView(rows)
+	kept := r.keptBucketList(sc.UID, d.Remote.RemoteName)
+	if due := volumebackup.BucketListDue(kept.read, s.now, view); due != volumebackup.NotDue {
+		ctrl.LoggerFrom(ctx).V(1).Info("reading LINSTOR's backup list of the remote", "remote", d.Remote.RemoteName, "why", string(due))
+		// After the view: a shipment the view saw start is in the list (shipping, shipped
+		// or failed) unless it failed before reaching the bucket.
+		backups, err := linstor.ShippedBackups(ctx, conn, d.Remote.RemoteName)
+		if err != nil {
+			// The kept list stays, and so does what made this read due: the next pass
+			// reads again.
+			v.reason, v.message = linstorv1.ReasonLinstorError, fmt.Sprintf("reading LINSTOR's list of backups in remote %s: %v", d.Remote.RemoteName, err)
+			return ctrl.Result{RequeueAfter: volumePoll}, nil
+		}
+		kept = keptBucketList{remote: d.Remote.RemoteName, read: volumebackup.ListRead{At: s.now, View: view}}
+		kept.backups, kept.read.Shipping = volumebackup.KeepListed(rows, backups)
+		r.keepBucketList(sc.UID, kept)
 	}
-	sum := volumebackup.Summarize(rows, backups)
+	sum := volumebackup.Summarize(rows, kept.backups)
 	v.status.Scheduled, v.status.Shipped, v.status.NotScheduled, v.status.Failed, v.status.Resources = sum.Scheduled, sum.Shipped, sum.NotScheduled, sum.Failed, sum.Resources
 	return ctrl.Result{RequeueAfter: volumePoll}, nil
 }
@@ -180,6 +198,7 @@ func applyVolumeAction(ctx context.Context, conn *linstor.Connection, d volumeba
 // deletes a backup.
 func (r *Reconciler) removeVolumeSchedule(ctx context.Context, s *scope) error {
 	sc := s.schedule
+	r.forgetBucketList(sc.UID)
 	if !controllerutil.ContainsFinalizer(sc, names.FinalizerVolumeBackups) {
 		return nil
 	}
@@ -236,4 +255,40 @@ func volumeCondition(s *scope) *metav1.Condition {
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, v.reason, v.message
 	}
 	return c
+}
+
+// keptBucketList is a schedule's last read of its remote's backup list: what Summarize
+// reads of it, and what BucketListDue needs to know of that read.
+type keptBucketList struct {
+	remote  string
+	read    volumebackup.ListRead
+	backups []linstor.ShippedBackup
+}
+
+// keptBucketList returns the schedule's kept list of remote; a zero one (never read)
+// when there is none or it is another remote's.
+func (r *Reconciler) keptBucketList(uid types.UID, remote string) keptBucketList {
+	r.bucketListsMu.Lock()
+	defer r.bucketListsMu.Unlock()
+	if kept, ok := r.bucketLists[uid]; ok && kept.remote == remote {
+		return kept
+	}
+	return keptBucketList{}
+}
+
+func (r *Reconciler) keepBucketList(uid types.UID, kept keptBucketList) {
+	r.bucketListsMu.Lock()
+	defer r.bucketListsMu.Unlock()
+	if r.bucketLists == nil {
+		r.bucketLists = map[types.UID]keptBucketList{}
+	}
+	r.bucketLists[uid] = kept
+}
+
+// forgetBucketList drops the schedule's kept list: the schedule (or its volumes) is
+// gone, or its remote changed.
+func (r *Reconciler) forgetBucketList(uid types.UID) {
+	r.bucketListsMu.Lock()
+	defer r.bucketListsMu.Unlock()
+	delete(r.bucketLists, uid)
 }

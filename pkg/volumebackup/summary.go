@@ -28,7 +28,7 @@ type Summary struct {
 const sameStart = 30 * time.Second
 
 // Summarize folds LINSTOR's schedules-by-resource view of the schedule and the remote's
-// backup list (read after the view) into the status, per resource:
+// backup list (read after a view showing the same scheduled rows: BucketListDue) into the status, per resource:
 //   - last shipped: its newest backup LINSTOR lists as successful (a meta file in the
 //     bucket);
 //   - running: the view says a shipment runs (next_exec_time -1 from the task's start,

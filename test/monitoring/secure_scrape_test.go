@@ -1,0 +1,375 @@
+package monitoring
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/internal/bundle"
+	"github.com/linstor-operator/linstor-operator/internal/promserver"
+	"github.com/linstor-operator/linstor-operator/pkg/render"
+	"github.com/linstor-operator/linstor-operator/test/envtest"
+)
+
+// A real Prometheus, configured as the Prometheus Operator would from the operator's
+// own ServiceMonitor, scrapes controller-runtime's secure metrics endpoint (set up as
+// main.go sets it up) on the envtest API server: with the token of the scraper account
+// and the RBAC config/rbac ships for it, the scrape succeeds and the operator's series
+// arrive; with the token of an account without that grant, the endpoint refuses it.
+func TestPrometheusScrapesTheSecureEndpointWithTheScraperToken(t *testing.T) {
+	bin, err := promserver.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := env.Namespace(t) // creates config/rbac's ServiceAccounts, the scraper's among them
+	scraper := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: render.MetricsScraperAccount, Namespace: ns}
+	installScraperRBAC(t, ctx, ns, scraper)
+	ungranted := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "without-metrics-grant", Namespace: ns}}
+	g.Expect(env.Client.Create(ctx, ungranted)).To(Succeed())
+
+	// The endpoint caches a denial for 30 s: it is first asked once the API server's
+	// authorizer has seen the binding. If it never does, the checks below say so.
+	waitForMetricsGrant(ctx, scraper, 5*time.Second)
+
+	// The token the API server would mint into the ServiceMonitor's Secret: one of the
+	// account the Secret names.
+	cluster := &linstorv1.LinstorCluster{ObjectMeta: metav1.ObjectMeta{Name: "linstor", Namespace: ns}}
+	tokenSecret := render.MetricsScraper(cluster)[0].(*corev1.Secret)
+	g.Expect(tokenSecret.Annotations).To(HaveKeyWithValue(corev1.ServiceAccountNameKey, render.MetricsScraperAccount))
+	scraperToken := requestToken(g, ctx, ns, render.MetricsScraperAccount)
+	ungrantedToken := requestToken(g, ctx, ns, ungranted.Name)
+
+	addr := startSecureMetrics(t, ctx, env.Config)
+
+	// Each token directly first, so that a failure below tells which side refused.
+	g.Expect(getMetrics(addr, "")).To(Equal(http.StatusUnauthorized), "GET /metrics without a token")
+	g.Expect(getMetrics(addr, scraperToken)).To(Equal(http.StatusOK),
+		"GET /metrics with the token of %s, bound by config/rbac (403: the shipped RBAC does not satisfy the endpoint's SubjectAccessReview)", render.MetricsScraperAccount)
+	g.Expect(getMetrics(addr, ungrantedToken)).To(Equal(http.StatusForbidden), "GET /metrics with the token of %s, which has no grant", ungranted.Name)
+
+	// Prometheus with the ServiceMonitor's endpoint twice: the token of its Secret, and
+	// one without the grant.
+	monitor := operatorMonitorEndpoint(t, cluster)
+	dir := t.TempDir()
+	const grantedJob, ungrantedJob = "operator-scraper-token", "operator-ungranted-token"
+	prom := startPrometheus(t, ctx, bin, dir, []map[string]any{
+		scrapeJobFor(t, grantedJob, monitor, addr, writeToken(t, dir, "scraper-token", scraperToken)),
+		scrapeJobFor(t, ungrantedJob, monitor, addr, writeToken(t, dir, "ungranted-token", ungrantedToken)),
+	})
+
+	query := func(g Gomega, expr string) model.Vector {
+		v, _, err := prom.Query(ctx, expr, time.Now())
+		g.Expect(err).NotTo(HaveOccurred(), expr)
+		vec, ok := v.(model.Vector)
+		g.Expect(ok).To(BeTrue(), "%s: %s, not a vector", expr, v.Type())
+		return vec
+	}
+	g.Eventually(func(g Gomega) {
+		targets, err := prom.Targets(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		health := map[string]string{}
+		for _, tg := range targets.Active {
+			health[string(tg.Labels["job"])] = fmt.Sprintf("%s %q", tg.Health, tg.LastError)
+		}
+		g.Expect(query(g, fmt.Sprintf(`up{job=%q} == 1`, grantedJob))).To(HaveLen(1), "targets: %v", health)
+		g.Expect(query(g, fmt.Sprintf(`up{job=%q} == 0`, ungrantedJob))).To(HaveLen(1), "targets: %v", health)
+		g.Expect(health[ungrantedJob]).To(ContainSubstring("403"))
+		// The operator's own series, e.g. the reconcile counter of its LinstorCluster
+		// controller, come through the granted job only.
+		g.Expect(query(g, fmt.Sprintf(`controller_runtime_reconcile_total{job=%q, controller="linstorcluster"}`, grantedJob))).NotTo(BeEmpty())
+		g.Expect(query(g, fmt.Sprintf(`{job=%q, __name__=~"controller_runtime_.+|linstor_operator_.+"}`, ungrantedJob))).To(BeEmpty())
+	}, 20*time.Second, 250*time.Millisecond).Should(Succeed())
+}
+
+// installScraperRBAC creates config/rbac's ClusterRoleBindings that name the scraper
+// account, and the ClusterRoles they bind, as a deployment gets them (only a
+// ClusterRole bound cluster-wide can grant a non-resource URL such as /metrics).
+func installScraperRBAC(t *testing.T, ctx context.Context, ns string, scraper rbacv1.Subject) {
+	t.Helper()
+	rbac, err := bundle.ReadRBAC(envtest.RepoRoot(), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []client.Object
+	for _, b := range rbac.ClusterRoleBindings {
+		if !slices.Contains(b.Subjects, scraper) {
+			continue
+		}
+		i := slices.IndexFunc(rbac.ClusterRoles, func(r *rbacv1.ClusterRole) bool { return r.Name == b.RoleRef.Name })
+		if b.RoleRef.Kind != "ClusterRole" || i < 0 {
+			t.Fatalf("ClusterRoleBinding %s binds %s %s, which config/rbac does not define", b.Name, b.RoleRef.Kind, b.RoleRef.Name)
+		}
+		objs = append(objs, rbac.ClusterRoles[i], b)
+	}
+	if len(objs) == 0 {
+		t.Fatalf("config/rbac binds nothing to %s", scraper.Name)
+	}
+	for _, o := range objs {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
+	}
+}
+
+// waitForMetricsGrant waits, at most within, until a SubjectAccessReview lets subject
+// GET /metrics.
+func waitForMetricsGrant(ctx context.Context, subject rbacv1.Subject, within time.Duration) {
+	user := "system:serviceaccount:" + subject.Namespace + ":" + subject.Name
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
+			Groups:                []string{"system:serviceaccounts", "system:serviceaccounts:" + subject.Namespace, "system:authenticated"},
+			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"}}}
+		if env.Client.Create(ctx, sar) == nil && sar.Status.Allowed {
+			return
+		}
+	}
+}
+
+// requestToken has the API server sign a token of the account (TokenRequest; envtest
+// runs no token Secret controller).
+func requestToken(g Gomega, ctx context.Context, ns, account string) string {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: account, Namespace: ns}}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(600))}}
+	g.Expect(env.Client.SubResource("token").Create(ctx, sa, tr)).To(Succeed(), "TokenRequest for %s", account)
+	g.Expect(tr.Status.Token).NotTo(BeEmpty())
+	return tr.Status.Token
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// startSecureMetrics serves the operator's registry (controller-runtime's
+// metrics.Registry, which the server always serves) on loopback, configured as main.go
+// configures its metrics server with --metrics-secure (the default) and without
+// --enable-http2. Keep in step with main.go: its options are built in package main.
+func startSecureMetrics(t *testing.T, ctx context.Context, cfg *rest.Config) string {
+	t.Helper()
+	tlsOpts := []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	opts := metricsserver.Options{BindAddress: "127.0.0.1:0", SecureServing: true, TLSOpts: tlsOpts,
+		FilterProvider: filters.WithAuthenticationAndAuthorization}
+	// The manager's own HTTP client for its config, as ctrl.NewManager builds it.
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := metricsserver.NewServer(opts, cfg, httpClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- srv.Start(ctx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("metrics server: %v", err)
+		}
+	})
+	// The server picks the port; it tells which once it listens.
+	bound := srv.(interface{ GetBindAddr() string })
+	for deadline := time.Now().Add(10 * time.Second); bound.GetBindAddr() == ""; time.Sleep(20 * time.Millisecond) {
+		select {
+		case err := <-done:
+			t.Fatalf("metrics server exited: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("metrics server does not listen after 10s")
+		}
+	}
+	return bound.GetBindAddr()
+}
+
+// getMetrics is the status of GET https://addr/metrics with the bearer token (none if
+// empty), not verifying the self-signed certificate, as the ServiceMonitor does not.
+func getMetrics(addr, token string) (int, error) {
+	req, err := http.NewRequest(http.MethodGet, "https://"+addr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
+}
+
+// operatorMonitorEndpoint is the endpoint of the operator's ServiceMonitor as the
+// operator renders it for cluster.
+func operatorMonitorEndpoint(t *testing.T, cluster *linstorv1.LinstorCluster) map[string]any {
+	t.Helper()
+	objs, err := render.PrometheusOperatorObjects(cluster, render.MonitoringFor(cluster, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if u, ok := o.(*unstructured.Unstructured); ok && u.GetName() == render.OperatorMonitorName {
+			eps, _, _ := unstructured.NestedSlice(u.Object, "spec", "endpoints")
+			if len(eps) != 1 {
+				t.Fatalf("ServiceMonitor %s: endpoints %v, want one", u.GetName(), eps)
+			}
+			return eps[0].(map[string]any)
+		}
+	}
+	t.Fatalf("no ServiceMonitor %s rendered", render.OperatorMonitorName)
+	return nil
+}
+
+// scrapeJobFor translates a ServiceMonitor endpoint into a Prometheus scrape job the way
+// the Prometheus Operator does, with the Service's port replaced by target and the
+// credentials Secret's key by tokenFile. A field it does not know fails the test, so
+// that the ServiceMonitor cannot gain one this test ignores.
+func scrapeJobFor(t *testing.T, name string, ep map[string]any, target, tokenFile string) map[string]any {
+	t.Helper()
+	job := map[string]any{"job_name": name, "scrape_interval": "1s", "scrape_timeout": "1s",
+		"static_configs": []any{map[string]any{"targets": []string{target}}}}
+	for field, v := range ep {
+		switch field {
+		case "port": // the target stands for the Service's port
+		case "scheme":
+			job["scheme"] = v
+		case "path":
+			job["metrics_path"] = v
+		case "honorLabels":
+			job["honor_labels"] = v
+		case "authorization":
+			auth := v.(map[string]any)
+			cred, _, _ := unstructured.NestedStringMap(auth, "credentials")
+			if cred["name"] != render.MetricsScraperTokenName || cred["key"] != corev1.ServiceAccountTokenKey || len(auth) != 2 {
+				t.Fatalf("authorization %v: want the token of Secret %s", auth, render.MetricsScraperTokenName)
+			}
+			job["authorization"] = map[string]any{"type": auth["type"], "credentials_file": tokenFile}
+		case "tlsConfig":
+			tc := v.(map[string]any)
+			if len(tc) != 1 || tc["insecureSkipVerify"] == nil {
+				t.Fatalf("tlsConfig %v: only insecureSkipVerify is translated here", tc)
+			}
+			job["tls_config"] = map[string]any{"insecure_skip_verify": tc["insecureSkipVerify"]}
+		default:
+			t.Fatalf("ServiceMonitor endpoint field %s=%v: not translated into the scrape job; extend scrapeJobFor", field, v)
+		}
+	}
+	return job
+}
+
+func writeToken(t *testing.T, dir, name, token string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// startPrometheus runs a Prometheus of its own with these scrape jobs until the test
+// ends: promserver's jobs have no scheme, credentials or TLS settings.
+func startPrometheus(t *testing.T, ctx context.Context, bin, dir string, jobs []map[string]any) promv1.API {
+	t.Helper()
+	config, err := yaml.Marshal(map[string]any{"scrape_configs": jobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	configPath := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(configPath, config, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port, err := freeLocalPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "prometheus.log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	cmd := exec.Command(bin, "--config.file="+configPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+url[len("http://"):], "--log.level=warn")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			logs, _ := os.ReadFile(logPath)
+			t.Logf("prometheus log:\n%s\nconfig:\n%s", logs, config)
+		}
+	})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("prometheus exited: %v", err)
+		default:
+		}
+		if resp, err := http.Get(url + "/-/ready"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.Fatalf("prometheus not ready at %s", url)
+		}
+	}
+	c, err := api.NewClient(api.Config{Address: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return promv1.NewAPI(c)
+}
+
+func freeLocalPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

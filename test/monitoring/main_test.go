@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 	linstorURL = linstor.URL
 	// The operator's own metrics: the registry its manager serves on its secure
 	// endpoint, with every collector its controllers and webhooks fill, served here
-	// over plain HTTP (the endpoint's authentication is not what is tested).
+	// over plain HTTP (the secure endpoint with the scraper's token: secure_scrape_test.go).
 	metricsSrv := httptest.NewServer(promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}))
 	operatorMetrics = metricsSrv.URL
 	code := envtest.Run(m, envtest.Options{LinstorURL: linstor.URL, LinstorPoll: time.Second, LinstorGrace: 3 * time.Second,

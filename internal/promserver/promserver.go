@@ -31,6 +31,9 @@ type Job struct {
 	MetricsPath string
 	// Labels are added to every series of the job's targets.
 	Labels map[string]string
+	// Settings are more scrape_config fields (scheme, authorization, tls_config,
+	// honor_labels, ...), as Prometheus's configuration spells them.
+	Settings map[string]any
 }
 
 // Config says what the server scrapes and evaluates.
@@ -134,14 +137,18 @@ func configFile(cfg Config) map[string]any {
 		if len(j.Labels) > 0 {
 			target["labels"] = j.Labels
 		}
-		jobs = append(jobs, map[string]any{
+		job := map[string]any{
 			"job_name":                 j.Name,
 			"metrics_path":             path,
 			"scrape_interval":          model.Duration(cfg.ScrapeInterval).String(),
 			"scrape_timeout":           model.Duration(cfg.ScrapeInterval).String(),
 			"fallback_scrape_protocol": "PrometheusText0.0.4",
 			"static_configs":           []any{target},
-		})
+		}
+		for k, v := range j.Settings {
+			job[k] = v
+		}
+		jobs = append(jobs, job)
 	}
 	return map[string]any{
 		"global": map[string]any{

@@ -16,7 +16,6 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/internal/emulator"
-	"github.com/linstor-operator/linstor-operator/internal/s3server"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/volumebackup"
 )
@@ -65,16 +64,7 @@ func viewReads() int {
 func TestVolumeBackupListCadence(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	srv := s3Bucket(t, "linstor-cadence")
-	proxy, err := s3server.StartFaults(srv)
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(proxy.Close)
-	ns, cluster := availableCluster(t, "volcad", linstorv1.LinstorSatelliteConfigurationSpec{StoragePools: []linstorv1.StoragePool{thinPool}}, "volcad-a")
-	backupSecrets(t, ns, srv, newIdentity(t))
-	target := backupTarget(ns, "cadence", srv, "linstor-cadence")
-	target.Spec.S3.Endpoint = proxy.Endpoint
-	g.Expect(env.Client.Create(ctx, target)).To(Succeed())
-	availableTarget(g, ns, "cadence")
+	ns, cluster, proxy := shippingCluster(t, "volcad", "cadence", "volcad-a")
 	lc := emulatorClient(t)
 	// Its own resource group: the shared emulator's other resources are not scheduled.
 	g.Expect(emu.SetResourceGroup("cadence-rg", 1, "")).To(Succeed())

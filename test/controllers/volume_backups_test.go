@@ -118,16 +118,7 @@ func TestVolumeBackupsShipThroughLinstor(t *testing.T) {
 func TestVolumeBackupFailuresShowPerResource(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	srv := s3Bucket(t, "linstor-flaky")
-	proxy, err := s3server.StartFaults(srv)
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(proxy.Close)
-	ns, cluster := availableCluster(t, "volfl", linstorv1.LinstorSatelliteConfigurationSpec{StoragePools: []linstorv1.StoragePool{thinPool}}, "volfl-a")
-	backupSecrets(t, ns, srv, newIdentity(t))
-	target := backupTarget(ns, "flaky", srv, "linstor-flaky")
-	target.Spec.S3.Endpoint = proxy.Endpoint
-	g.Expect(env.Client.Create(ctx, target)).To(Succeed())
-	availableTarget(g, ns, "flaky")
+	ns, cluster, proxy := shippingCluster(t, "volfl", "flaky", "volfl-a")
 	lc := emulatorClient(t)
 	for _, rd := range []string{"pvc-shipok", "pvc-shipbad", "pvc-shiptwo"} {
 		g.Expect(emu.PlaceResource(rd, "volfl-a", "thin", true)).To(Succeed())
@@ -227,4 +218,24 @@ func TestVolumeBackupFailuresShowPerResource(t *testing.T) {
 		c := condition(st.Conditions, linstorv1.ConditionDegraded)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse), c.Message)
 	}, timeout, tick).Should(Succeed())
+}
+
+// shippingCluster is an Available cluster on node with a thin pool, and an Available
+// LinstorBackupTarget named target whose bucket (linstor-<target>) is reached through
+// a fault proxy.
+func shippingCluster(t *testing.T, prefix, target, node string) (string, *linstorv1.LinstorCluster, *s3server.Faults) {
+	t.Helper()
+	g := NewWithT(t)
+	bucket := "linstor-" + target
+	srv := s3Bucket(t, bucket)
+	proxy, err := s3server.StartFaults(srv)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(proxy.Close)
+	ns, cluster := availableCluster(t, prefix, linstorv1.LinstorSatelliteConfigurationSpec{StoragePools: []linstorv1.StoragePool{thinPool}}, node)
+	backupSecrets(t, ns, srv, newIdentity(t))
+	tg := backupTarget(ns, target, srv, bucket)
+	tg.Spec.S3.Endpoint = proxy.Endpoint
+	g.Expect(env.Client.Create(context.Background(), tg)).To(Succeed())
+	availableTarget(g, ns, target)
+	return ns, cluster, proxy
 }

@@ -5,19 +5,14 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/client_golang/api"
-	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -29,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/yaml"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/internal/bundle"
@@ -82,10 +76,18 @@ func TestPrometheusScrapesTheSecureEndpointWithTheScraperToken(t *testing.T) {
 	monitor := operatorMonitorEndpoint(t, cluster)
 	dir := t.TempDir()
 	const grantedJob, ungrantedJob = "operator-scraper-token", "operator-ungranted-token"
-	prom := startPrometheus(t, ctx, bin, dir, []map[string]any{
+	srv, err := promserver.Start(ctx, promserver.Config{Binary: bin, Dir: dir, Jobs: []promserver.Job{
 		scrapeJobFor(t, grantedJob, monitor, addr, writeToken(t, dir, "scraper-token", scraperToken)),
 		scrapeJobFor(t, ungrantedJob, monitor, addr, writeToken(t, dir, "ungranted-token", ungrantedToken)),
+	}})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("prometheus log:\n%s", srv.LogTail(50))
+		}
+		_ = srv.Stop()
 	})
+	prom := srv.API
 
 	query := func(g Gomega, expr string) model.Vector {
 		v, _, err := prom.Query(ctx, expr, time.Now())
@@ -255,32 +257,31 @@ func operatorMonitorEndpoint(t *testing.T, cluster *linstorv1.LinstorCluster) ma
 // the Prometheus Operator does, with the Service's port replaced by target and the
 // credentials Secret's key by tokenFile. A field it does not know fails the test, so
 // that the ServiceMonitor cannot gain one this test ignores.
-func scrapeJobFor(t *testing.T, name string, ep map[string]any, target, tokenFile string) map[string]any {
+func scrapeJobFor(t *testing.T, name string, ep map[string]any, target, tokenFile string) promserver.Job {
 	t.Helper()
-	job := map[string]any{"job_name": name, "scrape_interval": "1s", "scrape_timeout": "1s",
-		"static_configs": []any{map[string]any{"targets": []string{target}}}}
+	job := promserver.Job{Name: name, Targets: []string{target}, Settings: map[string]any{}}
 	for field, v := range ep {
 		switch field {
 		case "port": // the target stands for the Service's port
 		case "scheme":
-			job["scheme"] = v
+			job.Settings["scheme"] = v
 		case "path":
-			job["metrics_path"] = v
+			job.MetricsPath = v.(string)
 		case "honorLabels":
-			job["honor_labels"] = v
+			job.Settings["honor_labels"] = v
 		case "authorization":
 			auth := v.(map[string]any)
 			cred, _, _ := unstructured.NestedStringMap(auth, "credentials")
 			if cred["name"] != render.MetricsScraperTokenName || cred["key"] != corev1.ServiceAccountTokenKey || len(auth) != 2 {
 				t.Fatalf("authorization %v: want the token of Secret %s", auth, render.MetricsScraperTokenName)
 			}
-			job["authorization"] = map[string]any{"type": auth["type"], "credentials_file": tokenFile}
+			job.Settings["authorization"] = map[string]any{"type": auth["type"], "credentials_file": tokenFile}
 		case "tlsConfig":
 			tc := v.(map[string]any)
 			if len(tc) != 1 || tc["insecureSkipVerify"] == nil {
 				t.Fatalf("tlsConfig %v: only insecureSkipVerify is translated here", tc)
 			}
-			job["tls_config"] = map[string]any{"insecure_skip_verify": tc["insecureSkipVerify"]}
+			job.Settings["tls_config"] = map[string]any{"insecure_skip_verify": tc["insecureSkipVerify"]}
 		default:
 			t.Fatalf("ServiceMonitor endpoint field %s=%v: not translated into the scrape job; extend scrapeJobFor", field, v)
 		}
@@ -295,81 +296,4 @@ func writeToken(t *testing.T, dir, name, token string) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// startPrometheus runs a Prometheus of its own with these scrape jobs until the test
-// ends: promserver's jobs have no scheme, credentials or TLS settings.
-func startPrometheus(t *testing.T, ctx context.Context, bin, dir string, jobs []map[string]any) promv1.API {
-	t.Helper()
-	config, err := yaml.Marshal(map[string]any{"scrape_configs": jobs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	configPath := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(configPath, config, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	port, err := freeLocalPort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(dir, "prometheus.log")
-	log, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	cmd := exec.Command(bin, "--config.file="+configPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+url[len("http://"):], "--log.level=warn")
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			logs, _ := os.ReadFile(logPath)
-			t.Logf("prometheus log:\n%s\nconfig:\n%s", logs, config)
-		}
-	})
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("prometheus exited: %v", err)
-		default:
-		}
-		if resp, err := http.Get(url + "/-/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("prometheus not ready at %s", url)
-		}
-	}
-	c, err := api.NewClient(api.Config{Address: url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return promv1.NewAPI(c)
-}
-
-func freeLocalPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -76,13 +76,15 @@ const monitoringRetry = time.Minute
 // neither degrades the cluster nor holds up the rest of the pass. The result is the
 // keys of every monitoring object wanted, which the workload's Prune must keep.
 func (r *Reconciler) reconcileMonitoring(ctx context.Context, s *scope, mon render.Monitoring, missing []string) (apply.Applied, ctrl.Result) {
+	status := monitoringStatus(mon)
+	defer func() { r.reportMonitoring(s.cluster, status); s.monitoring = status }()
 	keep := apply.Applied{}
 	var objs render.Objects
 	if mon.Enabled {
 		objs = render.Dashboard(s.cluster)
 	}
 	failed := func(err error) (apply.Applied, ctrl.Result) {
-		s.monitoring.Reason, s.monitoring.Message = linstorv1.MonitoringReasonApplyFailed, err.Error()
+		status.Reason, status.Message = linstorv1.MonitoringReasonApplyFailed, err.Error()
 		keep.Keep(objs...)
 		return keep, ctrl.Result{RequeueAfter: monitoringRetry}
 	}
@@ -91,20 +93,28 @@ func (r *Reconciler) reconcileMonitoring(ctx context.Context, s *scope, mon rend
 		if err != nil {
 			return failed(err)
 		}
-		objs = append(objs, more...)
-		// The API server deletes a token Secret of a missing account; the account's
-		// arrival triggers a pass (the ServiceAccount watch).
+		// The operator's own ServiceMonitor presents the scraper account's token: without
+		// the account there is no token (the API server deletes a token Secret of a
+		// missing account), and a ServiceMonitor naming a missing Secret is refused by
+		// the Prometheus Operator. The account's arrival triggers a pass (the
+		// ServiceAccount watch).
 		err = r.Client.Get(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: render.MetricsScraperAccount}, &corev1.ServiceAccount{})
 		switch {
 		case err == nil:
-			objs = append(objs, render.MetricsScraper(s.cluster)...)
-		case !apierrors.IsNotFound(err):
+			more = append(more, render.MetricsScraper(s.cluster)...)
+		case apierrors.IsNotFound(err):
+			more = slices.DeleteFunc(more, func(o client.Object) bool { return o.GetName() == render.OperatorMonitorName })
+			status.Message += fmt.Sprintf("; the operator's own metrics are not scraped: ServiceAccount %s, which ships with the operator (config/rbac, the OLM bundle), is missing",
+				render.MetricsScraperAccount)
+		default:
 			return failed(fmt.Errorf("reading ServiceAccount %s: %w", render.MetricsScraperAccount, err))
 		}
+		objs = append(objs, more...)
 	}
-	applied, notOwned, err := r.applier.ApplyOwned(ctx, s.cluster, objs)
+	ours := client.MatchingLabels{names.LabelCluster: s.cluster.Name, names.LabelManagedBy: names.ManagedBy}
+	applied, notOwned, err := r.applier.ApplyOwned(ctx, s.cluster, ours, objs)
 	keep.Merge(applied)
-	s.monitoring.NotOwned = notOwned
+	status.NotOwned = notOwned
 	if err != nil {
 		return failed(err)
 	}
@@ -120,16 +130,39 @@ func (r *Reconciler) reconcileMonitoring(ctx context.Context, s *scope, mon rend
 	if _, err := r.applier.Prune(ctx, s.cluster, applied, s.cluster.Namespace, tokens, corev1.SchemeGroupVersion.WithKind("Secret")); err != nil {
 		return failed(err)
 	}
-	selector := client.MatchingLabels{names.LabelCluster: s.cluster.Name, names.LabelManagedBy: names.ManagedBy}
-	if n, err := r.applier.Prune(ctx, s.cluster, applied, s.cluster.Namespace, selector, installed...); err != nil {
+	if n, err := r.applier.Prune(ctx, s.cluster, applied, s.cluster.Namespace, ours, installed...); err != nil {
 		return failed(err)
 	} else if n > 0 {
 		r.Recorder.Eventf(s.cluster, corev1.EventTypeNormal, "Pruned", "Removed %d monitoring objects no longer needed", n)
 	}
 	if len(notOwned) > 0 {
-		s.monitoring.Message += fmt.Sprintf("; left alone, not this LinstorCluster's: %s", strings.Join(notOwned, ", "))
+		status.Message += fmt.Sprintf("; left alone, not this LinstorCluster's: %s", strings.Join(notOwned, ", "))
 	}
 	return keep, ctrl.Result{}
+}
+
+// reportMonitoring records an Event when monitoring starts failing (or fails
+// differently) and when objects of someone else's first stand in its way: once, not
+// every pass (the status says it all along). An ApplyFailed no longer degrades the
+// cluster, so the Event is what an event-based alert or a person sees.
+func (r *Reconciler) reportMonitoring(c *linstorv1.LinstorCluster, now *linstorv1.MonitoringStatus) {
+	before := c.Status.Monitoring
+	if before == nil {
+		before = &linstorv1.MonitoringStatus{}
+	}
+	if now.Reason == linstorv1.MonitoringReasonApplyFailed && (before.Reason != now.Reason || before.Message != now.Message) {
+		r.Recorder.Event(c, corev1.EventTypeWarning, "MonitoringApplyFailed", now.Message)
+	}
+	var added []string
+	for _, o := range now.NotOwned {
+		if !slices.Contains(before.NotOwned, o) {
+			added = append(added, o)
+		}
+	}
+	if len(added) > 0 {
+		r.Recorder.Eventf(c, corev1.EventTypeWarning, "MonitoringObjectsNotOwned",
+			"Left alone, not this LinstorCluster's: %s (delete them to have the operator's; status.monitoring.notOwned)", strings.Join(added, ", "))
+	}
 }
 
 // monitoringStatus is status.monitoring for mon.

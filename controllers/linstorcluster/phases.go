@@ -90,8 +90,7 @@ func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	mon := render.MonitoringFor(s.cluster, missingCRDs)
-	s.monitoring = monitoringStatus(mon)
+	mon := render.MonitoringFor(s.cluster, r.Images, missingCRDs)
 	var objs render.Objects
 	release := r.Images.WithRepository(s.cluster.Spec.Repository)
 	for _, part := range []func() (render.Objects, error){

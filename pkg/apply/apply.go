@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/linstor-operator/linstor-operator/pkg/names"
 
@@ -15,7 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
@@ -40,21 +43,44 @@ type Applier struct {
 // removes it; a comparison would not see it); the comparison catches someone else
 // changing a field the operator owns.
 func (a *Applier) Apply(ctx context.Context, owner client.Object, objs []client.Object) (Applied, error) {
-	applied, _, err := a.apply(ctx, owner, objs, false)
+	applied, _, err := a.apply(ctx, owner, objs, nil)
 	return applied, err
 }
 
 // ApplyOwned is Apply for objects someone else may have created under the same names
 // (a ServiceMonitor applied from config/prometheus before the operator made its own):
-// an object that exists and is not controlled by owner is neither changed nor, by a
-// Prune given the result, deleted; notOwned names each ("Kind namespace/name"). An
-// object missing from the cache is looked for once more without it, so a stale cache
-// does not hand someone's object to the operator.
-func (a *Applier) ApplyOwned(ctx context.Context, owner client.Object, objs []client.Object) (applied Applied, notOwned []string, err error) {
-	return a.apply(ctx, owner, objs, true)
+// an object that exists and is not owner's is neither changed nor, by a Prune given
+// the result, deleted; notOwned names each ("Kind namespace/name"). An object is
+// owner's when owner controls it, or when it carries every label of ours (the labels
+// Prune selects by) and is controlled by nothing or by a predecessor of owner (its
+// kind and name, another UID: deleted with its dependents orphaned, then created
+// again), so what Prune would delete is what ApplyOwned adopts. An object missing from
+// the cache is looked for once more without it, so a stale cache does not hand
+// someone's object to the operator.
+func (a *Applier) ApplyOwned(ctx context.Context, owner client.Object, ours client.MatchingLabels, objs []client.Object) (applied Applied, notOwned []string, err error) {
+	return a.apply(ctx, owner, objs, ours)
 }
 
-func (a *Applier) apply(ctx context.Context, owner client.Object, objs []client.Object, onlyOwned bool) (Applied, []string, error) {
+// owns reports whether live is owner's (ApplyOwned).
+func (a *Applier) owns(owner, live client.Object, ours client.MatchingLabels) bool {
+	ref := metav1.GetControllerOfNoCopy(live)
+	if ref != nil && ref.UID == owner.GetUID() {
+		return true
+	}
+	for k, v := range ours {
+		if live.GetLabels()[k] != v {
+			return false
+		}
+	}
+	if ref == nil {
+		return true
+	}
+	gvk, err := apiutil.GVKForObject(owner, a.Scheme)
+	return err == nil && ref.APIVersion == gvk.GroupVersion().String() && ref.Kind == gvk.Kind && ref.Name == owner.GetName()
+}
+
+func (a *Applier) apply(ctx context.Context, owner client.Object, objs []client.Object, ours client.MatchingLabels) (Applied, []string, error) {
+	onlyOwned := ours != nil
 	applied := Applied{}
 	var notOwned []string
 	for _, obj := range objs {
@@ -75,10 +101,19 @@ func (a *Applier) apply(ctx context.Context, owner client.Object, objs []client.
 		if err != nil {
 			return applied, notOwned, err
 		}
-		if onlyOwned && found && !controlledBy(live, owner) {
+		if onlyOwned && found && !a.owns(owner, live, ours) {
 			applied[key] = false // kept from Prune
 			notOwned = append(notOwned, fmt.Sprintf("%s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName()))
 			continue
+		}
+		if onlyOwned && found {
+			if ref := metav1.GetControllerOfNoCopy(live); ref != nil && ref.UID != owner.GetUID() {
+				// A predecessor's: its reference goes first (an object has one controller),
+				// whoever wrote it.
+				if err := a.dropController(ctx, live, ref.UID); err != nil {
+					return applied, notOwned, fmt.Errorf("adopting %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+				}
+			}
 		}
 		if found && upToDate(live, u) {
 			applied[key] = false
@@ -92,10 +127,19 @@ func (a *Applier) apply(ctx context.Context, owner client.Object, objs []client.
 	return applied, notOwned, nil
 }
 
-// controlledBy: obj's controller reference is owner's.
-func controlledBy(obj, owner client.Object) bool {
-	ref := metav1.GetControllerOfNoCopy(obj)
-	return ref != nil && ref.UID == owner.GetUID()
+// dropController removes the owner reference of uid from live (read-only: a copy is
+// patched), if live has not changed since it was read.
+func (a *Applier) dropController(ctx context.Context, live client.Object, uid types.UID) error {
+	obj, ok := live.DeepCopyObject().(client.Object)
+	if !ok {
+		return fmt.Errorf("%T is not an object", live)
+	}
+	base, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return fmt.Errorf("%T is not an object", live)
+	}
+	obj.SetOwnerReferences(slices.DeleteFunc(obj.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return r.UID == uid }))
+	return a.Client.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
 // Keep marks objs as applied, unsent: a Prune given the result leaves them alone (they

@@ -5,16 +5,20 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -114,7 +118,9 @@ func TestApplySendsOnlyWhatChanges(t *testing.T) {
 	if err := direct.Update(ctx, live); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 100 && sent.Load() == changed; i++ {
+	// The cache sees the edit when its watch delivers it: apply until then (by time, not
+	// by count: a pass that finds the cache unchanged costs microseconds).
+	for deadline := time.Now().Add(10 * time.Second); sent.Load() == changed && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if _, err := a.Apply(ctx, owner, []client.Object{desired()}); err != nil {
 			t.Fatal(err)
 		}
@@ -161,9 +167,9 @@ func startAPIServer(t *testing.T) (*rest.Config, *k8sruntime.Scheme) {
 }
 
 // A user's object under a name the operator wants (a ServiceMonitor applied from
-// config/prometheus, say) is neither changed nor pruned, even when it carries the
-// operator's labels and the cache has not seen it yet; the operator's own objects are
-// applied as ever.
+// config/prometheus, say) is neither changed nor pruned, even when it carries some of
+// the operator's labels and the cache has not seen it yet; what carries all of them and
+// no other controller (what Prune would delete) is adopted.
 func TestApplyOwnedLeavesOthersObjectsAlone(t *testing.T) {
 	cfg, scheme := startAPIServer(t)
 	ctx := context.Background()
@@ -178,48 +184,74 @@ func TestApplyOwnedLeavesOthersObjectsAlone(t *testing.T) {
 	if err := direct.Create(ctx, owner); err != nil {
 		t.Fatal(err)
 	}
-	ours := map[string]string{"app.kubernetes.io/managed-by": "linstor-operator"}
-	cm := func(name, value string) *corev1.ConfigMap {
-		return &corev1.ConfigMap{
+	// What the operator's objects carry, and a part of it a user's copy may carry too.
+	ours := client.MatchingLabels{"app.kubernetes.io/managed-by": "linstor-operator", "linstor.io/cluster": "linstor"}
+	some := client.MatchingLabels{"app.kubernetes.io/managed-by": "linstor-operator"}
+	cm := func(name, value string, labels map[string]string, controller *metav1.OwnerReference) *corev1.ConfigMap {
+		c := &corev1.ConfigMap{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: owner.Name, Labels: ours},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: owner.Name, Labels: labels},
 			Data:       map[string]string{"k": value},
 		}
+		if controller != nil {
+			c.OwnerReferences = []metav1.OwnerReference{*controller}
+		}
+		return c
 	}
-	users := cm("users", "the user's")
-	if err := direct.Create(ctx, users); err != nil {
-		t.Fatal(err)
+	predecessor := &metav1.OwnerReference{APIVersion: "v1", Kind: "Namespace", Name: owner.Name, UID: "a-deleted-one", Controller: ptr.To(true)}
+	stranger := &metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "someone", UID: "x", Controller: ptr.To(true)}
+	existing := []*corev1.ConfigMap{
+		cm("users", "the user's", some, nil),                     // config/prometheus's copy: not ours
+		cm("strangers", "the stranger's", ours, stranger),        // our labels, someone else's controller
+		cm("orphaned", "left by an orphaning delete", ours, nil), // ours: Prune would delete it too
+		cm("predecessors", "of the deleted owner", ours, predecessor),
 	}
-	applied, notOwned, err := a.ApplyOwned(ctx, owner, []client.Object{cm("users", "the operator's"), cm("operators", "the operator's")})
+	for _, c := range existing {
+		if err := direct.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var desired []client.Object
+	for _, name := range []string{"users", "strangers", "orphaned", "predecessors", "operators"} {
+		desired = append(desired, cm(name, "the operator's", ours, nil))
+	}
+	applied, notOwned, err := a.ApplyOwned(ctx, owner, ours, desired)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(notOwned) != 1 || notOwned[0] != "ConfigMap apply-owned/users" {
-		t.Errorf("notOwned %v, want the user's ConfigMap", notOwned)
+	if !slices.Equal(notOwned, []string{"ConfigMap apply-owned/users", "ConfigMap apply-owned/strangers"}) {
+		t.Errorf("notOwned %v, want the user's and the stranger's ConfigMaps", notOwned)
 	}
-	if sent.Load() != 1 || !applied.Sent(corev1.SchemeGroupVersion.WithKind("ConfigMap"), owner.Name, "operators") {
-		t.Errorf("%d sent (%v), want only the operator's own ConfigMap", sent.Load(), applied)
+	for _, name := range []string{"orphaned", "predecessors", "operators"} {
+		if !applied.Sent(corev1.SchemeGroupVersion.WithKind("ConfigMap"), owner.Name, name) {
+			t.Errorf("%s not applied (%v)", name, applied)
+		}
+		live := &corev1.ConfigMap{}
+		if err := direct.Get(ctx, client.ObjectKey{Namespace: owner.Name, Name: name}, live); err != nil || live.Data["k"] != "the operator's" || !metav1.IsControlledBy(live, owner) {
+			t.Errorf("%s: %v, data %v, controller %v: want it adopted", name, err, live.Data, metav1.GetControllerOf(live))
+		}
 	}
-	// Pruning with the result, by the labels both carry, leaves the user's alone.
-	if _, err := a.Prune(ctx, owner, applied, owner.Name, client.MatchingLabels(ours), corev1.SchemeGroupVersion.WithKind("ConfigMap")); err != nil {
+	if sent.Load() != 4 {
+		t.Errorf("%d patches sent, want the operator's three and the predecessor's reference dropped", sent.Load())
+	}
+	// Pruning with the result, by labels they carry, leaves the others' alone.
+	for _, sel := range []client.MatchingLabels{some, ours} {
+		if _, err := a.Prune(ctx, owner, applied, owner.Name, sel, corev1.SchemeGroupVersion.WithKind("ConfigMap")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range existing[:2] {
+		live := &corev1.ConfigMap{}
+		if err := direct.Get(ctx, client.ObjectKeyFromObject(c), live); err != nil || live.Data["k"] != c.Data["k"] || !equality.Semantic.DeepEqual(live.OwnerReferences, c.OwnerReferences) {
+			t.Fatalf("%s after apply and prune: %v, data %v, owners %v", c.Name, err, live.Data, live.OwnerReferences)
+		}
+	}
+	// Apply, unlike ApplyOwned, takes over (the operator's own workloads).
+	if _, err := a.Apply(ctx, owner, []client.Object{cm("users", "the operator's", ours, nil)}); err != nil {
 		t.Fatal(err)
 	}
 	live := &corev1.ConfigMap{}
-	if err := direct.Get(ctx, client.ObjectKeyFromObject(users), live); err != nil || live.Data["k"] != "the user's" || metav1.GetControllerOf(live) != nil {
-		t.Fatalf("the user's ConfigMap after apply and prune: %v, data %v, controller %v", err, live.Data, metav1.GetControllerOf(live))
-	}
-	// The operator's own ConfigMap is its to change.
-	if _, notOwned, err = a.ApplyOwned(ctx, owner, []client.Object{cm("operators", "changed")}); err != nil || len(notOwned) != 0 {
-		t.Fatalf("applying the operator's own ConfigMap: %v, notOwned %v", err, notOwned)
-	}
-	if err := direct.Get(ctx, client.ObjectKey{Namespace: owner.Name, Name: "operators"}, live); err != nil || live.Data["k"] != "changed" {
-		t.Fatalf("the operator's own ConfigMap: %v, data %v", err, live.Data)
-	}
-	// Apply, unlike ApplyOwned, takes over (the operator's own workloads).
-	if _, err := a.Apply(ctx, owner, []client.Object{cm("users", "the operator's")}); err != nil {
-		t.Fatal(err)
-	}
-	if err := direct.Get(ctx, client.ObjectKeyFromObject(users), live); err != nil || live.Data["k"] != "the operator's" {
+	if err := direct.Get(ctx, client.ObjectKey{Namespace: owner.Name, Name: "users"}, live); err != nil || live.Data["k"] != "the operator's" {
 		t.Fatalf("Apply: %v, data %v", err, live.Data)
 	}
 }

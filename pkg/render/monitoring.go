@@ -11,12 +11,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/config/grafana"
 	"github.com/linstor-operator/linstor-operator/config/prometheus"
-	"github.com/linstor-operator/linstor-operator/pkg/clustertls"
+	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/names"
 )
 
@@ -96,17 +98,17 @@ type Monitoring struct {
 	Reason, Message string
 }
 
-// MonitoringFor decides from spec.monitoring.mode and whether the Prometheus
-// Operator's CRDs are installed (missing names those that are not): Auto follows the
-// CRDs, Disabled turns everything off, Enabled keeps the dashboard and the
-// NetworkPolicy rule even without the CRDs (a Prometheus outside the Prometheus
-// Operator may scrape).
+// MonitoringFor decides from spec.monitoring.mode, whether the controller pod has
+// the metrics sidecar (imgs: MetricsProxied) and whether the Prometheus Operator's
+// CRDs are installed (missing names those that are not): Auto follows the CRDs,
+// Disabled turns everything off, Enabled keeps the dashboard and the NetworkPolicy
+// rule even without the CRDs (a Prometheus outside the Prometheus Operator may
+// scrape).
 //
-// The LINSTOR controller serves /metrics on its API port, so whoever may scrape it may
-// call the whole API there. With API TLS only a holder of a client certificate gets an
-// answer; without it, anyone who reaches the port does. Auto therefore opens the port
-// to the scrape namespaces only with API TLS; Enabled is the user saying so.
-func MonitoringFor(cluster *linstorv1.LinstorCluster, missing []string) Monitoring {
+// The LINSTOR controller is scraped only through its metrics sidecar: LINSTOR serves
+// /metrics on its API port and has no read-only role, so a scraper admitted there, or
+// given the API client certificate, could do anything LINSTOR can.
+func MonitoringFor(cluster *linstorv1.LinstorCluster, imgs images.Set, missing []string) Monitoring {
 	mode := linstorv1.MonitoringAuto
 	if m := cluster.Spec.Monitoring; m != nil && m.Mode != "" {
 		mode = m.Mode
@@ -119,7 +121,7 @@ func MonitoringFor(cluster *linstorv1.LinstorCluster, missing []string) Monitori
 			Message: fmt.Sprintf("the Prometheus Operator's CRDs %v are not installed; monitoring starts when they are, or with spec.monitoring.mode Enabled", missing)}
 	}
 	ours := cluster.Spec.ExternalController == nil && ControllerEnabled(cluster)
-	m := Monitoring{Enabled: true, ScrapeController: ours && (mode == linstorv1.MonitoringEnabled || clustertls.APITLSEnabled(cluster)), PrometheusOperator: len(missing) == 0}
+	m := Monitoring{Enabled: true, ScrapeController: ours && MetricsProxied(imgs), PrometheusOperator: len(missing) == 0}
 	var made []string
 	switch {
 	case m.PrometheusOperator:
@@ -131,10 +133,10 @@ func MonitoringFor(cluster *linstorv1.LinstorCluster, missing []string) Monitori
 	}
 	switch {
 	case m.ScrapeController:
-		made = append(made, "the NetworkPolicy admits the scrape namespaces to the LINSTOR controller's /metrics")
+		made = append(made, fmt.Sprintf("the NetworkPolicy admits the scrape namespaces to the LINSTOR controller's metrics port %d (its /metrics only)", names.MetricsProxyPort))
 	case ours:
-		made = append(made, "the LINSTOR controller's /metrics is not scraped: its port serves the whole API without TLS (spec.tls.api.mode is Disabled), "+
-			"so it stays closed to the scrape namespaces; spec.monitoring.mode Enabled opens it")
+		made = append(made, "the LINSTOR controller's /metrics is not scraped: its metrics sidecar runs the operator's image, "+
+			"which this operator was not told (RELATED_IMAGE_OPERATOR, set by the OLM bundle and config/manager)")
 	}
 	m.Message = strings.Join(made, "; ")
 	return m
@@ -175,32 +177,12 @@ func toMap(v any) map[string]any {
 	return m
 }
 
-// controllerMonitor scrapes /metrics on the API port the controller Service serves.
-// With API TLS, LINSTOR asks every client for a certificate of its CA: Prometheus
-// presents the client certificate the operator, CSI and HA controller use (the
-// Prometheus Operator copies the referenced Secret keys into Prometheus's config).
+// controllerMonitor scrapes the LINSTOR controller's metrics sidecar: plain HTTP,
+// no credential (the sidecar answers GET /metrics and nothing else).
 func controllerMonitor(cluster *linstorv1.LinstorCluster) *unstructured.Unstructured {
-	endpoint := map[string]any{"port": "api", "scheme": "http", "path": "/metrics"}
-	if clustertls.APITLSEnabled(cluster) {
-		client := clustertls.APIClientSecretName(cluster)
-		ca := map[string]any{"secret": map[string]any{"name": client, "key": "ca.crt"}}
-		if ref := clustertls.APICAReference(cluster); ref != nil {
-			kind := "secret"
-			if clustertls.CAIsConfigMap(ref) {
-				kind = "configMap"
-			}
-			ca = map[string]any{kind: map[string]any{"name": ref.Name, "key": clustertls.CAKey(ref)}}
-		}
-		endpoint = map[string]any{"port": "secure-api", "scheme": "https", "path": "/metrics", "tlsConfig": map[string]any{
-			"serverName": names.ControllerName + "." + cluster.Namespace + ".svc",
-			"ca":         ca,
-			"cert":       map[string]any{"secret": map[string]any{"name": client, "key": "tls.crt"}},
-			"keySecret":  map[string]any{"name": client, "key": "tls.key"},
-		}}
-	}
 	return monitoringObject(cluster, ServiceMonitorKind, ControllerMonitorName, map[string]any{
 		"selector":  toMap(&metav1.LabelSelector{MatchLabels: selectorLabels(cluster, names.ControllerName)}),
-		"endpoints": []any{endpoint},
+		"endpoints": []any{map[string]any{"port": names.MetricsProxyPortName, "scheme": "http", "path": "/metrics"}},
 	})
 }
 
@@ -289,17 +271,18 @@ func ScrapeNamespaceSelector(cluster *linstorv1.LinstorCluster) *metav1.LabelSel
 }
 
 // WithScrapers adds to the cluster's NetworkPolicy in objs a rule that admits every pod
-// of the ScrapeNamespaceSelector's namespaces to the controller's API port, where
-// LINSTOR serves /metrics. Only that port: the rule is an extra ingress rule, so the
-// other peers keep exactly what they had.
+// of the ScrapeNamespaceSelector's namespaces to the controller pod's metrics sidecar.
+// Only that port, never the API's: the rule is an extra ingress rule, so the other
+// peers keep exactly what they had.
 func WithScrapers(cluster *linstorv1.LinstorCluster, objs Objects) Objects {
 	for _, o := range objs {
 		np, ok := o.(*networkingv1.NetworkPolicy)
 		if !ok || np.Name != names.NetworkPolicyName || len(np.Spec.Ingress) == 0 {
 			continue
 		}
+		port := intstr.FromInt32(names.MetricsProxyPort)
 		np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{
-			Ports: np.Spec.Ingress[0].DeepCopy().Ports,
+			Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: &port}},
 			From:  []networkingv1.NetworkPolicyPeer{{NamespaceSelector: ScrapeNamespaceSelector(cluster)}},
 		})
 	}

@@ -99,7 +99,7 @@ func checkAgainstCRD(t *testing.T, crds map[string]crdCheck, u *unstructured.Uns
 
 func monitoringObjects(t *testing.T, c *linstorv1.LinstorCluster) map[string]*unstructured.Unstructured {
 	t.Helper()
-	objs, err := PrometheusOperatorObjects(c, MonitoringFor(c, nil))
+	objs, err := PrometheusOperatorObjects(c, MonitoringFor(c, proxiedImages(t), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,70 +131,109 @@ func TestMonitoringObjectsMatchThePrometheusOperatorCRDs(t *testing.T) {
 	}
 }
 
-func TestControllerMonitorScrapesTheAPIPort(t *testing.T) {
-	endpoint := func(t *testing.T, spec linstorv1.LinstorClusterSpec) map[string]any {
-		t.Helper()
-		sm := monitoringObjects(t, cluster(spec))[ControllerMonitorName]
+// proxiedImages is a release that knows its own image: the controller pod runs the
+// metrics sidecar.
+func proxiedImages(t *testing.T) images.Set {
+	t.Helper()
+	imgs, err := images.FromEnv([]string{"RELATED_IMAGE_OPERATOR=registry.example.com/linstor-operator:v0.3.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return imgs
+}
+
+// The controller is scraped through its metrics sidecar, whatever API TLS says: plain
+// HTTP on the sidecar's port, with no LINSTOR credential handed to Prometheus.
+func TestControllerMonitorScrapesTheMetricsSidecar(t *testing.T) {
+	for _, spec := range map[string]linstorv1.LinstorClusterSpec{
+		"API TLS": {},
+		"API TLS, a user's client Secret": {TLS: &linstorv1.TLSSpec{API: &linstorv1.TLSConfig{
+			Mode: linstorv1.TLSSecret, SecretName: "api", ClientSecretName: "my-client", CAReference: &linstorv1.CAReference{Kind: "ConfigMap", Name: "company-ca", Key: "bundle.pem"}}}},
+		"no API TLS": {TLS: &linstorv1.TLSSpec{API: &linstorv1.TLSConfig{Mode: linstorv1.TLSDisabled}}},
+	} {
+		c := cluster(spec)
+		sm := monitoringObjects(t, c)[ControllerMonitorName]
 		if sm == nil {
 			t.Fatal("no ServiceMonitor")
 		}
 		sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
-		svc := map[string]string{}
-		objs, err := Controller(cluster(spec), images.Default())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range objs {
-			if s, ok := o.(*corev1.Service); ok {
-				svc = s.Labels
-			}
-		}
-		if !selects(t, &metav1.LabelSelector{MatchLabels: sel}, svc) {
-			t.Errorf("selector %v does not select the controller Service (labels %v)", sel, svc)
-		}
 		eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
 		if len(eps) != 1 {
 			t.Fatalf("endpoints %v", eps)
 		}
-		return eps[0].(map[string]any)
+		ep := eps[0].(map[string]any)
+		if mustYAML(t, ep) != mustYAML(t, map[string]any{"port": names.MetricsProxyPortName, "scheme": "http", "path": "/metrics"}) {
+			t.Errorf("endpoint %v: want the sidecar's port, plain, and no credential of LINSTOR's", ep)
+		}
+		objs, err := Controller(c, proxiedImages(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var svc *corev1.Service
+		var pod *corev1.PodSpec
+		for _, o := range objs {
+			switch o := o.(type) {
+			case *corev1.Service:
+				svc = o
+			case *appsv1.Deployment:
+				pod = &o.Spec.Template.Spec
+			}
+		}
+		if !selects(t, &metav1.LabelSelector{MatchLabels: sel}, svc.Labels) {
+			t.Errorf("selector %v does not select the controller Service (labels %v)", sel, svc.Labels)
+		}
+		var servicePort *corev1.ServicePort
+		for i := range svc.Spec.Ports {
+			if svc.Spec.Ports[i].Name == ep["port"] {
+				servicePort = &svc.Spec.Ports[i]
+			}
+		}
+		if servicePort == nil || servicePort.Port != names.MetricsProxyPort || servicePort.TargetPort.StrVal != names.MetricsProxyPortName {
+			t.Fatalf("the Service has no port %v to the sidecar: %v", ep["port"], svc.Spec.Ports)
+		}
+		var sidecar *corev1.Container
+		for i := range pod.Containers {
+			if pod.Containers[i].Name == names.MetricsProxyContainer {
+				sidecar = &pod.Containers[i]
+			}
+		}
+		if sidecar == nil || len(sidecar.Ports) != 1 || sidecar.Ports[0].Name != names.MetricsProxyPortName || sidecar.Ports[0].ContainerPort != names.MetricsProxyPort {
+			t.Fatalf("sidecar %+v: want the metrics port", sidecar)
+		}
+		if sidecar.Image != proxiedImages(t).Operator() || strings.Join(sidecar.Command, " ") != "/manager metrics-proxy --listen=:9943 --upstream=http://127.0.0.1:3370" {
+			t.Errorf("sidecar runs %s %v: want the operator's image reading LINSTOR's loopback listener", sidecar.Image, sidecar.Command)
+		}
+		if len(sidecar.VolumeMounts) != 0 || len(sidecar.Env) != 0 || len(sidecar.EnvFrom) != 0 {
+			t.Errorf("sidecar mounts %v, env %v: it needs no credential", sidecar.VolumeMounts, sidecar.Env)
+		}
+		sc := sidecar.SecurityContext
+		if sc == nil || !*sc.RunAsNonRoot || *sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
+			t.Errorf("sidecar security context %+v: want restricted", sc)
+		}
 	}
-
-	t.Run("api TLS: HTTPS with the operator's client certificate", func(t *testing.T) {
-		ep := endpoint(t, linstorv1.LinstorClusterSpec{})
-		tls := ep["tlsConfig"].(map[string]any)
-		if ep["port"] != "secure-api" || ep["scheme"] != "https" || ep["path"] != "/metrics" {
-			t.Errorf("endpoint %v", ep)
+	// A release that does not know its own image runs no sidecar, and nothing scrapes
+	// the controller.
+	c := cluster(linstorv1.LinstorClusterSpec{})
+	objs, err := Controller(c, images.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if d, ok := o.(*appsv1.Deployment); ok && len(d.Spec.Template.Spec.Containers) != 1 {
+			t.Errorf("containers %d without the operator's image", len(d.Spec.Template.Spec.Containers))
 		}
-		secret := func(path ...string) string {
-			v, _, _ := unstructured.NestedString(tls, path...)
-			return v
+		if s, ok := o.(*corev1.Service); ok {
+			for _, p := range s.Spec.Ports {
+				if p.Name == names.MetricsProxyPortName {
+					t.Errorf("Service port %s without a sidecar", p.Name)
+				}
+			}
 		}
-		if secret("cert", "secret", "name") != names.DefaultAPIClientTLSSecret || secret("keySecret", "name") != names.DefaultAPIClientTLSSecret ||
-			secret("cert", "secret", "key") != "tls.crt" || secret("keySecret", "key") != "tls.key" || secret("ca", "secret", "name") != names.DefaultAPIClientTLSSecret {
-			t.Errorf("tlsConfig %v does not present the client certificate %s", tls, names.DefaultAPIClientTLSSecret)
-		}
-		if secret("serverName") != "linstor-controller.storage.svc" {
-			t.Errorf("serverName %q is not a name the API certificate carries", secret("serverName"))
-		}
-	})
-	t.Run("user client Secret and a CA ConfigMap", func(t *testing.T) {
-		ep := endpoint(t, linstorv1.LinstorClusterSpec{TLS: &linstorv1.TLSSpec{API: &linstorv1.TLSConfig{
-			Mode: linstorv1.TLSSecret, SecretName: "api", ClientSecretName: "my-client", CAReference: &linstorv1.CAReference{Kind: "ConfigMap", Name: "company-ca", Key: "bundle.pem"}}}})
-		tls := ep["tlsConfig"].(map[string]any)
-		if n, _, _ := unstructured.NestedString(tls, "cert", "secret", "name"); n != "my-client" {
-			t.Errorf("client certificate %q, want my-client", n)
-		}
-		if ca, _, _ := unstructured.NestedStringMap(tls, "ca", "configMap"); ca["name"] != "company-ca" || ca["key"] != "bundle.pem" {
-			t.Errorf("CA %v, want the referenced ConfigMap key", tls["ca"])
-		}
-	})
-	t.Run("plain API, monitoring Enabled", func(t *testing.T) {
-		ep := endpoint(t, linstorv1.LinstorClusterSpec{TLS: &linstorv1.TLSSpec{API: &linstorv1.TLSConfig{Mode: linstorv1.TLSDisabled}},
-			Monitoring: &linstorv1.MonitoringSpec{Mode: linstorv1.MonitoringEnabled}})
-		if ep["port"] != "api" || ep["scheme"] != "http" || ep["tlsConfig"] != nil {
-			t.Errorf("endpoint %v", ep)
-		}
-	})
+	}
+	m := MonitoringFor(c, images.Default(), nil)
+	if m.ScrapeController || !strings.Contains(m.Message, "RELATED_IMAGE_OPERATOR") {
+		t.Errorf("without the sidecar: %+v", m)
+	}
 	t.Run("no controller of the operator's", func(t *testing.T) {
 		objs := monitoringObjects(t, cluster(linstorv1.LinstorClusterSpec{ExternalController: &linstorv1.ExternalControllerSpec{URL: "https://l:3371"}, Controller: &linstorv1.ControllerSpec{ComponentSpec: linstorv1.ComponentSpec{Enabled: ptr.To(false)}}}))
 		if objs[ControllerMonitorName] != nil || objs[SatelliteMonitorName] == nil || objs[AlertsName] == nil || objs[OperatorMonitorName] == nil {
@@ -431,42 +470,44 @@ func TestMonitoringFor(t *testing.T) {
 	missing := []string{"servicemonitors.monitoring.coreos.com"}
 	noAPITLS := &linstorv1.TLSSpec{API: &linstorv1.TLSConfig{Mode: linstorv1.TLSDisabled}}
 	external := &linstorv1.ExternalControllerSpec{URL: "https://linstor.example:3371"}
+	proxied, plain := proxiedImages(t), images.Default()
 	for _, row := range []struct {
 		name     string
 		mode     linstorv1.MonitoringMode
 		tls      *linstorv1.TLSSpec
 		external *linstorv1.ExternalControllerSpec
+		imgs     images.Set
 		missing  []string
-		// on: the dashboard; scrape: the controller's port opened and its ServiceMonitor;
-		// prometheusOperator: the Prometheus Operator's objects.
+		// on: the dashboard; scrape: the sidecar's port opened and the controller's
+		// ServiceMonitor; prometheusOperator: the Prometheus Operator's objects.
 		on, scrape, prometheusOperator bool
 		reason                         string
 	}{
-		{"unset, CRDs installed", "", nil, nil, nil, true, true, true, linstorv1.MonitoringReasonEnabled},
-		{"unset, CRDs missing", "", nil, nil, missing, false, false, false, linstorv1.MonitoringReasonCRDsMissing},
-		{"Auto, CRDs missing", linstorv1.MonitoringAuto, nil, nil, missing, false, false, false, linstorv1.MonitoringReasonCRDsMissing},
-		{"Auto, CRDs installed", linstorv1.MonitoringAuto, nil, nil, nil, true, true, true, linstorv1.MonitoringReasonEnabled},
-		// The API port serves every call unauthenticated without TLS: Auto keeps it shut.
-		{"Auto, no API TLS: the controller's port stays closed", linstorv1.MonitoringAuto, noAPITLS, nil, nil, true, false, true, linstorv1.MonitoringReasonEnabled},
-		{"unset, no API TLS", "", noAPITLS, nil, nil, true, false, true, linstorv1.MonitoringReasonEnabled},
-		{"Enabled, no API TLS: the user opened it", linstorv1.MonitoringEnabled, noAPITLS, nil, nil, true, true, true, linstorv1.MonitoringReasonEnabled},
-		{"Enabled, external controller: nothing of ours to scrape", linstorv1.MonitoringEnabled, nil, external, nil, true, false, true, linstorv1.MonitoringReasonEnabled},
-		{"Enabled, CRDs missing: dashboard and scrape rule only", linstorv1.MonitoringEnabled, nil, nil, missing, true, true, false, linstorv1.MonitoringReasonCRDsMissing},
-		{"Enabled, CRDs installed", linstorv1.MonitoringEnabled, nil, nil, nil, true, true, true, linstorv1.MonitoringReasonEnabled},
-		{"Disabled, CRDs installed", linstorv1.MonitoringDisabled, nil, nil, nil, false, false, false, linstorv1.MonitoringReasonDisabled},
-		{"Disabled, CRDs missing", linstorv1.MonitoringDisabled, nil, nil, missing, false, false, false, linstorv1.MonitoringReasonDisabled},
+		{"unset, CRDs installed", "", nil, nil, proxied, nil, true, true, true, linstorv1.MonitoringReasonEnabled},
+		{"unset, CRDs missing", "", nil, nil, proxied, missing, false, false, false, linstorv1.MonitoringReasonCRDsMissing},
+		{"Auto, CRDs missing", linstorv1.MonitoringAuto, nil, nil, proxied, missing, false, false, false, linstorv1.MonitoringReasonCRDsMissing},
+		{"Auto, CRDs installed", linstorv1.MonitoringAuto, nil, nil, proxied, nil, true, true, true, linstorv1.MonitoringReasonEnabled},
+		// The sidecar serves /metrics only: API TLS does not matter to who may scrape.
+		{"Auto, no API TLS", linstorv1.MonitoringAuto, noAPITLS, nil, proxied, nil, true, true, true, linstorv1.MonitoringReasonEnabled},
+		{"Auto, no sidecar: the controller is not scraped", linstorv1.MonitoringAuto, nil, nil, plain, nil, true, false, true, linstorv1.MonitoringReasonEnabled},
+		{"Enabled, no sidecar", linstorv1.MonitoringEnabled, noAPITLS, nil, plain, nil, true, false, true, linstorv1.MonitoringReasonEnabled},
+		{"Enabled, external controller: nothing of ours to scrape", linstorv1.MonitoringEnabled, nil, external, proxied, nil, true, false, true, linstorv1.MonitoringReasonEnabled},
+		{"Enabled, CRDs missing: dashboard and scrape rule only", linstorv1.MonitoringEnabled, nil, nil, proxied, missing, true, true, false, linstorv1.MonitoringReasonCRDsMissing},
+		{"Enabled, CRDs installed", linstorv1.MonitoringEnabled, nil, nil, proxied, nil, true, true, true, linstorv1.MonitoringReasonEnabled},
+		{"Disabled, CRDs installed", linstorv1.MonitoringDisabled, nil, nil, proxied, nil, false, false, false, linstorv1.MonitoringReasonDisabled},
+		{"Disabled, CRDs missing", linstorv1.MonitoringDisabled, nil, nil, proxied, missing, false, false, false, linstorv1.MonitoringReasonDisabled},
 	} {
 		t.Run(row.name, func(t *testing.T) {
 			c := cluster(linstorv1.LinstorClusterSpec{Monitoring: &linstorv1.MonitoringSpec{Mode: row.mode}, TLS: row.tls, ExternalController: row.external})
-			m := MonitoringFor(c, row.missing)
+			m := MonitoringFor(c, row.imgs, row.missing)
 			if m.Enabled != row.on || m.ScrapeController != row.scrape || m.PrometheusOperator != row.prometheusOperator || m.Reason != row.reason || m.Message == "" {
 				t.Errorf("got %+v", m)
 			}
 			if row.reason == linstorv1.MonitoringReasonCRDsMissing && !strings.Contains(m.Message, row.missing[0]) {
 				t.Errorf("message %q does not name the missing CRD", m.Message)
 			}
-			if row.on && !row.scrape && row.external == nil && !strings.Contains(m.Message, "spec.monitoring.mode Enabled") {
-				t.Errorf("message %q does not say why the controller is not scraped, nor how to change it", m.Message)
+			if row.on && !row.scrape && row.external == nil && !strings.Contains(m.Message, "RELATED_IMAGE_OPERATOR") {
+				t.Errorf("message %q does not say why the controller is not scraped", m.Message)
 			}
 			if !m.PrometheusOperator {
 				return
@@ -480,13 +521,14 @@ func TestMonitoringFor(t *testing.T) {
 				scraped = scraped || o.GetName() == ControllerMonitorName
 			}
 			if scraped != row.scrape {
-				t.Errorf("the controller's ServiceMonitor rendered: %t, want %t (a target the NetworkPolicy shuts out is only ever down)", scraped, row.scrape)
+				t.Errorf("the controller's ServiceMonitor rendered: %t, want %t (a target without its sidecar is only ever down)", scraped, row.scrape)
 			}
 		})
 	}
 }
 
-func TestScrapersReachOnlyTheAPIPort(t *testing.T) {
+// The scrape namespaces reach the controller pod's metrics sidecar, never its API.
+func TestScrapersReachOnlyTheMetricsPort(t *testing.T) {
 	ns := func(name string, l map[string]string) map[string]string {
 		out := map[string]string{corev1.LabelMetadataName: name}
 		for k, v := range l {
@@ -520,8 +562,13 @@ func TestScrapersReachOnlyTheAPIPort(t *testing.T) {
 				t.Error("the components' rule changed")
 			}
 			rule := np.Spec.Ingress[1]
-			if mustYAML(t, rule.Ports) != mustYAML(t, plain.Spec.Ingress[0].Ports) {
-				t.Errorf("scrapers reach ports %s, want only the API port %s", mustYAML(t, rule.Ports), mustYAML(t, plain.Spec.Ingress[0].Ports))
+			if len(rule.Ports) != 1 || rule.Ports[0].Port.IntVal != names.MetricsProxyPort || *rule.Ports[0].Protocol != corev1.ProtocolTCP {
+				t.Errorf("scrapers reach ports %s, want only the metrics sidecar's %d", mustYAML(t, rule.Ports), names.MetricsProxyPort)
+			}
+			for _, p := range plain.Spec.Ingress[0].Ports {
+				if p.Port.IntVal == rule.Ports[0].Port.IntVal {
+					t.Errorf("the scrapers' port %d is the API's", p.Port.IntVal)
+				}
 			}
 			if len(rule.From) != 1 || rule.From[0].PodSelector != nil || rule.From[0].IPBlock != nil {
 				t.Fatalf("peers %+v, want one namespace selector", rule.From)

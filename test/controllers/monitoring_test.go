@@ -132,7 +132,7 @@ func TestMonitoringFollowsThePrometheusOperator(t *testing.T) {
 	}
 	type kindName struct{ kind, name string }
 	kinds := []kindName{
-		{"ServiceMonitor", render.ControllerMonitorName}, {"ServiceMonitor", render.OperatorMonitorName},
+		{"ServiceMonitor", render.OperatorMonitorName},
 		{"PodMonitor", render.SatelliteMonitorName}, {"PrometheusRule", render.AlertsName},
 	}
 	token := func() (*corev1.Secret, error) {
@@ -176,8 +176,14 @@ func TestMonitoringFollowsThePrometheusOperator(t *testing.T) {
 		g.Expect(metav1.IsControlledBy(secret, c)).To(BeTrue(), "the token Secret is not the cluster's")
 		cm := get(g, ns, render.DashboardName, &corev1.ConfigMap{})
 		g.Expect(cm.Labels).To(HaveKeyWithValue("grafana_dashboard", "1"))
-		g.Expect(policy(g).Spec.Ingress).To(HaveLen(2))
-		g.Expect(policy(g).Spec.Ingress[1].From[0].NamespaceSelector.MatchExpressions[0].Values).To(ContainElement("openshift-user-workload-monitoring"))
+		// This operator was not told its own image: the controller pod has no metrics
+		// sidecar, so nothing is opened to the scrapers and nothing scrapes the
+		// controller (pkg/render TestControllerMonitorScrapesTheMetricsSidecar and
+		// TestScrapersReachOnlyTheMetricsPort cover the sidecar's objects).
+		g.Expect(policy(g).Spec.Ingress).To(HaveLen(1))
+		g.Expect(c.Status.Monitoring.Message).To(ContainSubstring("RELATED_IMAGE_OPERATOR"))
+		_, err = monitoringObject(ns, "ServiceMonitor", render.ControllerMonitorName)
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a ServiceMonitor of the controller without its metrics sidecar")
 		g.Expect(c.Status.Monitoring.Enabled).To(BeTrue())
 		g.Expect(c.Status.Monitoring.Reason).To(Equal(linstorv1.MonitoringReasonEnabled))
 		g.Expect(c.Status.Monitoring.Message).To(ContainSubstring("ServiceMonitors, PodMonitor, PrometheusRule and the dashboard ConfigMap are applied"))
@@ -208,7 +214,7 @@ func TestMonitoringFollowsThePrometheusOperator(t *testing.T) {
 	}, "3s", tick).Should(Succeed())
 
 	// A hand edit of a field the operator owns is undone by the next pass.
-	sm, err := monitoringObject(ns, "ServiceMonitor", render.ControllerMonitorName)
+	sm, err := monitoringObject(ns, "ServiceMonitor", render.OperatorMonitorName)
 	g.Expect(err).NotTo(HaveOccurred())
 	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
 	eps[0].(map[string]any)["path"] = "/elsewhere"
@@ -216,10 +222,33 @@ func TestMonitoringFollowsThePrometheusOperator(t *testing.T) {
 	g.Expect(env.Client.Update(context.Background(), sm)).To(Succeed())
 	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) { c.Annotations = map[string]string{"touch": "2"} })).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		sm, err := monitoringObject(ns, "ServiceMonitor", render.ControllerMonitorName)
+		sm, err := monitoringObject(ns, "ServiceMonitor", render.OperatorMonitorName)
 		g.Expect(err).NotTo(HaveOccurred())
 		eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
 		g.Expect(eps[0].(map[string]any)["path"]).To(Equal("/metrics"))
+	}, timeout, tick).Should(Succeed())
+
+	// The scraper account goes missing (an install from an older config/rbac): no token,
+	// so no ServiceMonitor of the operator's naming one, and the status says why. It
+	// comes back with the account.
+	scraper := get(g, ns, render.MetricsScraperAccount, &corev1.ServiceAccount{})
+	g.Expect(env.Client.Delete(context.Background(), scraper)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		_, err := monitoringObject(ns, "ServiceMonitor", render.OperatorMonitorName)
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a ServiceMonitor presenting a token that cannot exist")
+		_, err = token()
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a token Secret of a missing account")
+		g.Expect(status(g).Message).To(ContainSubstring("ServiceAccount " + render.MetricsScraperAccount))
+		_, err = monitoringObject(ns, "PrometheusRule", render.AlertsName)
+		g.Expect(err).NotTo(HaveOccurred(), "the rest of monitoring goes on")
+	}, timeout, tick).Should(Succeed())
+	g.Expect(env.Client.Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: scraper.Name, Namespace: ns}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		_, err := monitoringObject(ns, "ServiceMonitor", render.OperatorMonitorName)
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = token()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(status(g).Message).NotTo(ContainSubstring("ServiceAccount"))
 	}, timeout, tick).Should(Succeed())
 
 	// Disabled: everything is pruned and the NetworkPolicy closes again.
@@ -346,6 +375,8 @@ func TestMonitoringLeavesTheUsersObjectsAlone(t *testing.T) {
 		g.Expect(m).NotTo(BeNil())
 		g.Expect(m.Reason).To(Equal(linstorv1.MonitoringReasonApplyFailed))
 		g.Expect(m.Message).To(And(ContainSubstring("PodMonitor"), ContainSubstring("not allowed in this namespace")))
+		// Not Degraded, so an Event says it, once per distinct failure.
+		g.Expect(warnings(g, ns, "MonitoringApplyFailed")).To(ContainElement(ContainSubstring("not allowed in this namespace")))
 		// The workload is applied and the cluster not degraded for it.
 		get(g, ns, names.ControllerName, &corev1.Service{})
 		degraded := condition(c.Status.Conditions, linstorv1.ConditionDegraded)
@@ -363,28 +394,28 @@ func TestMonitoringLeavesTheUsersObjectsAlone(t *testing.T) {
 		g.Expect(m).NotTo(BeNil())
 		g.Expect(m.Reason).To(Equal(linstorv1.MonitoringReasonEnabled))
 		g.Expect(m.NotOwned).To(ConsistOf("ServiceMonitor "+ns+"/"+render.OperatorMonitorName, "PrometheusRule "+ns+"/"+render.AlertsName))
-		g.Expect(m.Message).To(And(ContainSubstring("left alone"), ContainSubstring("spec.monitoring.mode Enabled")))
+		g.Expect(m.Message).To(ContainSubstring("left alone"))
+		g.Expect(warnings(g, ns, "MonitoringObjectsNotOwned")).To(ContainElement(ContainSubstring("PrometheusRule " + ns + "/" + render.AlertsName)))
 		pm, err := monitoringObject(ns, "PodMonitor", render.SatelliteMonitorName)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(metav1.IsControlledBy(pm, c)).To(BeTrue())
 	}, timeout, tick).Should(Succeed())
 	g.Expect(usersSpec(g, "ServiceMonitor", render.OperatorMonitorName)).To(Equal(smSpec))
 	g.Expect(usersSpec(g, "PrometheusRule", render.AlertsName)).To(Equal(ruleSpec))
-	// No API TLS: the controller's API port is not opened to the scrapers, and nothing
-	// scrapes it.
-	_, err = monitoringObject(ns, "ServiceMonitor", render.ControllerMonitorName)
-	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a ServiceMonitor for a port the NetworkPolicy keeps closed")
-	g.Expect(get(g, ns, names.NetworkPolicyName, &networkingv1.NetworkPolicy{}).Spec.Ingress).To(HaveLen(1))
-
-	// Enabled: the user opens the port knowingly.
+	// No API TLS, and monitoring Enabled outright: the API port is still never opened
+	// to the scrapers (only the metrics sidecar's would be, which this operator, not
+	// told its own image, does not run).
 	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) {
 		c.Spec.Monitoring = &linstorv1.MonitoringSpec{Mode: linstorv1.MonitoringEnabled}
 	})).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		_, err := monitoringObject(ns, "ServiceMonitor", render.ControllerMonitorName)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(get(g, ns, names.NetworkPolicyName, &networkingv1.NetworkPolicy{}).Spec.Ingress).To(HaveLen(2))
+		c := getCluster(g, cluster)
+		g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
+		g.Expect(c.Status.Monitoring.Reason).To(Equal(linstorv1.MonitoringReasonEnabled))
 	}, timeout, tick).Should(Succeed())
+	_, err = monitoringObject(ns, "ServiceMonitor", render.ControllerMonitorName)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a ServiceMonitor of the controller without its metrics sidecar")
+	g.Expect(get(g, ns, names.NetworkPolicyName, &networkingv1.NetworkPolicy{}).Spec.Ingress).To(HaveLen(1))
 
 	// Disabled: the operator's objects go, the user's stay.
 	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) {

@@ -100,7 +100,9 @@ func Serve(ctx context.Context, listen string, upstream *url.URL, timeout time.D
 		return err
 	}
 	srv := &http.Server{
-		Handler:           Handler(upstream, &http.Client{Timeout: timeout}),
+		// Never through a proxy: the cluster's HTTP_PROXY reaches every container of the
+		// controller pod, and LINSTOR is on the pod's loopback.
+		Handler:           Handler(upstream, &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: nil, DisableCompression: true}}),
 		ReadHeaderTimeout: 5 * time.Second,
 		WriteTimeout:      timeout + 5*time.Second,
 		MaxHeaderBytes:    16 << 10,

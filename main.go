@@ -27,7 +27,6 @@ import (
 
 	"github.com/linstor-operator/linstor-operator/internal/manager"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
-	"github.com/linstor-operator/linstor-operator/pkg/metricsproxy"
 	"github.com/linstor-operator/linstor-operator/pkg/rehearsal"
 )
 
@@ -46,10 +45,6 @@ func main() {
 	// The migration rehearsal's Job runs steps of this binary (pkg/rehearsal).
 	if len(os.Args) > 1 && os.Args[1] == "rehearsal" {
 		os.Exit(rehearsal.Main(os.Args[2:], os.Stderr))
-	}
-	// The LINSTOR controller pod's metrics sidecar (pkg/metricsproxy).
-	if len(os.Args) > 1 && os.Args[1] == "metrics-proxy" {
-		os.Exit(metricsproxy.Main(os.Args[2:], os.Stderr))
 	}
 	var (
 		metricsAddr, probeAddr, pprofAddr, logLevel, logFormat, linstorURL string

@@ -1,36 +1,18 @@
 package v1
 
-import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
-
 // MonitoringSpec says whether the operator creates the Prometheus Operator's objects
-// that scrape LINSTOR and alert on it, and who may scrape the LINSTOR controller.
+// that scrape LINSTOR and alert on it.
 type MonitoringSpec struct {
-	// mode is Auto, Enabled or Disabled. Enabled creates a ServiceMonitor for the LINSTOR
-	// controller's /metrics, a PodMonitor for the satellites' drbd-reactor and a
-	// PrometheusRule with the alerts of docs/alerts.md while the Prometheus Operator's
-	// CRDs exist, and always the Grafana dashboard ConfigMap and the NetworkPolicy rule
-	// for the namespaces of scrapeNamespaceSelector. Disabled removes them all. Auto (the
+	// mode is Auto, Enabled or Disabled. Enabled creates a ServiceMonitor for the
+	// operator's metrics endpoint (its own and, at /metrics/linstor, the LINSTOR
+	// controller's), a PodMonitor for the satellites' drbd-reactor and a PrometheusRule
+	// with the alerts of docs/alerts.md while the Prometheus Operator's CRDs exist, and
+	// always the Grafana dashboard ConfigMap. Disabled removes them all. Auto (the
 	// default when unset) is Enabled while the Prometheus Operator's CRDs are installed
 	// and Disabled otherwise.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Mode",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Auto","urn:alm:descriptor:com.tectonic.ui:select:Enabled","urn:alm:descriptor:com.tectonic.ui:select:Disabled"}
 	Mode MonitoringMode `json:"mode,omitempty"`
-
-	// scrapeNamespaceSelector selects the namespaces whose pods may reach the LINSTOR
-	// controller's API port (which serves /metrics) through the NetworkPolicy. Unset:
-	// the namespaces the common monitoring stacks run their Prometheus in, by name:
-	// monitoring (kube-prometheus), openshift-monitoring and
-	// openshift-user-workload-monitoring (OpenShift). An empty selector ({}) admits
-	// every namespace.
-	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Scrape Namespace Selector",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:selector:core:v1:Namespace","urn:alm:descriptor:com.tectonic.ui:advanced"}
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,path=matchExpressions,displayName="Scrape Namespace Expressions",description="Namespaces matching all these label expressions may scrape.",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,path=matchExpressions[0].key,displayName="Label Key",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,path=matchExpressions[0].operator,displayName="Operator",description="In, NotIn, Exists or DoesNotExist.",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,path=matchExpressions[0].values,displayName="Values",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
-	ScrapeNamespaceSelector *metav1.LabelSelector `json:"scrapeNamespaceSelector,omitempty"`
 }
 
 // MonitoringMode says whether the operator creates the monitoring objects.

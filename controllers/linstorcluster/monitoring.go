@@ -89,7 +89,7 @@ func (r *Reconciler) reconcileMonitoring(ctx context.Context, s *scope, mon rend
 		return keep, ctrl.Result{RequeueAfter: monitoringRetry}
 	}
 	if mon.PrometheusOperator {
-		more, err := render.PrometheusOperatorObjects(s.cluster, mon)
+		more, err := render.PrometheusOperatorObjects(s.cluster)
 		if err != nil {
 			return failed(err)
 		}
@@ -104,7 +104,7 @@ func (r *Reconciler) reconcileMonitoring(ctx context.Context, s *scope, mon rend
 			more = append(more, render.MetricsScraper(s.cluster)...)
 		case apierrors.IsNotFound(err):
 			more = slices.DeleteFunc(more, func(o client.Object) bool { return o.GetName() == render.OperatorMonitorName })
-			status.Message += fmt.Sprintf("; the operator's own metrics are not scraped: ServiceAccount %s, which ships with the operator (config/rbac, the OLM bundle), is missing",
+			status.Message += fmt.Sprintf("; neither the operator's nor LINSTOR's metrics are scraped: ServiceAccount %s, which ships with the operator (config/rbac, the OLM bundle), is missing",
 				render.MetricsScraperAccount)
 		default:
 			return failed(fmt.Errorf("reading ServiceAccount %s: %w", render.MetricsScraperAccount, err))

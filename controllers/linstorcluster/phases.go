@@ -90,7 +90,7 @@ func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	mon := render.MonitoringFor(s.cluster, r.Images, missingCRDs)
+	mon := render.MonitoringFor(s.cluster, missingCRDs)
 	var objs render.Objects
 	release := r.Images.WithRepository(s.cluster.Spec.Repository)
 	for _, part := range []func() (render.Objects, error){
@@ -107,13 +107,7 @@ func (r *Reconciler) reconcileControllerWorkload(ctx context.Context, s *scope) 
 		func() (render.Objects, error) { return render.HAController(s.cluster, release) },
 		func() (render.Objects, error) { return render.SatelliteConfig(s.cluster), nil },
 		// Who may reach the controller's API; pruned when spec.networkPolicy is Disabled.
-		func() (render.Objects, error) {
-			if !mon.ScrapeController {
-				return render.NetworkPolicy(s.cluster), nil
-			}
-			// The monitoring namespaces let in to scrape /metrics.
-			return render.WithScrapers(s.cluster, render.NetworkPolicy(s.cluster)), nil
-		},
+		func() (render.Objects, error) { return render.NetworkPolicy(s.cluster), nil },
 	} {
 		o, err := part()
 		if err != nil {

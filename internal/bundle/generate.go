@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -239,9 +238,6 @@ func managerDeployment(o Options, imgs []releaseImage) (*appsv1.Deployment, erro
 				continue
 			}
 			c.Image = imgs[0].image
-			// config/manager's own RELATED_IMAGE_OPERATOR (a copy of the image, for
-			// kustomize installs) gives way to the bundle's.
-			c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return strings.HasPrefix(e.Name, "RELATED_IMAGE_") })
 			// Every image the operator may run, so a mirror (and a Subscription's
 			// spec.config.env) can replace each one.
 			for _, img := range imgs[1:] {

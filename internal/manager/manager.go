@@ -2,8 +2,10 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	toolscache "k8s.io/client-go/tools/cache"
@@ -43,6 +45,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/pkg/images"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
+	"github.com/linstor-operator/linstor-operator/pkg/metricsproxy"
 	"github.com/linstor-operator/linstor-operator/pkg/upgrade"
 	"github.com/linstor-operator/linstor-operator/pkg/webhooks"
 )
@@ -188,12 +191,48 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the LinstorBackupSchedule controller: %w", err)
 	}
+	// LINSTOR's own /metrics, beside the operator's, behind the same authentication.
+	elected := mgr.Elected()
+	leading := func() bool {
+		select {
+		case <-elected:
+			return true
+		default:
+			return false
+		}
+	}
+	if err := mgr.AddMetricsServerExtraHandler(metricsproxy.Path, metricsproxy.Handler(linstorMetricsSource(mgr.GetClient(), connector, opts.Namespace), leading)); err != nil {
+		return nil, fmt.Errorf("serving LINSTOR's metrics: %w", err)
+	}
 	if opts.OperatorCondition != nil {
 		if err := (&operatorcondition.Reconciler{Client: mgr.GetClient(), Condition: opts.OperatorCondition}).SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up the OperatorCondition controller: %w", err)
 		}
 	}
 	return mgr, nil
+}
+
+// linstorMetricsSource is the LINSTOR of the oldest LinstorCluster in namespace (the
+// one the operator manages: a younger one is refused as a duplicate), reached as the
+// controllers reach it.
+func linstorMetricsSource(c client.Reader, connector *linstor.Connector, namespace string) metricsproxy.Source {
+	return func(ctx context.Context) (string, *http.Client, error) {
+		var list linstorv1.LinstorClusterList
+		if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+			return "", nil, err
+		}
+		if len(list.Items) == 0 {
+			return "", nil, errors.New("no LinstorCluster")
+		}
+		oldest := slices.MinFunc(list.Items, func(a, b linstorv1.LinstorCluster) int {
+			return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
+		})
+		conn, err := connector.Connect(ctx, &oldest)
+		if err != nil {
+			return "", nil, err
+		}
+		return conn.URL, conn.HTTP, nil
+	}
 }
 
 // scopedCache keeps in memory only what the operator owns: Secrets of its namespace,

@@ -43,12 +43,6 @@ const (
 	SecureAPIPort  = 3371
 	// NetworkPolicyName names the NetworkPolicy in front of the LINSTOR controller.
 	NetworkPolicyName = ControllerName
-	// MetricsProxyPort serves the controller's /metrics and nothing else of its API
-	// (pkg/metricsproxy, a sidecar of the controller pod), under MetricsProxyPortName
-	// on the pod and the Service.
-	MetricsProxyPort      = 9943
-	MetricsProxyPortName  = "metrics"
-	MetricsProxyContainer = "metrics-proxy"
 )
 
 // The CSI driver's and the HA controller's objects.

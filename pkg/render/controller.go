@@ -10,7 +10,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -49,47 +48,11 @@ func Controller(cluster *linstorv1.LinstorCluster, imgs images.Set) (Objects, er
 	if clustertls.APITLSEnabled(cluster) {
 		ports = ports[1:] // plain HTTP only answers on the pod's loopback
 	}
-	if MetricsProxied(imgs) {
-		ports = append(ports, corev1.ServicePort{Name: names.MetricsProxyPortName, Port: names.MetricsProxyPort,
-			TargetPort: intstr.FromString(names.MetricsProxyPortName), Protocol: corev1.ProtocolTCP})
-	}
 	svc := &corev1.Service{
 		TypeMeta: typeMeta("v1", "Service"), ObjectMeta: meta(names.ControllerName),
 		Spec: corev1.ServiceSpec{Selector: selectorLabels(cluster, names.ControllerName), Ports: ports},
 	}
 	return Objects{config, deploy, svc}, nil
-}
-
-// MetricsProxied: the controller pod runs the metrics sidecar (pkg/metricsproxy), which
-// needs the operator's own image (RELATED_IMAGE_OPERATOR). It runs whether or not
-// monitoring is on, so that turning monitoring on or off (installing the Prometheus
-// Operator) never restarts the LINSTOR controller; the NetworkPolicy decides who
-// reaches it.
-func MetricsProxied(imgs images.Set) bool { return imgs.Operator() != "" }
-
-// metricsProxyContainer serves the controller's /metrics, read from its plain listener
-// on the pod's loopback (there with API TLS, everywhere without), on a port of its own.
-func metricsProxyContainer(operator string) corev1.Container {
-	memory := resource.MustParse("32Mi")
-	return corev1.Container{
-		Name:  names.MetricsProxyContainer,
-		Image: operator,
-		Command: []string{"/manager", "metrics-proxy", fmt.Sprintf("--listen=:%d", names.MetricsProxyPort),
-			fmt.Sprintf("--upstream=http://127.0.0.1:%d", names.APIPort)},
-		Ports: []corev1.ContainerPort{{Name: names.MetricsProxyPortName, ContainerPort: names.MetricsProxyPort, Protocol: corev1.ProtocolTCP}},
-		Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
-			// A page of a large cluster is tens of MiB at most (metricsproxy.MaxBody
-			// streams it, never holds it).
-			Limits: corev1.ResourceList{corev1.ResourceMemory: memory},
-		},
-		SecurityContext: &corev1.SecurityContext{
-			RunAsNonRoot:             ptr.To(true),
-			AllowPrivilegeEscalation: ptr.To(false),
-			ReadOnlyRootFilesystem:   ptr.To(true),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
-	}
 }
 
 // ControllerEnabled: the controller runs unless explicitly disabled.
@@ -189,9 +152,6 @@ func controllerDeployment(cluster *linstorv1.LinstorCluster, imgs images.Set, l 
 			}},
 			Volumes: volumes,
 		},
-	}
-	if MetricsProxied(imgs) {
-		tmpl.Spec.Containers = append(tmpl.Spec.Containers, metricsProxyContainer(imgs.Operator()))
 	}
 	applyComponent(&tmpl, component, names.ControllerName)
 	if component != nil {

@@ -11,7 +11,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -20,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
@@ -29,6 +27,7 @@ import (
 	"github.com/linstor-operator/linstor-operator/internal/bundle"
 	"github.com/linstor-operator/linstor-operator/pkg/crdschema"
 	"github.com/linstor-operator/linstor-operator/pkg/images"
+	"github.com/linstor-operator/linstor-operator/pkg/metricsproxy"
 	"github.com/linstor-operator/linstor-operator/pkg/names"
 )
 
@@ -99,7 +98,7 @@ func checkAgainstCRD(t *testing.T, crds map[string]crdCheck, u *unstructured.Uns
 
 func monitoringObjects(t *testing.T, c *linstorv1.LinstorCluster) map[string]*unstructured.Unstructured {
 	t.Helper()
-	objs, err := PrometheusOperatorObjects(c, MonitoringFor(c, proxiedImages(t), nil))
+	objs, err := PrometheusOperatorObjects(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,117 +128,6 @@ func TestMonitoringObjectsMatchThePrometheusOperatorCRDs(t *testing.T) {
 			}
 		})
 	}
-}
-
-// proxiedImages is a release that knows its own image: the controller pod runs the
-// metrics sidecar.
-func proxiedImages(t *testing.T) images.Set {
-	t.Helper()
-	imgs, err := images.FromEnv([]string{"RELATED_IMAGE_OPERATOR=registry.example.com/linstor-operator:v0.3.0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return imgs
-}
-
-// The controller is scraped through its metrics sidecar, whatever API TLS says: plain
-// HTTP on the sidecar's port, with no LINSTOR credential handed to Prometheus.
-func TestControllerMonitorScrapesTheMetricsSidecar(t *testing.T) {
-	for _, spec := range map[string]linstorv1.LinstorClusterSpec{
-		"API TLS": {},
-		"API TLS, a user's client Secret": {TLS: &linstorv1.TLSSpec{API: &linstorv1.TLSConfig{
-			Mode: linstorv1.TLSSecret, SecretName: "api", ClientSecretName: "my-client", CAReference: &linstorv1.CAReference{Kind: "ConfigMap", Name: "company-ca", Key: "bundle.pem"}}}},
-		"no API TLS": {TLS: &linstorv1.TLSSpec{API: &linstorv1.TLSConfig{Mode: linstorv1.TLSDisabled}}},
-	} {
-		c := cluster(spec)
-		sm := monitoringObjects(t, c)[ControllerMonitorName]
-		if sm == nil {
-			t.Fatal("no ServiceMonitor")
-		}
-		sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
-		eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
-		if len(eps) != 1 {
-			t.Fatalf("endpoints %v", eps)
-		}
-		ep := eps[0].(map[string]any)
-		if mustYAML(t, ep) != mustYAML(t, map[string]any{"port": names.MetricsProxyPortName, "scheme": "http", "path": "/metrics"}) {
-			t.Errorf("endpoint %v: want the sidecar's port, plain, and no credential of LINSTOR's", ep)
-		}
-		objs, err := Controller(c, proxiedImages(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var svc *corev1.Service
-		var pod *corev1.PodSpec
-		for _, o := range objs {
-			switch o := o.(type) {
-			case *corev1.Service:
-				svc = o
-			case *appsv1.Deployment:
-				pod = &o.Spec.Template.Spec
-			}
-		}
-		if !selects(t, &metav1.LabelSelector{MatchLabels: sel}, svc.Labels) {
-			t.Errorf("selector %v does not select the controller Service (labels %v)", sel, svc.Labels)
-		}
-		var servicePort *corev1.ServicePort
-		for i := range svc.Spec.Ports {
-			if svc.Spec.Ports[i].Name == ep["port"] {
-				servicePort = &svc.Spec.Ports[i]
-			}
-		}
-		if servicePort == nil || servicePort.Port != names.MetricsProxyPort || servicePort.TargetPort.StrVal != names.MetricsProxyPortName {
-			t.Fatalf("the Service has no port %v to the sidecar: %v", ep["port"], svc.Spec.Ports)
-		}
-		var sidecar *corev1.Container
-		for i := range pod.Containers {
-			if pod.Containers[i].Name == names.MetricsProxyContainer {
-				sidecar = &pod.Containers[i]
-			}
-		}
-		if sidecar == nil || len(sidecar.Ports) != 1 || sidecar.Ports[0].Name != names.MetricsProxyPortName || sidecar.Ports[0].ContainerPort != names.MetricsProxyPort {
-			t.Fatalf("sidecar %+v: want the metrics port", sidecar)
-		}
-		if sidecar.Image != proxiedImages(t).Operator() || strings.Join(sidecar.Command, " ") != "/manager metrics-proxy --listen=:9943 --upstream=http://127.0.0.1:3370" {
-			t.Errorf("sidecar runs %s %v: want the operator's image reading LINSTOR's loopback listener", sidecar.Image, sidecar.Command)
-		}
-		if len(sidecar.VolumeMounts) != 0 || len(sidecar.Env) != 0 || len(sidecar.EnvFrom) != 0 {
-			t.Errorf("sidecar mounts %v, env %v: it needs no credential", sidecar.VolumeMounts, sidecar.Env)
-		}
-		sc := sidecar.SecurityContext
-		if sc == nil || !*sc.RunAsNonRoot || *sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
-			t.Errorf("sidecar security context %+v: want restricted", sc)
-		}
-	}
-	// A release that does not know its own image runs no sidecar, and nothing scrapes
-	// the controller.
-	c := cluster(linstorv1.LinstorClusterSpec{})
-	objs, err := Controller(c, images.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range objs {
-		if d, ok := o.(*appsv1.Deployment); ok && len(d.Spec.Template.Spec.Containers) != 1 {
-			t.Errorf("containers %d without the operator's image", len(d.Spec.Template.Spec.Containers))
-		}
-		if s, ok := o.(*corev1.Service); ok {
-			for _, p := range s.Spec.Ports {
-				if p.Name == names.MetricsProxyPortName {
-					t.Errorf("Service port %s without a sidecar", p.Name)
-				}
-			}
-		}
-	}
-	m := MonitoringFor(c, images.Default(), nil)
-	if m.ScrapeController || !strings.Contains(m.Message, "RELATED_IMAGE_OPERATOR") {
-		t.Errorf("without the sidecar: %+v", m)
-	}
-	t.Run("no controller of the operator's", func(t *testing.T) {
-		objs := monitoringObjects(t, cluster(linstorv1.LinstorClusterSpec{ExternalController: &linstorv1.ExternalControllerSpec{URL: "https://l:3371"}, Controller: &linstorv1.ControllerSpec{ComponentSpec: linstorv1.ComponentSpec{Enabled: ptr.To(false)}}}))
-		if objs[ControllerMonitorName] != nil || objs[SatelliteMonitorName] == nil || objs[AlertsName] == nil || objs[OperatorMonitorName] == nil {
-			t.Errorf("rendered %v: the satellites and the operator itself are still the operator's to scrape, the controller is not", objs)
-		}
-	})
 }
 
 // The operator's metrics Service as config/default and the OLM bundle install it (OLM
@@ -273,10 +161,20 @@ func TestOperatorMonitorScrapesTheOperatorsSecureMetrics(t *testing.T) {
 	}
 	sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
 	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
-	if len(eps) != 1 {
-		t.Fatalf("endpoints %v", eps)
+	if len(eps) != 2 {
+		t.Fatalf("endpoints %v: want the operator's /metrics and LINSTOR's", eps)
 	}
 	ep := eps[0].(map[string]any)
+	// LINSTOR's page comes from the same endpoint, authenticated the same way: only the
+	// path differs (pkg/metricsproxy), never LINSTOR's own port or a credential of it.
+	linstorEP := maps.Clone(eps[1].(map[string]any))
+	if linstorEP["path"] != metricsproxy.Path {
+		t.Errorf("second endpoint %v: want LINSTOR's page at %s", linstorEP, metricsproxy.Path)
+	}
+	linstorEP["path"] = ep["path"]
+	if mustYAML(t, linstorEP) != mustYAML(t, ep) {
+		t.Errorf("LINSTOR's endpoint differs from the operator's beyond its path:\n%s\n%s", mustYAML(t, eps[1]), mustYAML(t, ep))
+	}
 	for file, svc := range operatorMetricsServices(t) {
 		if !selects(t, &metav1.LabelSelector{MatchLabels: sel}, svc.Labels) {
 			t.Errorf("selector %v does not select the metrics Service of %s (labels %v)", sel, file, svc.Labels)
@@ -344,19 +242,21 @@ func TestOperatorMonitorScrapesTheOperatorsSecureMetrics(t *testing.T) {
 	for _, r := range rbac.ClusterRoles {
 		roles[r.Name] = r
 	}
-	granted := false
-	for _, b := range rbac.ClusterRoleBindings {
-		for _, s := range b.Subjects {
-			if s.Kind != rbacv1.ServiceAccountKind || s.Name != MetricsScraperAccount || roles[b.RoleRef.Name] == nil {
-				continue
-			}
-			for _, r := range roles[b.RoleRef.Name].Rules {
-				granted = granted || (slices.Contains(r.NonResourceURLs, "/metrics") && slices.Contains(r.Verbs, "get"))
+	for _, path := range []string{"/metrics", metricsproxy.Path} {
+		granted := false
+		for _, b := range rbac.ClusterRoleBindings {
+			for _, s := range b.Subjects {
+				if s.Kind != rbacv1.ServiceAccountKind || s.Name != MetricsScraperAccount || roles[b.RoleRef.Name] == nil {
+					continue
+				}
+				for _, r := range roles[b.RoleRef.Name].Rules {
+					granted = granted || (slices.Contains(r.NonResourceURLs, path) && slices.Contains(r.Verbs, "get"))
+				}
 			}
 		}
-	}
-	if !granted {
-		t.Errorf("config/rbac does not let %s GET /metrics: the operator's endpoint would refuse every scrape", MetricsScraperAccount)
+		if !granted {
+			t.Errorf("config/rbac does not let %s GET %s: the operator's endpoint would refuse every scrape of it", MetricsScraperAccount, path)
+		}
 	}
 }
 
@@ -468,126 +368,63 @@ func TestDashboardConfigMapIsLabelledForTheGrafanaSidecar(t *testing.T) {
 
 func TestMonitoringFor(t *testing.T) {
 	missing := []string{"servicemonitors.monitoring.coreos.com"}
-	noAPITLS := &linstorv1.TLSSpec{API: &linstorv1.TLSConfig{Mode: linstorv1.TLSDisabled}}
-	external := &linstorv1.ExternalControllerSpec{URL: "https://linstor.example:3371"}
-	proxied, plain := proxiedImages(t), images.Default()
 	for _, row := range []struct {
-		name     string
-		mode     linstorv1.MonitoringMode
-		tls      *linstorv1.TLSSpec
-		external *linstorv1.ExternalControllerSpec
-		imgs     images.Set
-		missing  []string
-		// on: the dashboard; scrape: the sidecar's port opened and the controller's
-		// ServiceMonitor; prometheusOperator: the Prometheus Operator's objects.
-		on, scrape, prometheusOperator bool
-		reason                         string
+		name                   string
+		mode                   linstorv1.MonitoringMode
+		missing                []string
+		on, prometheusOperator bool
+		reason                 string
 	}{
-		{"unset, CRDs installed", "", nil, nil, proxied, nil, true, true, true, linstorv1.MonitoringReasonEnabled},
-		{"unset, CRDs missing", "", nil, nil, proxied, missing, false, false, false, linstorv1.MonitoringReasonCRDsMissing},
-		{"Auto, CRDs missing", linstorv1.MonitoringAuto, nil, nil, proxied, missing, false, false, false, linstorv1.MonitoringReasonCRDsMissing},
-		{"Auto, CRDs installed", linstorv1.MonitoringAuto, nil, nil, proxied, nil, true, true, true, linstorv1.MonitoringReasonEnabled},
-		// The sidecar serves /metrics only: API TLS does not matter to who may scrape.
-		{"Auto, no API TLS", linstorv1.MonitoringAuto, noAPITLS, nil, proxied, nil, true, true, true, linstorv1.MonitoringReasonEnabled},
-		{"Auto, no sidecar: the controller is not scraped", linstorv1.MonitoringAuto, nil, nil, plain, nil, true, false, true, linstorv1.MonitoringReasonEnabled},
-		{"Enabled, no sidecar", linstorv1.MonitoringEnabled, noAPITLS, nil, plain, nil, true, false, true, linstorv1.MonitoringReasonEnabled},
-		{"Enabled, external controller: nothing of ours to scrape", linstorv1.MonitoringEnabled, nil, external, proxied, nil, true, false, true, linstorv1.MonitoringReasonEnabled},
-		{"Enabled, CRDs missing: dashboard and scrape rule only", linstorv1.MonitoringEnabled, nil, nil, proxied, missing, true, true, false, linstorv1.MonitoringReasonCRDsMissing},
-		{"Enabled, CRDs installed", linstorv1.MonitoringEnabled, nil, nil, proxied, nil, true, true, true, linstorv1.MonitoringReasonEnabled},
-		{"Disabled, CRDs installed", linstorv1.MonitoringDisabled, nil, nil, proxied, nil, false, false, false, linstorv1.MonitoringReasonDisabled},
-		{"Disabled, CRDs missing", linstorv1.MonitoringDisabled, nil, nil, proxied, missing, false, false, false, linstorv1.MonitoringReasonDisabled},
+		{"unset, CRDs installed", "", nil, true, true, linstorv1.MonitoringReasonEnabled},
+		{"unset, CRDs missing", "", missing, false, false, linstorv1.MonitoringReasonCRDsMissing},
+		{"Auto, CRDs missing", linstorv1.MonitoringAuto, missing, false, false, linstorv1.MonitoringReasonCRDsMissing},
+		{"Auto, CRDs installed", linstorv1.MonitoringAuto, nil, true, true, linstorv1.MonitoringReasonEnabled},
+		{"Enabled, CRDs missing: the dashboard only", linstorv1.MonitoringEnabled, missing, true, false, linstorv1.MonitoringReasonCRDsMissing},
+		{"Enabled, CRDs installed", linstorv1.MonitoringEnabled, nil, true, true, linstorv1.MonitoringReasonEnabled},
+		{"Disabled, CRDs installed", linstorv1.MonitoringDisabled, nil, false, false, linstorv1.MonitoringReasonDisabled},
+		{"Disabled, CRDs missing", linstorv1.MonitoringDisabled, missing, false, false, linstorv1.MonitoringReasonDisabled},
 	} {
 		t.Run(row.name, func(t *testing.T) {
-			c := cluster(linstorv1.LinstorClusterSpec{Monitoring: &linstorv1.MonitoringSpec{Mode: row.mode}, TLS: row.tls, ExternalController: row.external})
-			m := MonitoringFor(c, row.imgs, row.missing)
-			if m.Enabled != row.on || m.ScrapeController != row.scrape || m.PrometheusOperator != row.prometheusOperator || m.Reason != row.reason || m.Message == "" {
+			m := MonitoringFor(cluster(linstorv1.LinstorClusterSpec{Monitoring: &linstorv1.MonitoringSpec{Mode: row.mode}}), row.missing)
+			if m.Enabled != row.on || m.PrometheusOperator != row.prometheusOperator || m.Reason != row.reason || m.Message == "" {
 				t.Errorf("got %+v", m)
 			}
 			if row.reason == linstorv1.MonitoringReasonCRDsMissing && !strings.Contains(m.Message, row.missing[0]) {
 				t.Errorf("message %q does not name the missing CRD", m.Message)
 			}
-			if row.on && !row.scrape && row.external == nil && !strings.Contains(m.Message, "RELATED_IMAGE_OPERATOR") {
-				t.Errorf("message %q does not say why the controller is not scraped", m.Message)
-			}
-			if !m.PrometheusOperator {
-				return
-			}
-			objs, err := PrometheusOperatorObjects(c, m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			scraped := false
-			for _, o := range objs {
-				scraped = scraped || o.GetName() == ControllerMonitorName
-			}
-			if scraped != row.scrape {
-				t.Errorf("the controller's ServiceMonitor rendered: %t, want %t (a target without its sidecar is only ever down)", scraped, row.scrape)
-			}
 		})
+	}
+	if m := MonitoringFor(cluster(linstorv1.LinstorClusterSpec{}), nil); !m.PrometheusOperator {
+		t.Errorf("no spec.monitoring: %+v, want on while the CRDs exist", m)
 	}
 }
 
-// The scrape namespaces reach the controller pod's metrics sidecar, never its API.
-func TestScrapersReachOnlyTheMetricsPort(t *testing.T) {
-	ns := func(name string, l map[string]string) map[string]string {
-		out := map[string]string{corev1.LabelMetadataName: name}
-		for k, v := range l {
-			out[k] = v
+// Monitoring never opens the LINSTOR controller to anyone: whatever spec.monitoring
+// says, its NetworkPolicy admits LINSTOR's own clients only (Prometheus reads LINSTOR's
+// page from the operator).
+func TestMonitoringOpensNoPortOfLinstors(t *testing.T) {
+	for _, mode := range []linstorv1.MonitoringMode{"", linstorv1.MonitoringEnabled, linstorv1.MonitoringDisabled} {
+		c := cluster(linstorv1.LinstorClusterSpec{Monitoring: &linstorv1.MonitoringSpec{Mode: mode}})
+		plain := cluster(linstorv1.LinstorClusterSpec{})
+		if mustYAML(t, policyOf(t, c)) != mustYAML(t, policyOf(t, plain)) {
+			t.Errorf("mode %q changes the NetworkPolicy", mode)
 		}
-		return out
-	}
-	for _, row := range []struct {
-		name     string
-		spec     linstorv1.LinstorClusterSpec
-		admitted []map[string]string
-		refused  []map[string]string
-	}{
-		{"default: the common monitoring stacks' namespaces", linstorv1.LinstorClusterSpec{},
-			[]map[string]string{ns("monitoring", nil), ns("openshift-monitoring", nil), ns("openshift-user-workload-monitoring", nil)},
-			[]map[string]string{ns("default", nil), ns("storage", nil), ns("kube-system", nil)}},
-		{"a selector of the user's", linstorv1.LinstorClusterSpec{Monitoring: &linstorv1.MonitoringSpec{ScrapeNamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "observability"}}}},
-			[]map[string]string{ns("prom", map[string]string{"team": "observability"})},
-			[]map[string]string{ns("monitoring", nil)}},
-		{"empty selector: every namespace", linstorv1.LinstorClusterSpec{Monitoring: &linstorv1.MonitoringSpec{ScrapeNamespaceSelector: &metav1.LabelSelector{}}},
-			[]map[string]string{ns("anything", nil)}, nil},
-	} {
-		t.Run(row.name, func(t *testing.T) {
-			c := cluster(row.spec)
-			plain := policyOf(t, c)
-			np := WithScrapers(c, NetworkPolicy(c))[0].(*networkingv1.NetworkPolicy)
-			if len(np.Spec.Ingress) != 2 {
-				t.Fatalf("%d ingress rules, want the components' and the scrapers'", len(np.Spec.Ingress))
-			}
-			if mustYAML(t, np.Spec.Ingress[0]) != mustYAML(t, plain.Spec.Ingress[0]) {
-				t.Error("the components' rule changed")
-			}
-			rule := np.Spec.Ingress[1]
-			if len(rule.Ports) != 1 || rule.Ports[0].Port.IntVal != names.MetricsProxyPort || *rule.Ports[0].Protocol != corev1.ProtocolTCP {
-				t.Errorf("scrapers reach ports %s, want only the metrics sidecar's %d", mustYAML(t, rule.Ports), names.MetricsProxyPort)
-			}
-			for _, p := range plain.Spec.Ingress[0].Ports {
-				if p.Port.IntVal == rule.Ports[0].Port.IntVal {
-					t.Errorf("the scrapers' port %d is the API's", p.Port.IntVal)
+		for _, o := range mustObjects(t, c) {
+			if u, ok := o.(*unstructured.Unstructured); ok && u.GetKind() == "ServiceMonitor" {
+				sel, _, _ := unstructured.NestedStringMap(u.Object, "spec", "selector", "matchLabels")
+				if selects(t, &metav1.LabelSelector{MatchLabels: sel}, selectorLabels(c, names.ControllerName)) {
+					t.Errorf("ServiceMonitor %s scrapes the LINSTOR controller's pods", u.GetName())
 				}
 			}
-			if len(rule.From) != 1 || rule.From[0].PodSelector != nil || rule.From[0].IPBlock != nil {
-				t.Fatalf("peers %+v, want one namespace selector", rule.From)
-			}
-			for _, l := range row.admitted {
-				if !selects(t, rule.From[0].NamespaceSelector, l) {
-					t.Errorf("namespace %v not admitted", l)
-				}
-			}
-			for _, l := range row.refused {
-				if selects(t, rule.From[0].NamespaceSelector, l) {
-					t.Errorf("namespace %v admitted", l)
-				}
-			}
-		})
+		}
 	}
-	// No policy, nothing to add to.
-	c := cluster(linstorv1.LinstorClusterSpec{NetworkPolicy: linstorv1.NetworkPolicyDisabled})
-	if objs := WithScrapers(c, NetworkPolicy(c)); len(objs) != 0 {
-		t.Errorf("rendered %d objects without a NetworkPolicy", len(objs))
+}
+
+func mustObjects(t *testing.T, c *linstorv1.LinstorCluster) Objects {
+	t.Helper()
+	objs, err := PrometheusOperatorObjects(c)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return objs
 }

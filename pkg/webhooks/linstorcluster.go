@@ -126,10 +126,6 @@ func validateClusterSpec(spec *linstorv1.LinstorClusterSpec) field.ErrorList {
 	if spec.PassphraseSecretRef != nil {
 		errs = append(errs, validateSecretName(p.Child("passphraseSecretRef", "name"), spec.PassphraseSecretRef.Name)...)
 	}
-	if m := spec.Monitoring; m != nil && m.ScrapeNamespaceSelector != nil {
-		errs = append(errs, metav1validation.ValidateLabelSelector(m.ScrapeNamespaceSelector,
-			metav1validation.LabelSelectorValidationOptions{}, p.Child("monitoring", "scrapeNamespaceSelector"))...)
-	}
 	if tls := spec.TLS; tls != nil {
 		for _, ch := range []struct {
 			name string

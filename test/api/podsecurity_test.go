@@ -159,12 +159,7 @@ func dryRunPod(ctx context.Context, namespace, name string, tmpl corev1.PodTempl
 func podTemplates(t *testing.T) map[string]corev1.PodTemplateSpec {
 	t.Helper()
 	out := map[string]corev1.PodTemplateSpec{"operator": managerPodTemplate(t)}
-	// A release that knows its own image, as the bundle's: the controller pod runs the
-	// metrics sidecar.
-	imgs, err := images.FromEnv([]string{"RELATED_IMAGE_OPERATOR=registry.example.com/linstor-operator:v0.3.0"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	imgs := images.Default()
 	cluster := &linstorv1.LinstorCluster{ObjectMeta: metav1.ObjectMeta{Name: "linstor", Namespace: "linstor"}}
 	sat := &linstorv1.LinstorSatellite{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Namespace: "linstor"}}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"},

@@ -128,10 +128,6 @@ var invalidCases = []struct {
 	{"restore from a backup that does not exist", "v1", "LinstorCluster", obj{"database": obj{"restoreFrom": "no-such-backup"}}, `spec.database.restoreFrom: Not found: "no-such-backup"`},
 	{"restore from a name that cannot exist", "v1", "LinstorCluster", obj{"database": obj{"restoreFrom": "Bad_Name"}}, `spec.database.restoreFrom: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain`},
 	{"monitoring mode", "v1", "LinstorCluster", obj{"monitoring": obj{"mode": "On"}}, `spec.monitoring.mode: Unsupported value: "On": supported values: "Auto", "Enabled", "Disabled"`},
-	{"scrape namespace selector operator", "v1", "LinstorCluster", obj{"monitoring": obj{"scrapeNamespaceSelector": obj{"matchExpressions": list{obj{"key": "team", "operator": "Among", "values": list{"ops"}}}}}},
-		`spec.monitoring.scrapeNamespaceSelector.matchExpressions[0].operator: Invalid value: "Among": not a valid selector operator`},
-	{"scrape namespace selector label", "v1", "LinstorCluster", obj{"monitoring": obj{"scrapeNamespaceSelector": obj{"matchLabels": obj{"team": "not a value"}}}},
-		`spec.monitoring.scrapeNamespaceSelector.matchLabels: Invalid value: "not a value"`},
 	{"connection selector key", "v1", "LinstorNodeConnection", obj{"selector": list{obj{"matchLabels": list{obj{"key": "bad key", "op": "Same"}}}}}, `spec.selector[0].matchLabels[0].key: Invalid value: "bad key"`},
 	{"connection selector value", "v1", "LinstorNodeConnection", obj{"selector": list{obj{"matchLabels": list{obj{"key": "zone", "op": "In", "values": list{"a b"}}}}}}, `spec.selector[0].matchLabels[0].values[0]: Invalid value: "a b"`},
 	// Strategic-merge directives where they are not valid.
@@ -332,9 +328,8 @@ func TestValidEdgeCasesAreAccepted(t *testing.T) {
 		{"external controller, own disabled", "v1", "LinstorCluster", obj{"externalController": obj{"url": "https://linstor.example.com:3371"}, "controller": obj{"enabled": false}}},
 		{"cert-manager TLS", "v1", "LinstorCluster", obj{"tls": obj{"internal": obj{"mode": "CertManager", "issuerRef": obj{"name": "ca", "kind": "ClusterIssuer"}}}}},
 		{"prerelease version", "v1", "LinstorCluster", obj{"version": "1.34.0-rc.1"}},
-		{"monitoring off, every namespace may scrape", "v1", "LinstorCluster", obj{"monitoring": obj{"mode": "Disabled", "scrapeNamespaceSelector": obj{}}}},
-		{"monitoring scraped from labelled namespaces", "v1", "LinstorCluster", obj{"monitoring": obj{"mode": "Enabled", "scrapeNamespaceSelector": obj{
-			"matchLabels": obj{"network.openshift.io/policy-group": "monitoring"}, "matchExpressions": list{obj{"key": "team", "operator": "Exists"}}}}}},
+		{"monitoring off", "v1", "LinstorCluster", obj{"monitoring": obj{"mode": "Disabled"}}},
+		{"monitoring on without the Prometheus Operator", "v1", "LinstorCluster", obj{"monitoring": obj{"mode": "Enabled"}}},
 		{"discovery pools", "v1", "LinstorSatelliteConfiguration", obj{"storagePools": list{
 			pool("nvme", obj{"lvmThinPool": obj{}, "source": obj{"discover": obj{"rotational": false, "minSize": "1Ti", "maxSize": "1Ti", "models": list{"SAMSUNG MZQL2*"}, "devicePaths": list{"/dev/disk/by-id/nvme-*"}, "maxDisksPerNode": 2}}}),
 			pool("hdd", obj{"zfsPool": obj{}, "source": obj{"discover": obj{"rotational": true, "dryRun": true}}}),

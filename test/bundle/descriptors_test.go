@@ -160,7 +160,6 @@ var formOnly = map[string]string{
 	"nodeAffinity":           "a corev1.NodeSelector (LinstorCluster, LinstorSatelliteConfiguration)",
 	"ipFamilies":             "a list of IP families",
 	"volumes.resourceGroups": "a list of resource group names",
-	"monitoring.scrapeNamespaceSelector.matchLabels": "a label map; the selector above it has a descriptor, whose row shows it",
 }
 
 // describedBelow: some descriptor's path lies below path.

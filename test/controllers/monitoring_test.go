@@ -165,7 +165,7 @@ func TestMonitoringFollowsThePrometheusOperator(t *testing.T) {
 		sm, err := monitoringObject(ns, "ServiceMonitor", render.OperatorMonitorName)
 		g.Expect(err).NotTo(HaveOccurred())
 		eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
-		g.Expect(eps).To(HaveLen(1))
+		g.Expect(eps).To(HaveLen(2))
 		g.Expect(eps[0]).To(HaveKeyWithValue("honorLabels", true))
 		credentials, _, _ := unstructured.NestedStringMap(eps[0].(map[string]any), "authorization", "credentials")
 		g.Expect(credentials).To(HaveKeyWithValue("name", render.MetricsScraperTokenName))
@@ -176,17 +176,12 @@ func TestMonitoringFollowsThePrometheusOperator(t *testing.T) {
 		g.Expect(metav1.IsControlledBy(secret, c)).To(BeTrue(), "the token Secret is not the cluster's")
 		cm := get(g, ns, render.DashboardName, &corev1.ConfigMap{})
 		g.Expect(cm.Labels).To(HaveKeyWithValue("grafana_dashboard", "1"))
-		// This operator was not told its own image: the controller pod has no metrics
-		// sidecar, so nothing is opened to the scrapers and nothing scrapes the
-		// controller (pkg/render TestControllerMonitorScrapesTheMetricsSidecar and
-		// TestScrapersReachOnlyTheMetricsPort cover the sidecar's objects).
+		// LINSTOR's page is read from the operator: nothing is opened to the scrapers.
+		g.Expect(eps[1]).To(HaveKeyWithValue("path", "/metrics/linstor"))
 		g.Expect(policy(g).Spec.Ingress).To(HaveLen(1))
-		g.Expect(c.Status.Monitoring.Message).To(ContainSubstring("RELATED_IMAGE_OPERATOR"))
-		_, err = monitoringObject(ns, "ServiceMonitor", render.ControllerMonitorName)
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a ServiceMonitor of the controller without its metrics sidecar")
 		g.Expect(c.Status.Monitoring.Enabled).To(BeTrue())
 		g.Expect(c.Status.Monitoring.Reason).To(Equal(linstorv1.MonitoringReasonEnabled))
-		g.Expect(c.Status.Monitoring.Message).To(ContainSubstring("ServiceMonitors, PodMonitor, PrometheusRule and the dashboard ConfigMap are applied"))
+		g.Expect(c.Status.Monitoring.Message).To(ContainSubstring("ServiceMonitor, PodMonitor, PrometheusRule and the dashboard ConfigMap are applied"))
 		g.Expect(c.Status.Monitoring.NotOwned).To(BeEmpty())
 	}, timeout, tick).Should(Succeed())
 
@@ -402,9 +397,7 @@ func TestMonitoringLeavesTheUsersObjectsAlone(t *testing.T) {
 	}, timeout, tick).Should(Succeed())
 	g.Expect(usersSpec(g, "ServiceMonitor", render.OperatorMonitorName)).To(Equal(smSpec))
 	g.Expect(usersSpec(g, "PrometheusRule", render.AlertsName)).To(Equal(ruleSpec))
-	// No API TLS, and monitoring Enabled outright: the API port is still never opened
-	// to the scrapers (only the metrics sidecar's would be, which this operator, not
-	// told its own image, does not run).
+	// Monitoring never opens LINSTOR's API port, even Enabled outright and without API TLS.
 	g.Expect(updateCluster(cluster, func(c *linstorv1.LinstorCluster) {
 		c.Spec.Monitoring = &linstorv1.MonitoringSpec{Mode: linstorv1.MonitoringEnabled}
 	})).To(Succeed())
@@ -413,8 +406,6 @@ func TestMonitoringLeavesTheUsersObjectsAlone(t *testing.T) {
 		g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
 		g.Expect(c.Status.Monitoring.Reason).To(Equal(linstorv1.MonitoringReasonEnabled))
 	}, timeout, tick).Should(Succeed())
-	_, err = monitoringObject(ns, "ServiceMonitor", render.ControllerMonitorName)
-	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a ServiceMonitor of the controller without its metrics sidecar")
 	g.Expect(get(g, ns, names.NetworkPolicyName, &networkingv1.NetworkPolicy{}).Spec.Ingress).To(HaveLen(1))
 
 	// Disabled: the operator's objects go, the user's stay.
@@ -424,8 +415,6 @@ func TestMonitoringLeavesTheUsersObjectsAlone(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		_, err := monitoringObject(ns, "PodMonitor", render.SatelliteMonitorName)
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the operator's PodMonitor not pruned")
-		_, err = monitoringObject(ns, "ServiceMonitor", render.ControllerMonitorName)
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the operator's ServiceMonitor not pruned")
 		g.Expect(getCluster(g, cluster).Status.Monitoring.NotOwned).To(BeEmpty())
 	}, timeout, tick).Should(Succeed())
 	g.Consistently(func(g Gomega) {

@@ -28,6 +28,7 @@ import (
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/internal/bundle"
 	"github.com/linstor-operator/linstor-operator/internal/promserver"
+	"github.com/linstor-operator/linstor-operator/pkg/metricsproxy"
 	"github.com/linstor-operator/linstor-operator/pkg/render"
 	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
@@ -65,20 +66,27 @@ func TestPrometheusScrapesTheSecureEndpointWithTheScraperToken(t *testing.T) {
 
 	addr := startSecureMetrics(t, ctx, env.Config)
 
-	// Each token directly first, so that a failure below tells which side refused.
-	g.Expect(getMetrics(addr, "")).To(Equal(http.StatusUnauthorized), "GET /metrics without a token")
-	g.Expect(getMetrics(addr, scraperToken)).To(Equal(http.StatusOK),
-		"GET /metrics with the token of %s, bound by config/rbac (403: the shipped RBAC does not satisfy the endpoint's SubjectAccessReview)", render.MetricsScraperAccount)
-	g.Expect(getMetrics(addr, ungrantedToken)).To(Equal(http.StatusForbidden), "GET /metrics with the token of %s, which has no grant", ungranted.Name)
+	// Each token directly first, so that a failure below tells which side refused:
+	// the operator's page and LINSTOR's, which the operator serves beside it.
+	for _, path := range []string{"/metrics", metricsproxy.Path} {
+		g.Expect(getMetrics(addr, path, "")).To(Equal(http.StatusUnauthorized), "GET %s without a token", path)
+		g.Expect(getMetrics(addr, path, scraperToken)).To(Equal(http.StatusOK),
+			"GET %s with the token of %s, bound by config/rbac (403: the shipped RBAC does not satisfy the endpoint's SubjectAccessReview)", path, render.MetricsScraperAccount)
+		g.Expect(getMetrics(addr, path, ungrantedToken)).To(Equal(http.StatusForbidden), "GET %s with the token of %s, which has no grant", path, ungranted.Name)
+	}
 
-	// Prometheus with the ServiceMonitor's endpoint twice: the token of its Secret, and
-	// one without the grant.
-	monitor := operatorMonitorEndpoint(t, cluster)
+	// Prometheus with each of the ServiceMonitor's endpoints twice: the token of its
+	// Secret, and one without the grant.
+	endpoints := operatorMonitorEndpoints(t, cluster)
 	dir := t.TempDir()
+	scraperFile, ungrantedFile := writeToken(t, dir, "scraper-token", scraperToken), writeToken(t, dir, "ungranted-token", ungrantedToken)
 	const grantedJob, ungrantedJob = "operator-scraper-token", "operator-ungranted-token"
+	const grantedLinstorJob, ungrantedLinstorJob = "linstor-scraper-token", "linstor-ungranted-token"
 	srv, err := promserver.Start(ctx, promserver.Config{Binary: bin, Dir: dir, Jobs: []promserver.Job{
-		scrapeJobFor(t, grantedJob, monitor, addr, writeToken(t, dir, "scraper-token", scraperToken)),
-		scrapeJobFor(t, ungrantedJob, monitor, addr, writeToken(t, dir, "ungranted-token", ungrantedToken)),
+		scrapeJobFor(t, grantedJob, endpoints[0], addr, scraperFile),
+		scrapeJobFor(t, ungrantedJob, endpoints[0], addr, ungrantedFile),
+		scrapeJobFor(t, grantedLinstorJob, endpoints[1], addr, scraperFile),
+		scrapeJobFor(t, ungrantedLinstorJob, endpoints[1], addr, ungrantedFile),
 	}})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
@@ -110,6 +118,12 @@ func TestPrometheusScrapesTheSecureEndpointWithTheScraperToken(t *testing.T) {
 		// controller, come through the granted job only.
 		g.Expect(query(g, fmt.Sprintf(`controller_runtime_reconcile_total{job=%q, controller="linstorcluster"}`, grantedJob))).NotTo(BeEmpty())
 		g.Expect(query(g, fmt.Sprintf(`{job=%q, __name__=~"controller_runtime_.+|linstor_operator_.+"}`, ungrantedJob))).To(BeEmpty())
+		// LINSTOR's page, as the LINSTOR emulator serves it (v1.33.3's PrometheusBuilder),
+		// through the operator: its own series only, and only with the grant.
+		g.Expect(query(g, fmt.Sprintf(`up{job=%q} == 1`, grantedLinstorJob))).To(HaveLen(1), "targets: %v", health)
+		g.Expect(query(g, fmt.Sprintf(`up{job=%q} == 0`, ungrantedLinstorJob))).To(HaveLen(1), "targets: %v", health)
+		g.Expect(query(g, fmt.Sprintf(`linstor_info{job=%q}`, grantedLinstorJob))).NotTo(BeEmpty())
+		g.Expect(query(g, fmt.Sprintf(`{job=%q, __name__=~"controller_runtime_.+|linstor_operator_.+"}`, grantedLinstorJob))).To(BeEmpty())
 	}, 20*time.Second, 250*time.Millisecond).Should(Succeed())
 }
 
@@ -178,7 +192,11 @@ func startSecureMetrics(t *testing.T, ctx context.Context, cfg *rest.Config) str
 	t.Helper()
 	tlsOpts := []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
 	opts := metricsserver.Options{BindAddress: "127.0.0.1:0", SecureServing: true, TLSOpts: tlsOpts,
-		FilterProvider: filters.WithAuthenticationAndAuthorization}
+		FilterProvider: filters.WithAuthenticationAndAuthorization,
+		// As internal/manager adds it: LINSTOR's page, here the emulator's.
+		ExtraHandlers: map[string]http.Handler{metricsproxy.Path: metricsproxy.Handler(func(context.Context) (string, *http.Client, error) {
+			return linstorURL, http.DefaultClient, nil
+		}, func() bool { return true })}}
 	// The manager's own HTTP client for its config, as ctrl.NewManager builds it.
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
@@ -212,10 +230,10 @@ func startSecureMetrics(t *testing.T, ctx context.Context, cfg *rest.Config) str
 	return bound.GetBindAddr()
 }
 
-// getMetrics is the status of GET https://addr/metrics with the bearer token (none if
+// getMetrics is the status of GET https://addr<path> with the bearer token (none if
 // empty), not verifying the self-signed certificate, as the ServiceMonitor does not.
-func getMetrics(addr, token string) (int, error) {
-	req, err := http.NewRequest(http.MethodGet, "https://"+addr+"/metrics", nil)
+func getMetrics(addr, path, token string) (int, error) {
+	req, err := http.NewRequest(http.MethodGet, "https://"+addr+path, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -232,21 +250,21 @@ func getMetrics(addr, token string) (int, error) {
 	return resp.StatusCode, nil
 }
 
-// operatorMonitorEndpoint is the endpoint of the operator's ServiceMonitor as the
-// operator renders it for cluster.
-func operatorMonitorEndpoint(t *testing.T, cluster *linstorv1.LinstorCluster) map[string]any {
+// operatorMonitorEndpoints are the endpoints of the operator's ServiceMonitor as the
+// operator renders it for cluster: its own page, then LINSTOR's.
+func operatorMonitorEndpoints(t *testing.T, cluster *linstorv1.LinstorCluster) []map[string]any {
 	t.Helper()
-	objs, err := render.PrometheusOperatorObjects(cluster, render.MonitoringFor(cluster, nil))
+	objs, err := render.PrometheusOperatorObjects(cluster)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range objs {
 		if u, ok := o.(*unstructured.Unstructured); ok && u.GetName() == render.OperatorMonitorName {
 			eps, _, _ := unstructured.NestedSlice(u.Object, "spec", "endpoints")
-			if len(eps) != 1 {
-				t.Fatalf("ServiceMonitor %s: endpoints %v, want one", u.GetName(), eps)
+			if len(eps) != 2 || eps[0].(map[string]any)["path"] != "/metrics" || eps[1].(map[string]any)["path"] != metricsproxy.Path {
+				t.Fatalf("ServiceMonitor %s: endpoints %v, want /metrics and %s", u.GetName(), eps, metricsproxy.Path)
 			}
-			return eps[0].(map[string]any)
+			return []map[string]any{eps[0].(map[string]any), eps[1].(map[string]any)}
 		}
 	}
 	t.Fatalf("no ServiceMonitor %s rendered", render.OperatorMonitorName)

@@ -25,6 +25,11 @@ const Path = "/metrics/linstor"
 // (a few hundred bytes each); the rest of a larger one is cut off, never buffered.
 const MaxBody = 64 << 20
 
+// MaxInFlight bounds the scrapes forwarded at once: LINSTOR builds its page from its
+// whole in-memory state, and a Prometheus pair, the platform's and the user
+// workloads', each scrape on their own. One more is refused (503) rather than queued.
+const MaxInFlight = 4
+
 // Source says where LINSTOR is and how to reach it: the base URL and a client with the
 // operator's credentials for it.
 type Source func(ctx context.Context) (url string, client *http.Client, err error)
@@ -36,6 +41,7 @@ type Source func(ctx context.Context) (url string, client *http.Client, err erro
 // headers and body are not forwarded: nothing a scraper sends reaches LINSTOR but the
 // request for its page.
 func Handler(source Source, leading func() bool) http.Handler {
+	inFlight := make(chan struct{}, MaxInFlight)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -45,6 +51,13 @@ func Handler(source Source, leading func() bool) http.Handler {
 		if !leading() {
 			w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 			w.WriteHeader(http.StatusOK)
+			return
+		}
+		select {
+		case inFlight <- struct{}{}:
+			defer func() { <-inFlight }()
+		default:
+			http.Error(w, "too many scrapes of LINSTOR at once", http.StatusServiceUnavailable)
 			return
 		}
 		base, client, err := source(r.Context())

@@ -121,3 +121,58 @@ func TestLinstorUnreachable(t *testing.T) {
 		}
 	}
 }
+
+// Scrapers beyond MaxInFlight are refused while LINSTOR is busy with the others, and
+// served again once it answered.
+func TestScrapesInFlightAreBounded(t *testing.T) {
+	release := make(chan struct{})
+	var started atomic.Int32
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started.Add(1)
+		<-release
+		_, _ = io.WriteString(w, "linstor_info 1\n")
+	}))
+	t.Cleanup(api.Close)
+	source := func(context.Context) (string, *http.Client, error) { return api.URL, api.Client(), nil }
+	proxy := httptest.NewServer(Handler(source, func() bool { return true }))
+	t.Cleanup(proxy.Close)
+	statuses := make(chan int, MaxInFlight)
+	for range MaxInFlight {
+		go func() {
+			resp, err := http.Get(proxy.URL)
+			if err != nil {
+				statuses <- 0
+				return
+			}
+			resp.Body.Close()
+			statuses <- resp.StatusCode
+		}()
+	}
+	for deadline := time.Now().Add(5 * time.Second); started.Load() < MaxInFlight; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d scrapes reached LINSTOR", started.Load(), MaxInFlight)
+		}
+	}
+	resp, err := http.Get(proxy.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || started.Load() != MaxInFlight {
+		t.Errorf("one scrape too many: status %d, %d reached LINSTOR", resp.StatusCode, started.Load())
+	}
+	close(release)
+	for range MaxInFlight {
+		if s := <-statuses; s != http.StatusOK {
+			t.Errorf("a bounded scrape got %d", s)
+		}
+	}
+	resp, err = http.Get(proxy.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("after the others: %d", resp.StatusCode)
+	}
+}

@@ -119,9 +119,11 @@ func main() {
 	cfg := ctrl.GetConfigOrDie()
 	cfg.QPS, cfg.Burst = float32(apiQPS), apiBurst
 	mgr, err := manager.New(cfg, manager.Options{
-		Webhooks:          webhooksEnabled,
-		Images:            imageSet,
-		LinstorURL:        linstorURL,
+		Webhooks:   webhooksEnabled,
+		Images:     imageSet,
+		LinstorURL: linstorURL,
+		// LINSTOR's page only behind the endpoint's authentication.
+		LinstorMetrics:    secureMetrics,
 		Namespace:         namespace,
 		OperatorCondition: olmUpgradeable(cfg),
 		Manager: ctrl.Options{

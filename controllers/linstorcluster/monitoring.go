@@ -18,6 +18,7 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/apply"
+	"github.com/linstor-operator/linstor-operator/pkg/metricsproxy"
 	"github.com/linstor-operator/linstor-operator/pkg/names"
 	"github.com/linstor-operator/linstor-operator/pkg/render"
 )
@@ -136,7 +137,18 @@ func (r *Reconciler) reconcileMonitoring(ctx context.Context, s *scope, mon rend
 		r.Recorder.Eventf(s.cluster, corev1.EventTypeNormal, "Pruned", "Removed %d monitoring objects no longer needed", n)
 	}
 	if len(notOwned) > 0 {
-		status.Message += fmt.Sprintf("; left alone, not this LinstorCluster's: %s", strings.Join(notOwned, ", "))
+		// Say what the operator applied, not what it meant to.
+		var made []string
+		for _, o := range objs {
+			name := fmt.Sprintf("%s %s/%s", o.GetObjectKind().GroupVersionKind().Kind, o.GetNamespace(), o.GetName())
+			if !slices.Contains(notOwned, name) {
+				made = append(made, name)
+			}
+		}
+		status.Message = fmt.Sprintf("applied: %s; left alone, not this LinstorCluster's: %s", strings.Join(made, ", "), strings.Join(notOwned, ", "))
+		if slices.Contains(notOwned, fmt.Sprintf("%s %s/%s", render.ServiceMonitorKind.Kind, s.cluster.Namespace, render.OperatorMonitorName)) {
+			status.Message += fmt.Sprintf("; LINSTOR's metrics are scraped only if that ServiceMonitor has the endpoint %s (config/prometheus/monitor.yaml of this release has it)", metricsproxy.Path)
+		}
 	}
 	return keep, ctrl.Result{}
 }

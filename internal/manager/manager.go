@@ -99,6 +99,11 @@ type Options struct {
 	BackupTargetPoll time.Duration
 	// Now is the clock of the LinstorBackupSchedule controller (nil: time.Now).
 	Now func() time.Time
+	// LinstorMetrics serves LINSTOR's /metrics at metricsproxy.Path on the metrics
+	// endpoint. Set it only where that endpoint authenticates and authorizes every
+	// request (main.go: --metrics-secure): without, anyone reaching the operator would
+	// read LINSTOR's page.
+	LinstorMetrics bool
 	// Namespace is where the operator runs LINSTOR: the operands' ServiceAccounts and
 	// RBAC are installed there with the operator, whose own permissions on Secrets and
 	// workloads end at it. A LinstorCluster elsewhere is refused. Empty lets every
@@ -192,17 +197,19 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("setting up the LinstorBackupSchedule controller: %w", err)
 	}
 	// LINSTOR's own /metrics, beside the operator's, behind the same authentication.
-	elected := mgr.Elected()
-	leading := func() bool {
-		select {
-		case <-elected:
-			return true
-		default:
-			return false
+	if opts.LinstorMetrics {
+		elected := mgr.Elected()
+		leading := func() bool {
+			select {
+			case <-elected:
+				return true
+			default:
+				return false
+			}
 		}
-	}
-	if err := mgr.AddMetricsServerExtraHandler(metricsproxy.Path, metricsproxy.Handler(linstorMetricsSource(mgr.GetClient(), connector, opts.Namespace), leading)); err != nil {
-		return nil, fmt.Errorf("serving LINSTOR's metrics: %w", err)
+		if err := mgr.AddMetricsServerExtraHandler(metricsproxy.Path, metricsproxy.Handler(linstorMetricsSource(mgr.GetClient(), connector, opts.Namespace), leading)); err != nil {
+			return nil, fmt.Errorf("serving LINSTOR's metrics: %w", err)
+		}
 	}
 	if opts.OperatorCondition != nil {
 		if err := (&operatorcondition.Reconciler{Client: mgr.GetClient(), Condition: opts.OperatorCondition}).SetupWithManager(mgr); err != nil {

@@ -15,6 +15,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
 )
 
 // Path is where the LINSTOR controller's page is served, beside the operator's
@@ -22,7 +23,7 @@ import (
 const Path = "/metrics/linstor"
 
 // MaxBody bounds one answer: LINSTOR's page grows with its nodes, pools and resources
-// (a few hundred bytes each); the rest of a larger one is cut off, never buffered.
+// (a few hundred bytes each); a larger one fails the scrape, and is never buffered.
 const MaxBody = 64 << 20
 
 // MaxInFlight bounds the scrapes forwarded at once: LINSTOR builds its page from its
@@ -65,7 +66,12 @@ func Handler(source Source, leading func() bool) http.Handler {
 			http.Error(w, "LINSTOR controller: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		req, err := http.NewRequestWithContext(r.Context(), r.Method, base+"/metrics", nil)
+		target, err := url.JoinPath(base, "metrics")
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		req, err := http.NewRequestWithContext(r.Context(), r.Method, target, nil)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
@@ -82,6 +88,13 @@ func Handler(source Source, leading func() bool) http.Handler {
 			}
 		}
 		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, io.LimitReader(resp.Body, MaxBody))
+		// A page cut short (LINSTOR's answer broke off, the request timed out, or it
+		// passed MaxBody) must not reach Prometheus as a complete one: ended on a line
+		// boundary it would parse, and the missing nodes' series would go stale
+		// instead of the scrape failing. Aborting the handler breaks the connection.
+		n, err := io.Copy(w, io.LimitReader(resp.Body, MaxBody+1))
+		if err != nil || n > MaxBody {
+			panic(http.ErrAbortHandler)
+		}
 	})
 }

@@ -176,3 +176,30 @@ func TestScrapesInFlightAreBounded(t *testing.T) {
 		t.Errorf("after the others: %d", resp.StatusCode)
 	}
 }
+
+// A page that breaks off reaches Prometheus as a failed scrape, never as a shorter
+// complete one, even when it breaks at a line's end.
+func TestACutPageFailsTheScrape(t *testing.T) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1000")
+		_, _ = io.WriteString(w, "linstor_node_state{node=\"a\"} 2\n")
+		w.(http.Flusher).Flush()
+		// The connection ends before the promised length: a LINSTOR that died mid-page.
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	t.Cleanup(api.Close)
+	source := func(context.Context) (string, *http.Client, error) { return api.URL + "/", api.Client(), nil }
+	proxy := httptest.NewServer(Handler(source, func() bool { return true }))
+	t.Cleanup(proxy.Close)
+	resp, err := http.Get(proxy.URL)
+	if err != nil {
+		return // broken before the status: also a failed scrape
+	}
+	defer resp.Body.Close()
+	if _, err := io.ReadAll(resp.Body); err == nil {
+		t.Errorf("status %d and a complete body: the cut page would be taken as LINSTOR's whole page", resp.StatusCode)
+	}
+}

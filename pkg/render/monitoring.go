@@ -42,6 +42,9 @@ var MonitoringCRDs = []string{
 const (
 	SatelliteMonitorName = names.SatelliteComponent
 	AlertsName           = "linstor-operator-alerts"
+	// LinstorControllerJob is the job of LINSTOR's own series, scraped through the
+	// operator (its name before, when LINSTOR was scraped directly).
+	LinstorControllerJob = names.ControllerName
 	DashboardName        = "linstor-dashboard"
 	// MonitoringComponent labels every monitoring object (LabelComponent).
 	MonitoringComponent = "linstor-monitoring"
@@ -159,9 +162,17 @@ func operatorMonitor(cluster *linstorv1.LinstorCluster) *unstructured.Unstructur
 	}
 	// LINSTOR's page (pkg/metricsproxy) is a second endpoint: its own scrape, so a
 	// LINSTOR that does not answer is a target down, not a gap in the operator's series.
+	// Its targets differ from the operator's only by the path, which is no label: job
+	// LinstorControllerJob keeps the two pages' series apart (both have process_*, the
+	// JVM's and Go's) and their `up` too. Its samples drop the replica's pod and
+	// instance: only the leading replica forwards, and a new leader must continue the
+	// same series, not start new ones (every `for:` would start over).
+	linstor := endpoint(metricsproxy.Path)
+	linstor["relabelings"] = []any{map[string]any{"action": "replace", "targetLabel": "job", "replacement": LinstorControllerJob}}
+	linstor["metricRelabelings"] = []any{map[string]any{"action": "labeldrop", "regex": "pod|instance|container"}}
 	return monitoringObject(cluster, ServiceMonitorKind, OperatorMonitorName, map[string]any{
 		"selector":  toMap(&metav1.LabelSelector{MatchLabels: operatorMetricsServiceSelector}),
-		"endpoints": []any{endpoint("/metrics"), endpoint(metricsproxy.Path)},
+		"endpoints": []any{endpoint("/metrics"), linstor},
 	})
 }
 

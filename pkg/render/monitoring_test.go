@@ -171,9 +171,21 @@ func TestOperatorMonitorScrapesTheOperatorsSecureMetrics(t *testing.T) {
 	if linstorEP["path"] != metricsproxy.Path {
 		t.Errorf("second endpoint %v: want LINSTOR's page at %s", linstorEP, metricsproxy.Path)
 	}
+	// Its own job (the path is no label: without it both pages' process_* and up would
+	// be one series), and samples without the forwarding replica's pod and instance.
+	wantRelabel := []any{map[string]any{"action": "replace", "targetLabel": "job", "replacement": LinstorControllerJob}}
+	wantDrop := []any{map[string]any{"action": "labeldrop", "regex": "pod|instance|container"}}
+	if mustYAML(t, linstorEP["relabelings"]) != mustYAML(t, wantRelabel) || mustYAML(t, linstorEP["metricRelabelings"]) != mustYAML(t, wantDrop) {
+		t.Errorf("LINSTOR's endpoint relabels %s and %s", mustYAML(t, linstorEP["relabelings"]), mustYAML(t, linstorEP["metricRelabelings"]))
+	}
+	if ep["relabelings"] != nil || ep["metricRelabelings"] != nil {
+		t.Errorf("the operator's own page is relabelled: %v", ep)
+	}
 	linstorEP["path"] = ep["path"]
+	delete(linstorEP, "relabelings")
+	delete(linstorEP, "metricRelabelings")
 	if mustYAML(t, linstorEP) != mustYAML(t, ep) {
-		t.Errorf("LINSTOR's endpoint differs from the operator's beyond its path:\n%s\n%s", mustYAML(t, eps[1]), mustYAML(t, ep))
+		t.Errorf("LINSTOR's endpoint differs from the operator's beyond its path and labels:\n%s\n%s", mustYAML(t, eps[1]), mustYAML(t, ep))
 	}
 	for file, svc := range operatorMetricsServices(t) {
 		if !selects(t, &metav1.LabelSelector{MatchLabels: sel}, svc.Labels) {

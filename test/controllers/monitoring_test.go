@@ -389,7 +389,9 @@ func TestMonitoringLeavesTheUsersObjectsAlone(t *testing.T) {
 		g.Expect(m).NotTo(BeNil())
 		g.Expect(m.Reason).To(Equal(linstorv1.MonitoringReasonEnabled))
 		g.Expect(m.NotOwned).To(ConsistOf("ServiceMonitor "+ns+"/"+render.OperatorMonitorName, "PrometheusRule "+ns+"/"+render.AlertsName))
-		g.Expect(m.Message).To(ContainSubstring("left alone"))
+		g.Expect(m.Message).To(And(ContainSubstring("left alone"), ContainSubstring("PodMonitor "+ns+"/"+render.SatelliteMonitorName),
+			ContainSubstring("scraped only if that ServiceMonitor has the endpoint /metrics/linstor")))
+		g.Expect(m.Message).NotTo(ContainSubstring("are applied"))
 		g.Expect(warnings(g, ns, "MonitoringObjectsNotOwned")).To(ContainElement(ContainSubstring("PrometheusRule " + ns + "/" + render.AlertsName)))
 		pm, err := monitoringObject(ns, "PodMonitor", render.SatelliteMonitorName)
 		g.Expect(err).NotTo(HaveOccurred())

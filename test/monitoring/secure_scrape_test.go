@@ -81,12 +81,18 @@ func TestPrometheusScrapesTheSecureEndpointWithTheScraperToken(t *testing.T) {
 	dir := t.TempDir()
 	scraperFile, ungrantedFile := writeToken(t, dir, "scraper-token", scraperToken), writeToken(t, dir, "ungranted-token", ungrantedToken)
 	const grantedJob, ungrantedJob = "operator-scraper-token", "operator-ungranted-token"
-	const grantedLinstorJob, ungrantedLinstorJob = "linstor-scraper-token", "linstor-ungranted-token"
+	// LINSTOR's endpoint names its own job (render.LinstorControllerJob); a static label
+	// tells the two tokens' targets apart.
+	linstorJob := func(name, token, file string) promserver.Job {
+		j := scrapeJobFor(t, name, endpoints[1], addr, file)
+		j.Labels = map[string]string{"token": token}
+		return j
+	}
 	srv, err := promserver.Start(ctx, promserver.Config{Binary: bin, Dir: dir, Jobs: []promserver.Job{
 		scrapeJobFor(t, grantedJob, endpoints[0], addr, scraperFile),
 		scrapeJobFor(t, ungrantedJob, endpoints[0], addr, ungrantedFile),
-		scrapeJobFor(t, grantedLinstorJob, endpoints[1], addr, scraperFile),
-		scrapeJobFor(t, ungrantedLinstorJob, endpoints[1], addr, ungrantedFile),
+		linstorJob("linstor-scraper-token", "scraper", scraperFile),
+		linstorJob("linstor-ungranted-token", "ungranted", ungrantedFile),
 	}})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
@@ -120,10 +126,13 @@ func TestPrometheusScrapesTheSecureEndpointWithTheScraperToken(t *testing.T) {
 		g.Expect(query(g, fmt.Sprintf(`{job=%q, __name__=~"controller_runtime_.+|linstor_operator_.+"}`, ungrantedJob))).To(BeEmpty())
 		// LINSTOR's page, as the LINSTOR emulator serves it (v1.33.3's PrometheusBuilder),
 		// through the operator: its own series only, and only with the grant.
-		g.Expect(query(g, fmt.Sprintf(`up{job=%q} == 1`, grantedLinstorJob))).To(HaveLen(1), "targets: %v", health)
-		g.Expect(query(g, fmt.Sprintf(`up{job=%q} == 0`, ungrantedLinstorJob))).To(HaveLen(1), "targets: %v", health)
-		g.Expect(query(g, fmt.Sprintf(`linstor_info{job=%q}`, grantedLinstorJob))).NotTo(BeEmpty())
-		g.Expect(query(g, fmt.Sprintf(`{job=%q, __name__=~"controller_runtime_.+|linstor_operator_.+"}`, grantedLinstorJob))).To(BeEmpty())
+		linstor := render.LinstorControllerJob
+		g.Expect(query(g, fmt.Sprintf(`up{job=%q, token="scraper"} == 1`, linstor))).To(HaveLen(1), "targets: %v", health)
+		g.Expect(query(g, fmt.Sprintf(`up{job=%q, token="ungranted"} == 0`, linstor))).To(HaveLen(1), "targets: %v", health)
+		// Its samples carry no replica's instance (a new leader continues the series).
+		g.Expect(query(g, fmt.Sprintf(`linstor_info{job=%q, token="scraper", instance=""}`, linstor))).NotTo(BeEmpty())
+		g.Expect(query(g, fmt.Sprintf(`{job=%q, __name__=~"controller_runtime_.+|linstor_operator_.+"}`, linstor))).To(BeEmpty())
+		g.Expect(query(g, fmt.Sprintf(`linstor_info{job!=%q}`, linstor))).To(BeEmpty(), "LINSTOR's series under the operator's job")
 	}, 20*time.Second, 250*time.Millisecond).Should(Succeed())
 }
 
@@ -300,6 +309,21 @@ func scrapeJobFor(t *testing.T, name string, ep map[string]any, target, tokenFil
 				t.Fatalf("tlsConfig %v: only insecureSkipVerify is translated here", tc)
 			}
 			job.Settings["tls_config"] = map[string]any{"insecure_skip_verify": tc["insecureSkipVerify"]}
+		case "relabelings", "metricRelabelings":
+			// The Prometheus Operator's RelabelConfig fields, in Prometheus's spelling.
+			var configs []any
+			for _, rc := range v.([]any) {
+				out := map[string]any{}
+				for k, val := range rc.(map[string]any) {
+					key, ok := map[string]string{"action": "action", "targetLabel": "target_label", "replacement": "replacement", "regex": "regex", "sourceLabels": "source_labels"}[k]
+					if !ok {
+						t.Fatalf("%s field %s: not translated; extend scrapeJobFor", field, k)
+					}
+					out[key] = val
+				}
+				configs = append(configs, out)
+			}
+			job.Settings[map[string]string{"relabelings": "relabel_configs", "metricRelabelings": "metric_relabel_configs"}[field]] = configs
 		default:
 			t.Fatalf("ServiceMonitor endpoint field %s=%v: not translated into the scrape job; extend scrapeJobFor", field, v)
 		}

@@ -3,7 +3,8 @@
 // controller's page as v1.33.3 writes it) and the operator's metrics registry while the
 // operator's controllers run on a real kube-apiserver, evaluates
 // config/prometheus/rules.yaml, and faults make the alerts fire, as Prometheus's HTTP API
-// reports them. The Grafana dashboard (config/grafana) is checked against the same
+// reports them (the backup alerts' on a real S3 server, VERSITYGW, behind a fault proxy
+// of internal/s3server). The Grafana dashboard (config/grafana) is checked against the same
 // sources: its queries parse and read only exported metrics, and its main panels,
 // queried over the run, are drawn into docs/img/dashboard.svg (UPDATE_DASHBOARD_IMAGE=1).
 package monitoring
@@ -48,7 +49,7 @@ func TestMain(m *testing.M) {
 	metricsSrv := httptest.NewServer(promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}))
 	operatorMetrics = metricsSrv.URL
 	code := envtest.Run(m, envtest.Options{LinstorURL: linstor.URL, LinstorPoll: time.Second, LinstorGrace: 3 * time.Second,
-		DiskRelist: 2 * time.Second, RestoreSettle: 2 * time.Second}, &env)
+		DiskRelist: 2 * time.Second, RestoreSettle: 2 * time.Second, BackupTargetPoll: 2 * time.Second}, &env)
 	metricsSrv.Close()
 	linstor.Close()
 	if code != 0 {

@@ -394,6 +394,10 @@ type host struct {
 	configured []Disk
 	// thin holds the thin pools made in the host's volume groups, as "vg/lv".
 	thin map[string]bool
+	// lostThin holds the thin pools ("vg/lv", any pool's StorDriver/StorPoolName) whose
+	// logical volume is gone from the machine (BreakStoragePool): the satellite's free
+	// space query fails for every LINSTOR pool backed by one (pools.go).
+	lostThin map[string]bool
 	// rescanDelay: how long after a write through another host or path this host's
 	// udev and kernel see it (0: only RescanNodeDisks).
 	rescanDelay time.Duration
@@ -403,7 +407,7 @@ type host struct {
 }
 
 func newHost(name string, disks []Disk) *host {
-	h := &host{name: name, thin: map[string]bool{}}
+	h := &host{name: name, thin: map[string]bool{}, lostThin: map[string]bool{}}
 	h.replace(disks)
 	return h
 }
@@ -538,6 +542,7 @@ func (h *host) reset() {
 	}
 	h.markPartitioned()
 	h.thin = map[string]bool{}
+	h.lostThin = map[string]bool{}
 }
 
 // export lists the host's devices as Disks.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	lapiconst "github.com/LINBIT/golinstor"
 	lapi "github.com/LINBIT/golinstor/client"
 
 	"github.com/linstor-operator/linstor-operator/internal/emulator"
@@ -242,6 +243,21 @@ func TestConformance(t *testing.T) {
 	if sp.Props["Aux/tier"] != "fast" || sp.Props["StorDriver/StorPoolName"] != "vg/thin" || sp.TotalCapacity == 0 {
 		t.Errorf("pool = %+v", sp)
 	}
+	// A pool whose thin volume is gone carries the satellite's error in reports, on the
+	// node's list, the pool and the view; the spec validates the shape.
+	must(t, emu.BreakStoragePool("n1", "thin"))
+	sp, err = c.Nodes.GetStoragePool(ctx, "n1", "thin")
+	must(t, err)
+	if len(sp.Reports) != 1 || !sp.Reports[0].Is(lapiconst.FailUnknownError) || sp.TotalCapacity != 0 {
+		t.Errorf("broken pool = %+v", sp)
+	}
+	if _, err := c.Nodes.GetStoragePools(ctx, "n1"); err != nil {
+		t.Error(err)
+	}
+	if _, err := c.Nodes.GetStoragePoolView(ctx); err != nil {
+		t.Error(err)
+	}
+	must(t, emu.RepairStoragePool("n1", "thin"))
 	disks, err := c.Nodes.GetPhysicalStorage(ctx, "n3")
 	must(t, err)
 	if len(disks) != 1 || disks[0].Device != "/dev/vdb" {

@@ -132,10 +132,13 @@ func (e *Emulator) metrics(w http.ResponseWriter, r *http.Request) {
 	}
 
 	if withPools {
+		// From the cache, as rest/Metrics lists them (listStorPoolsCached): no pool
+		// carries an error report there, so linstor_storage_pool_error_count stays 0
+		// even for a pool BreakStoragePool broke (poolViewFrom).
 		var pools []lapi.StoragePool
 		for _, n := range nodes {
 			for _, p := range sortedPools(n) {
-				pools = append(pools, e.poolView(p))
+				pools = append(pools, e.poolViewFrom(p, true))
 			}
 		}
 		tf.gauge("linstor_storage_pool_capacity_free_bytes", "")

@@ -19,11 +19,25 @@ import (
 // defaultPoolCapacityKib is what a pool without a device-pool size reports: 100 GiB.
 const defaultPoolCapacityKib = 100 << 20
 
-// poolView renders a pool as the list calls show it. Capacity is known only while the
-// satellite is ONLINE; otherwise both capacities are left out and the pool carries a
+// poolView renders a pool as the list calls show it (cached=false, the default; the
+// server's CtrlStorPoolListApiCallHandler.listStorPools). Capacity is known only while
+// the satellite is ONLINE; otherwise both capacities are left out and the pool carries a
 // WARN_NOT_CONNECTED report (CtrlStorPoolListApiCallHandler.assembleList). Diskless
-// pools report Long.MAX_VALUE.
+// pools report Long.MAX_VALUE. A thin pool whose backing storage is gone
+// (BreakStoragePool) carries the error of the satellite's failed free-space query and
+// reports 0 of 0 bytes (brokenPoolReports).
 func (e *Emulator) poolView(p *lapi.StoragePool) lapi.StoragePool {
+	return e.poolViewFrom(p, false)
+}
+
+// poolViewFrom renders a pool from the live query (fromCache false) or from the
+// controller's cache (true: GET ...?cached=true, and the /metrics page, which lists
+// pools with CtrlStorPoolListApiCallHandler.listStorPoolsCached). Both go through
+// assembleList, which clears each pool's reports (StorPool.clearReports) and adds back
+// the not-connected warning, and, only when the satellites were asked
+// (FreeCapacityFetcherProto.fetchThinFreeSpaceInfo, not from the cache), the errors
+// of their answers: from the cache a pool never has an error report.
+func (e *Emulator) poolViewFrom(p *lapi.StoragePool, fromCache bool) lapi.StoragePool {
 	out := *p
 	out.Props = maps.Clone(p.Props)
 	switch {
@@ -33,10 +47,98 @@ func (e *Emulator) poolView(p *lapi.StoragePool) lapi.StoragePool {
 			Details: "The controller is trying to (re-) establish a connection to the satellite. The controller stored the changes and as soon the satellite is connected, it will receive this update."}}
 	case p.ProviderKind == lapi.DISKLESS:
 		out.FreeCapacity, out.TotalCapacity = math.MaxInt64, math.MaxInt64
+	case e.poolLost(p):
+		// The failed query answers 0 of 0 (ProtoCtrlStltSerializerBuilder
+		// .buildStorPoolFreeSpace), which the controller also stores in the pool's free
+		// space tracker (FreeCapacityFetcherProto.parseFreeSpacesInTransaction), so the
+		// cached view shows 0 too.
+		out.FreeCapacity, out.TotalCapacity = 0, 0
+		out.Reports = nil
+		if !fromCache {
+			out.Reports = brokenPoolReports(p)
+		}
 	default:
 		out.FreeCapacity = p.TotalCapacity - e.allocatedKib(p.NodeName, p.StoragePoolName)
 	}
 	return out
+}
+
+// poolLost: the pool's backing storage is gone from its machine (BreakStoragePool).
+// The caller holds e.mu.
+func (e *Emulator) poolLost(p *lapi.StoragePool) bool {
+	h := e.hosts[hostKey(p.NodeName)]
+	return h != nil && p.ProviderKind == lapi.LVM_THIN && h.lostThin[p.Props[poolNameKey]]
+}
+
+// brokenPoolReports is what LINSTOR 1.33.3's REST storage-pool list and view
+// (rest/v1/StoragePools.listStoragePools, rest/v1/View.viewStoragePools, both with
+// cached=false) answer for an LVM_THIN pool whose thin volume is gone:
+//   - the satellite's free-space query (ReqFreeSpace.executeInScope, thin pools only:
+//     StltApiCallHandlerUtils.getSpaceInfo(true)) fails in LvmThinProvider.getSpaceInfo
+//     with StorageException "Thin pool 'vg/lv' does not exist.";
+//     StltApiCallHandlerUtils.getStoragePoolSpaceInfoOrError turns it into one
+//     FAIL_UNKNOWN_ERROR entry "Failed to query free space from storage pool" with the
+//     exception's message as cause;
+//   - the controller (FreeCapacityFetcherProto.parseFreeSpacesInTransaction) prefixes
+//     the message with "Node: '<node>', storage pool: '<pool>' - "
+//     (ProtoDeserializationUtils.parseApiCallRc) and CtrlStorPoolListApiCallHandler
+//     .assembleList adds it to the pool's reports (StorPool.addReports) after clearing
+//     them; Json.storPoolApiToStoragePool serializes them as "reports".
+//
+// The satellite asks only thin pools (DeviceProviderKind.usesThinProvisioning), and
+// assembleList clears every pool's reports, so a thick pool never shows one there.
+func brokenPoolReports(p *lapi.StoragePool) []lapi.ApiCallRc {
+	return []lapi.ApiCallRc{{
+		RetCode: failUnknownError,
+		Message: fmt.Sprintf("Node: '%s', storage pool: '%s' - Failed to query free space from storage pool", p.NodeName, p.StoragePoolName),
+		Cause:   fmt.Sprintf("Thin pool '%s' does not exist.", p.Props[poolNameKey]),
+	}}
+}
+
+// failUnknownError is FAIL_UNKNOWN_ERROR as the signed long the server sends.
+var failUnknownError = rc(lapiconst.FailUnknownError, "").RetCode
+
+// BreakStoragePool removes the backing storage of a node's LVM_THIN storage pool
+// from its machine, as `lvremove` of the thin pool would (the volume group stays):
+// LINSTOR's REST storage-pool list and view then carry the satellite's error report
+// for it (brokenPoolReports) and 0 bytes of capacity, while its /metrics page still
+// counts no error (it lists pools from the cache). Every LINSTOR pool backed by the
+// same thin pool breaks with it. Only LVM_THIN is modelled: LINSTOR asks the
+// satellites about thin pools only, so a thick pool's loss never shows in the list.
+// RepairStoragePool undoes it; Reset forgets it with the machine's other changes.
+func (e *Emulator) BreakStoragePool(nodeName, pool string) error {
+	return e.setPoolLost(nodeName, pool, true)
+}
+
+// RepairStoragePool brings back the backing storage BreakStoragePool removed.
+func (e *Emulator) RepairStoragePool(nodeName, pool string) error {
+	return e.setPoolLost(nodeName, pool, false)
+}
+
+func (e *Emulator) setPoolLost(nodeName, pool string, lost bool) error {
+	var err error
+	werr := e.withNode(nodeName, func(n *node) {
+		p := n.pools[strings.ToLower(pool)]
+		switch {
+		case p == nil:
+			err = fmt.Errorf("storage pool %q on node %q not found", pool, nodeName)
+		case p.ProviderKind != lapi.LVM_THIN:
+			err = fmt.Errorf("storage pool %q on node %q is %s: only LVM_THIN pools can be broken", pool, nodeName, p.ProviderKind)
+		case p.Props[poolNameKey] == "":
+			err = fmt.Errorf("storage pool %q on node %q has no %s", pool, nodeName, poolNameKey)
+		default:
+			h := e.machine(n.Name)
+			if lost {
+				h.lostThin[p.Props[poolNameKey]] = true
+			} else {
+				delete(h.lostThin, p.Props[poolNameKey])
+			}
+		}
+	})
+	if werr != nil {
+		return werr
+	}
+	return err
 }
 
 // allocatedKib sums the volumes placed in a pool.
@@ -66,7 +168,7 @@ func sortedPools(n *node) []*lapi.StoragePool {
 func (e *Emulator) listPools(w http.ResponseWriter, r *http.Request, n *node) {
 	out := []lapi.StoragePool{}
 	for _, p := range sortedPools(n) {
-		out = append(out, e.poolView(p))
+		out = append(out, e.poolViewFrom(p, fromCache(r)))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -84,7 +186,7 @@ func (e *Emulator) viewPools(w http.ResponseWriter, r *http.Request) {
 		}
 		for _, p := range sortedPools(n) {
 			if len(pools) == 0 || pools[strings.ToLower(p.StoragePoolName)] {
-				out = append(out, e.poolView(p))
+				out = append(out, e.poolViewFrom(p, fromCache(r)))
 			}
 		}
 	}
@@ -102,7 +204,13 @@ func (e *Emulator) getPool(w http.ResponseWriter, r *http.Request, n *node) {
 		notFound(w, lapiconst.FailNotFoundStorPool, "Storage pool '%s' on node '%s' not found.", name, n.Name)
 		return
 	}
-	writeJSON(w, http.StatusOK, e.poolView(p))
+	writeJSON(w, http.StatusOK, e.poolViewFrom(p, fromCache(r)))
+}
+
+// fromCache is the list calls' query parameter cached (default false; Jersey parses
+// a boolean case-insensitively, anything but "true" is false).
+func fromCache(r *http.Request) bool {
+	return strings.EqualFold(r.URL.Query().Get("cached"), "true")
 }
 
 // rewriteDriverProps is what the REST layer does to a create request's properties

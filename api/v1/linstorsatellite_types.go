@@ -281,6 +281,17 @@ type StoragePoolStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Total Capacity",xDescriptors={"urn:alm:descriptor:text"}
 	TotalCapacity *resource.Quantity `json:"totalCapacity,omitempty"`
+	// errors are the messages of the pool's error reports in LINSTOR's storage-pool
+	// list (its State column shows Error), for example the satellite failing to query
+	// the pool's free space because its volume group or thin pool is gone. Empty when
+	// the pool is healthy.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=1024
+	// No console descriptor: the console renders no descriptor on an array of strings
+	// (test/bundle), as for claimed and notOwned.
+	// +optional
+	Errors []string `json:"errors,omitempty"`
 }
 
 // LinstorSatellite is one node's satellite. Created and owned by the operator; edit

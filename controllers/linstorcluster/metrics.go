@@ -24,6 +24,13 @@ var (
 		Name: "linstor_operator_storage_pool_capacity_bytes",
 		Help: "Storage pool capacity as LINSTOR reports it; type is free or total.",
 	}, []string{"namespace", "node", "pool", "type"})
+	// poolErrors: LINSTOR's REST storage-pool view carries a pool's error reports; its
+	// own /metrics (linstor_storage_pool_error_count) never does (it lists the pools from
+	// its cache, whose assembleList clears them: docs/alerts.md#linstorstoragepoolerrors).
+	poolErrors = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "linstor_operator_storage_pool_errors",
+		Help: "Error reports of a storage pool in LINSTOR's storage-pool list (its State column shows Error), as the LinstorSatellite's status.storagePools[].errors; 0 when there are none.",
+	}, []string{"namespace", "node", "pool"})
 	resourcesGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "linstor_operator_resources",
 		Help: "LINSTOR resources of a LinstorCluster by replica health (Healthy, Syncing, Degraded, Outdated, UnintentionallyDiskless, QuorumLost, SplitBrain, Unknown).",
@@ -51,7 +58,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(satellitesGauge, poolCapacity, resourcesGauge,
+	metrics.Registry.MustRegister(satellitesGauge, poolCapacity, poolErrors, resourcesGauge,
 		conditionGauge, certificateExpiry, backupCompleted, upgradePhaseStarted, upgradePhaseTimeout)
 }
 
@@ -60,6 +67,7 @@ func init() {
 // from pass to pass (an alert on them waits 10 minutes).
 func recordMetrics(c *linstorv1.LinstorCluster, sats []linstorv1.LinstorSatellite) {
 	poolCapacity.DeletePartialMatch(prometheus.Labels{"namespace": c.Namespace})
+	errorCounts := map[[2]string]float64{}
 	states := map[string]float64{}
 	for _, s := range sats {
 		state := s.Status.ConnectionStatus
@@ -74,6 +82,8 @@ func recordMetrics(c *linstorv1.LinstorCluster, sats []linstorv1.LinstorSatellit
 			if p.FreeCapacity != nil {
 				poolCapacity.WithLabelValues(c.Namespace, s.Name, p.Name, "free").Set(float64(p.FreeCapacity.Value()))
 			}
+			// Every listed pool has the series, 0 when healthy, so the alert resolves.
+			errorCounts[[2]string{s.Name, p.Name}] = float64(len(p.Errors))
 		}
 	}
 	var counts []series
@@ -81,6 +91,38 @@ func recordMetrics(c *linstorv1.LinstorCluster, sats []linstorv1.LinstorSatellit
 		counts = append(counts, series{labels: []string{state}, value: n})
 	}
 	exported.set(satellitesGauge, types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, counts)
+	exportedPoolErrors.set(c.Namespace, errorCounts)
+}
+
+// exportedPoolErrors remembers each namespace's linstor_operator_storage_pool_errors
+// series (node, pool): a pass sets the pools it saw and removes only those that are
+// gone, without a moment in which a pool's series is missing (a scrape then would end
+// the alert's for: timer), as exported does for the series of a cluster.
+var exportedPoolErrors = poolErrorSeries{last: map[string]map[[2]string]bool{}}
+
+type poolErrorSeries struct {
+	mu   sync.Mutex
+	last map[string]map[[2]string]bool
+}
+
+func (e *poolErrorSeries) set(namespace string, counts map[[2]string]float64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := map[[2]string]bool{}
+	for k, v := range counts {
+		poolErrors.WithLabelValues(namespace, k[0], k[1]).Set(v)
+		now[k] = true
+	}
+	for k := range e.last[namespace] {
+		if !now[k] {
+			poolErrors.DeleteLabelValues(namespace, k[0], k[1])
+		}
+	}
+	if len(now) == 0 {
+		delete(e.last, namespace)
+		return
+	}
+	e.last[namespace] = now
 }
 
 // recordReplicaMetrics exports the count of resources in every state, zeros included:
@@ -172,6 +214,7 @@ func forgetMetrics(c *linstorv1.LinstorCluster) {
 		exported.set(vec, key, nil)
 	}
 	resourcesGauge.DeletePartialMatch(prometheus.Labels{"namespace": c.Namespace, "cluster": c.Name})
+	exportedPoolErrors.set(c.Namespace, nil)
 }
 
 // exported remembers each cluster's series per gauge, so a pass removes only those

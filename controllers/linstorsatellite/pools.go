@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	lapiconst "github.com/LINBIT/golinstor"
 	lapi "github.com/LINBIT/golinstor/client"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -104,7 +105,32 @@ func observedPools(pools []lapi.StoragePool) []storagepool.Pool {
 	}
 	out := make([]storagepool.Pool, 0, len(pools))
 	for _, p := range pools {
-		out = append(out, storagepool.Pool{Name: p.StoragePoolName, ProviderKind: string(p.ProviderKind), FreeCapacity: p.FreeCapacity, TotalCapacity: p.TotalCapacity})
+		out = append(out, storagepool.Pool{Name: p.StoragePoolName, ProviderKind: string(p.ProviderKind), FreeCapacity: p.FreeCapacity, TotalCapacity: p.TotalCapacity,
+			Errors: poolErrors(p.Reports)})
+	}
+	return out
+}
+
+// poolErrors are the messages of a pool's error reports. The observer lists pools with
+// GET /v1/view/storage-pools without cached=true, so LINSTOR asks the satellites and
+// reports what failed: LINSTOR 1.33.3's CtrlStorPoolListApiCallHandler.assembleList
+// clears each pool's reports and adds the errors of the satellite's free-space answer
+// (FreeCapacityFetcherProto.parseFreeSpacesInTransaction; for a thin pool whose volume
+// group or thin volume is gone, StltApiCallHandlerUtils.getStoragePoolSpaceInfoOrError's
+// FAIL_UNKNOWN_ERROR "Failed to query free space from storage pool" with the
+// StorageException as cause). The not-connected report is a warning and not counted
+// (the connection status tells of it).
+func poolErrors(reports []lapi.ApiCallRc) []string {
+	var out []string
+	for _, rc := range reports {
+		if uint64(rc.RetCode)&lapiconst.MaskError != lapiconst.MaskError {
+			continue
+		}
+		msg := rc.Message
+		if rc.Cause != "" {
+			msg += ": " + rc.Cause
+		}
+		out = append(out, msg)
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +47,46 @@ type Pool struct {
 	ProviderKind string
 	// FreeCapacity and TotalCapacity are in KiB, as LINSTOR counts.
 	FreeCapacity, TotalCapacity int64
+	// Errors are the messages of the pool's error reports (ApiCallRc entries with
+	// MaskError in LINSTOR's storage-pool list), with their cause when there is one.
+	Errors []string
+}
+
+// MaxErrors and MaxErrorLength bound a status pool's errors (the CRD's MaxItems and
+// items MaxLength); longer messages are cut, further ones dropped and counted in a
+// last entry.
+const (
+	MaxErrors      = 16
+	MaxErrorLength = 1024
+)
+
+// statusErrors bounds the errors for the status.
+func statusErrors(in []string) []string {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]string, 0, min(len(in), MaxErrors))
+	for i, e := range in {
+		if i == MaxErrors-1 && len(in) > MaxErrors {
+			out = append(out, fmt.Sprintf("and %d more errors", len(in)-i))
+			break
+		}
+		out = append(out, truncate(e, MaxErrorLength))
+	}
+	return out
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "..."
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
 }
 
 // Discovery is the discovery decided for the node in this pass (pkg/discovery).
@@ -194,6 +235,7 @@ func (o Outcome) Statuses(wanted int) (pools []linstorv1.StoragePoolStatus, summ
 			Name: p.Name, ProviderKind: p.ProviderKind,
 			FreeCapacity:  resource.NewQuantity(p.FreeCapacity*1024, resource.BinarySI),
 			TotalCapacity: resource.NewQuantity(p.TotalCapacity*1024, resource.BinarySI),
+			Errors:        statusErrors(p.Errors),
 		})
 		if p.TotalCapacity > 0 {
 			ready++

@@ -11,9 +11,11 @@ import (
 	"errors"
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -742,6 +744,20 @@ func TestStatuses(t *testing.T) {
 			},
 			summary: "1/2",
 		},
+		{
+			name: "errors carried, bounded", observe: true, wanted: 2,
+			observed: []Pool{
+				{Name: "thin", ProviderKind: "LVM_THIN", Errors: []string{"Node: 'n1', storage pool: 'thin' - Failed to query free space from storage pool: Thin pool 'vg/thin' does not exist."}},
+				{Name: "many", ProviderKind: "LVM_THIN", FreeCapacity: 1, TotalCapacity: 1, Errors: append(slices.Repeat([]string{"e"}, MaxErrors+3), strings.Repeat("é", MaxErrorLength))},
+			},
+			want: []linstorv1.StoragePoolStatus{
+				{Name: "thin", ProviderKind: "LVM_THIN", FreeCapacity: resource.NewQuantity(0, resource.BinarySI), TotalCapacity: resource.NewQuantity(0, resource.BinarySI),
+					Errors: []string{"Node: 'n1', storage pool: 'thin' - Failed to query free space from storage pool: Thin pool 'vg/thin' does not exist."}},
+				{Name: "many", ProviderKind: "LVM_THIN", FreeCapacity: resource.NewQuantity(1024, resource.BinarySI), TotalCapacity: resource.NewQuantity(1024, resource.BinarySI),
+					Errors: append(slices.Repeat([]string{"e"}, MaxErrors-1), "and 5 more errors")},
+			},
+			summary: "1/2",
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var o Outcome
@@ -753,5 +769,16 @@ func TestStatuses(t *testing.T) {
 				t.Errorf("got %+v %q %t", got, summary, ok)
 			}
 		})
+	}
+}
+
+func TestStatusErrorsTruncated(t *testing.T) {
+	long := strings.Repeat("é", MaxErrorLength) // 2 bytes each
+	got := statusErrors([]string{long})
+	if len(got) != 1 || len(got[0]) > MaxErrorLength || !strings.HasSuffix(got[0], "...") || !utf8.ValidString(got[0]) {
+		t.Errorf("truncated to %d bytes: %q", len(got[0]), got[0])
+	}
+	if got := statusErrors(slices.Repeat([]string{"e"}, MaxErrors)); len(got) != MaxErrors || got[MaxErrors-1] != "e" {
+		t.Errorf("exactly %d errors: %q", MaxErrors, got)
 	}
 }

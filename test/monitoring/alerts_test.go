@@ -414,6 +414,13 @@ func TestAlertsFireInPrometheus(t *testing.T) {
 	g.Expect(lc.ResourceDefinitions.CreateVolumeDefinition(ctx, "pvc-big", lapi.VolumeDefinitionCreate{VolumeDefinition: lapi.VolumeDefinition{SizeKib: 95 << 20}})).To(Succeed())
 	g.Expect(lc.Resources.Create(ctx, lapi.ResourceCreate{Resource: lapi.Resource{Name: "pvc-big", NodeName: "mon-1", Props: map[string]string{"StorPoolName": "thin"}}})).To(Succeed())
 
+	// mon-8's thin volume is gone from the machine: LINSTOR's storage-pool view carries
+	// the satellite's failed free-space query as the pool's error report.
+	poolLost := &fault{what: "the thin volume behind mon-8's pool thin is gone", alerts: map[string]map[string]string{"LinstorStoragePoolErrors": of("node", "mon-8", "pool", "thin")}}
+	poolLost.at = time.Now()
+	g.Expect(emu.BreakStoragePool("mon-8", "thin")).To(Succeed())
+	t.Cleanup(func() { _ = emu.RepairStoragePool("mon-8", "thin") })
+
 	reactorDown := &fault{what: "drbd-reactor of mon-1 stops answering", alerts: map[string]map[string]string{"DrbdMetricsDown": of("node", "mon-1")}}
 	reactorDown.at = time.Now()
 	reactor.CloseClientConnections()
@@ -455,7 +462,8 @@ func TestAlertsFireInPrometheus(t *testing.T) {
 	refusePrivilegedDaemonSets(t, g, ns)
 	makeNode(t, "mon-9", "10.60.0.9", map[string]string{"suite": "mon"})
 
-	expectFiring(t, log, forOf, srv, 2*timeout, offline, disk, splitBrain, quorum, expiring, full, reactorDown, awaiting, drSite, refused)
+	expectFiring(t, log, forOf, srv, 2*timeout, offline, disk, splitBrain, quorum, expiring, full, poolLost, reactorDown, awaiting, drSite, refused)
+	g.Expect(emu.RepairStoragePool("mon-8", "thin")).To(Succeed())
 	vec, err := srv.Query(ctx, fmt.Sprintf(`linstor_operator_upgrade_phase_started_timestamp_seconds{namespace=%q}`, ns))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(vec).To(HaveLen(1))

@@ -141,9 +141,13 @@ func (r *Reconciler) reconcileVolumes(ctx context.Context, s *scope) (ctrl.Resul
 		}
 		kept = keptBucketList{remote: d.Remote.RemoteName, read: volumebackup.ListRead{At: s.now, View: view}}
 		kept.backups, kept.read.Shipping = volumebackup.KeepListed(rows, backups)
-		r.keepBucketList(sc.UID, kept)
+		r.keepBucketList(sc, kept)
 	}
 	sum := volumebackup.Summarize(rows, kept.backups)
+	if failing := sum.Failed > 0; failing != kept.read.Failing {
+		kept.read.Failing = failing
+		r.keepBucketList(sc, kept)
+	}
 	v.status.Scheduled, v.status.Shipped, v.status.NotScheduled, v.status.Failed, v.status.Resources = sum.Scheduled, sum.Shipped, sum.NotScheduled, sum.Failed, sum.Resources
 	return ctrl.Result{RequeueAfter: volumePoll}, nil
 }
@@ -260,9 +264,11 @@ func volumeCondition(s *scope) *metav1.Condition {
 // keptBucketList is a schedule's last read of its remote's backup list: what Summarize
 // reads of it, and what BucketListDue needs to know of that read.
 type keptBucketList struct {
-	remote  string
-	read    volumebackup.ListRead
-	backups []linstor.ShippedBackup
+	// schedule names its schedule, for forgetting it when only the name is left.
+	schedule types.NamespacedName
+	remote   string
+	read     volumebackup.ListRead
+	backups  []linstor.ShippedBackup
 }
 
 // keptBucketList returns the schedule's kept list of remote; a zero one (never read)
@@ -276,13 +282,26 @@ func (r *Reconciler) keptBucketList(uid types.UID, remote string) keptBucketList
 	return keptBucketList{}
 }
 
-func (r *Reconciler) keepBucketList(uid types.UID, kept keptBucketList) {
+func (r *Reconciler) keepBucketList(sc *linstorv1.LinstorBackupSchedule, kept keptBucketList) {
 	r.bucketListsMu.Lock()
 	defer r.bucketListsMu.Unlock()
 	if r.bucketLists == nil {
 		r.bucketLists = map[types.UID]keptBucketList{}
 	}
-	r.bucketLists[uid] = kept
+	kept.schedule = types.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}
+	r.bucketLists[sc.UID] = kept
+}
+
+// forgetBucketLists drops every kept list of the schedule named name (of any UID): it
+// no longer exists.
+func (r *Reconciler) forgetBucketLists(name types.NamespacedName) {
+	r.bucketListsMu.Lock()
+	defer r.bucketListsMu.Unlock()
+	for uid, kept := range r.bucketLists {
+		if kept.schedule == name {
+			delete(r.bucketLists, uid)
+		}
+	}
 }
 
 // forgetBucketList drops the schedule's kept list: the schedule (or its volumes) is

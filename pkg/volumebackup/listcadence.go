@@ -21,6 +21,12 @@ import (
 // view does not show (a backup deleted from the bucket, a manual shipment).
 const BucketListInterval = 30 * time.Minute
 
+// FailingRecheck is how often the list is read while it shows a failure: a manual
+// backup (`linstor backup create`, as the runbook says) fixes it without moving the
+// view, and the status, Degraded and LinstorVolumeBackupsFailing (for: 30m) must
+// follow within minutes, not an interval later. Failures are rare; so are these reads.
+const FailingRecheck = 5 * time.Minute
+
 // ViewFingerprint is a digest of the rows of the schedules-by-resource view that
 // Summarize reads the backup list for.
 type ViewFingerprint [sha256.Size]byte
@@ -39,7 +45,10 @@ type ViewFingerprint [sha256.Size]byte
 //     ends and tasks/ScheduleBackupService.addTaskAgain computes the next one from now:
 //     after a success (core/apicallhandler/controller/internal/
 //     CtrlBackupShippingSentInternalCallHandler through CtrlScheduledBackupsApiCallHandler.
-//     rescheduleShipping) and after a failure (BackupShippingTask.run's error handlers);
+//     rescheduleShipping) and after a failure (one that fails to start: BackupShippingTask.
+//     run's error handlers; one that fails on the satellite: CtrlBackupShippingSent
+//     InternalCallHandler.shippingSent(false), handleSchedulesIfNeeded,
+//     rescheduleShipping);
 //     a changed schedule moves it too (ScheduleBackupService.modifyTasks);
 //   - a resource appears or goes, or gets a reason, when it is scheduled or no longer.
 //
@@ -77,6 +86,8 @@ type ListRead struct {
 	View ViewFingerprint
 	// Shipping says the list showed a backup of a scheduled resource shipping.
 	Shipping bool
+	// Failing says the status summarized from it shows a failed resource.
+	Failing bool
 }
 
 // ListDue says why the backup list is read now; NotDue keeps the last one.
@@ -87,6 +98,7 @@ const (
 	DueNeverRead   ListDue = "never read"
 	DueViewChanged ListDue = "the view changed"
 	DueShipping    ListDue = "a shipment in progress"
+	DueFailing     ListDue = "a failure shown"
 	DueInterval    ListDue = "the interval passed"
 )
 
@@ -106,6 +118,10 @@ func BucketListDue(last ListRead, now time.Time, view ViewFingerprint) ListDue {
 		// A shipment runs: its end is seen the poll it happens (the view may move
 		// before the list shows the backup shipped or failed).
 		return DueShipping
+	case last.Failing && !now.Before(last.At.Add(FailingRecheck)):
+		// What fixes a failure without moving the view (a manual backup) clears it
+		// within FailingRecheck.
+		return DueFailing
 	case !now.Before(last.At.Add(BucketListInterval)) || now.Before(last.At):
 		// What the view does not show: a backup deleted from the bucket, a manual
 		// shipment. A clock gone back would otherwise keep the list for as long.

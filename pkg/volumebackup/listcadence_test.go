@@ -38,6 +38,10 @@ func TestBucketListDue(t *testing.T) {
 		{"view moved and shipping: the view names it", ListRead{At: t0, View: idle, Shipping: true}, t0.Add(time.Minute), moved, DueViewChanged},
 		{"view moved and the interval passed: the view names it", ListRead{At: t0, View: idle}, t0.Add(time.Hour), moved, DueViewChanged},
 		{"shipping and the interval passed: shipping names it", ListRead{At: t0, View: idle, Shipping: true}, t0.Add(time.Hour), idle, DueShipping},
+		{"a failure shown, read a poll ago", ListRead{At: t0, View: idle, Failing: true}, t0.Add(time.Minute), idle, NotDue},
+		{"a failure shown, the recheck passed (a manual backup may have fixed it)", ListRead{At: t0, View: idle, Failing: true}, t0.Add(FailingRecheck), idle, DueFailing},
+		{"a failure shown, the interval passed: the failure names it", ListRead{At: t0, View: idle, Failing: true}, t0.Add(time.Hour), idle, DueFailing},
+		{"a failure shown and the view moved: the view names it", ListRead{At: t0, View: idle, Failing: true}, t0.Add(FailingRecheck), moved, DueViewChanged},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := BucketListDue(tc.last, tc.now, tc.view); got != tc.want {

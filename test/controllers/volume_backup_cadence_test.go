@@ -187,6 +187,16 @@ func TestVolumeBackupListCadence(t *testing.T) {
 	t.Logf("a failing shipment: %d bucket list reads", reads)
 	g.Expect(reads).To(BeNumerically(">=", 1), "the failing shipment's end reads the bucket list again")
 	idleCyclesKeepTheList("after the failure")
+	// While a failure shows, the list is read again every volumebackup.FailingRecheck
+	// (a manual backup fixes it without moving the view): once per recheck.
+	before = bucketListReads("cadence")
+	scheduleClock.Advance(volumebackup.FailingRecheck)
+	g.Eventually(func(g Gomega) {
+		wake(g, ns, "cadence-volumes")
+		g.Expect(bucketListReads("cadence") - before).To(BeNumerically(">=", 1))
+	}, timeout, tick).Should(Succeed())
+	g.Expect(bucketListReads("cadence")-before).To(Equal(1), "the failure's recheck reads the bucket list once")
+	idleCyclesKeepTheList("after the failure's recheck")
 
 	// 05:30: the S3 server takes everything, both ship: the failure clears.
 	g.Expect(proxy.PassThrough()).To(Succeed())

@@ -152,6 +152,20 @@ func TestVolumeBackupListCadence(t *testing.T) {
 		g.Expect(reads).To(BeZero(), "%s: the bucket list is read again while nothing ships", what)
 	}
 
+	// clockReadsOnce moves the operator's clock on by d: the list is read once, then
+	// kept again.
+	clockReadsOnce := func(d time.Duration, what string) {
+		t.Helper()
+		before := bucketListReads("cadence")
+		scheduleClock.Advance(d)
+		g.Eventually(func(g Gomega) {
+			wake(g, ns, "cadence-volumes")
+			g.Expect(bucketListReads("cadence") - before).To(BeNumerically(">=", 1))
+		}, timeout, tick).Should(Succeed())
+		g.Expect(bucketListReads("cadence")-before).To(Equal(1), "%s reads the bucket list once", what)
+		idleCyclesKeepTheList("after " + what + "'s read")
+	}
+
 	// Nothing ships: the first pass read the list; the passes after it keep it. (A pass
 	// that read the status before the first one's write sends the credentials again:
 	// then the list is read again too.)
@@ -189,14 +203,7 @@ func TestVolumeBackupListCadence(t *testing.T) {
 	idleCyclesKeepTheList("after the failure")
 	// While a failure shows, the list is read again every volumebackup.FailingRecheck
 	// (a manual backup fixes it without moving the view): once per recheck.
-	before = bucketListReads("cadence")
-	scheduleClock.Advance(volumebackup.FailingRecheck)
-	g.Eventually(func(g Gomega) {
-		wake(g, ns, "cadence-volumes")
-		g.Expect(bucketListReads("cadence") - before).To(BeNumerically(">=", 1))
-	}, timeout, tick).Should(Succeed())
-	g.Expect(bucketListReads("cadence")-before).To(Equal(1), "the failure's recheck reads the bucket list once")
-	idleCyclesKeepTheList("after the failure's recheck")
+	clockReadsOnce(volumebackup.FailingRecheck, "the failure's recheck")
 
 	// 05:30: the S3 server takes everything, both ship: the failure clears.
 	g.Expect(proxy.PassThrough()).To(Succeed())
@@ -222,12 +229,5 @@ func TestVolumeBackupListCadence(t *testing.T) {
 	idleCyclesKeepTheList("after the success")
 
 	// The interval passes on the operator's clock: one read, then the list is kept again.
-	before = bucketListReads("cadence")
-	scheduleClock.Advance(volumebackup.BucketListInterval)
-	g.Eventually(func(g Gomega) {
-		wake(g, ns, "cadence-volumes")
-		g.Expect(bucketListReads("cadence") - before).To(BeNumerically(">=", 1))
-	}, timeout, tick).Should(Succeed())
-	g.Expect(bucketListReads("cadence")-before).To(Equal(1), "the interval reads the bucket list once")
-	idleCyclesKeepTheList("after the interval's read")
+	clockReadsOnce(volumebackup.BucketListInterval, "the interval")
 }

@@ -249,7 +249,10 @@ func (r *Reconciler) failUnpublished(ctx context.Context, b *linstorv1.LinstorBa
 	if err != nil || stored.Location != "" && stored.Location != location(store) || stored.KeyFingerprint != "" && stored.KeyFingerprint != store.Key().Fingerprint() {
 		return r.fail(ctx, b, fmt.Sprintf("%s; its copy %s, never published, is left at %s: delete it there", msg, stored.ID, or(stored.Location, "the target's bucket")))
 	}
-	if err := r.fail(ctx, b, msg+"; its copy, never published, is deleted from the bucket"); err != nil {
+	// Saved Failed first (a stale pass must not delete a copy another pass published);
+	// the deletion follows, so the message says it is under way, and a failed one
+	// replaces it below.
+	if err := r.fail(ctx, b, msg+"; its copy, never published, is being deleted from the bucket"); err != nil {
 		return err
 	}
 	delCtx, cancel := context.WithTimeout(ctx, recheckTimeout)

@@ -994,7 +994,9 @@ func replaceRow(ctx context.Context, c client.Client, schema, kind, name string,
 
 func upsertRow(ctx context.Context, c client.Client, schema, kind, name string, r row) error {
 	u := rowObject(schema, kind, name, r)
-	for attempt := 0; attempt < 50; attempt++ {
+	// By time, not by tries: a loaded API server takes seconds to establish a CRD and a
+	// client's discovery to see it (CI once exceeded 50 tries of 100 ms).
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		err := c.Create(ctx, u)
 		if apierrors.IsAlreadyExists(err) {
 			cur := rowObject(schema, kind, name, nil)

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +13,7 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/discovery"
+	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 )
 
 // Wanted is a spec pool with what the controller derived from it in LINSTOR's terms.
@@ -71,22 +71,9 @@ func statusErrors(in []string) []string {
 			out = append(out, fmt.Sprintf("and %d more errors", len(in)-i))
 			break
 		}
-		out = append(out, truncate(e, MaxErrorLength))
+		out = append(out, linstor.BoundMessage(e, MaxErrorLength))
 	}
 	return out
-}
-
-// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "..."
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
 }
 
 // Discovery is the discovery decided for the node in this pass (pkg/discovery).

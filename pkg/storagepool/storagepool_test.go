@@ -775,7 +775,7 @@ func TestStatuses(t *testing.T) {
 func TestStatusErrorsTruncated(t *testing.T) {
 	long := strings.Repeat("é", MaxErrorLength) // 2 bytes each
 	got := statusErrors([]string{long})
-	if len(got) != 1 || len(got[0]) > MaxErrorLength || !strings.HasSuffix(got[0], "...") || !utf8.ValidString(got[0]) {
+	if len(got) != 1 || len(got[0]) > MaxErrorLength || !strings.HasSuffix(got[0], "…") || !utf8.ValidString(got[0]) {
 		t.Errorf("truncated to %d bytes: %q", len(got[0]), got[0])
 	}
 	if got := statusErrors(slices.Repeat([]string{"e"}, MaxErrors)); len(got) != MaxErrors || got[MaxErrors-1] != "e" {

@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -108,7 +107,7 @@ func Summarize(rows []linstor.ScheduledResource, backups []linstor.ShippedBackup
 		}
 		if failedAt >= 0 {
 			out.Failed++
-			s.LastFailed, s.LastFailure = millisTime(failedAt), truncate(failure, linstorv1.MaxVolumeFailureMessage)
+			s.LastFailed, s.LastFailure = millisTime(failedAt), linstor.BoundMessage(failure, linstorv1.MaxVolumeFailureMessage)
 		}
 		out.Resources = append(out.Resources, s)
 	}
@@ -170,17 +169,4 @@ func abs(v int64) int64 {
 func millisTime(ms int64) *metav1.Time {
 	t := metav1.NewTime(time.UnixMilli(ms).UTC())
 	return &t
-}
-
-// truncate bounds s to n bytes on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
 }

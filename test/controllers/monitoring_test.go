@@ -13,7 +13,6 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -21,13 +20,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/names"
 	"github.com/linstor-operator/linstor-operator/pkg/render"
+	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
 
 // installMonitoringCRDs installs the Prometheus Operator's CRDs (its v0.93.0 release's,
@@ -319,35 +318,9 @@ func TestMonitoringLeavesTheUsersObjectsAlone(t *testing.T) {
 
 	// The API server refuses the operator's PodMonitor in this namespace (a policy of
 	// the cluster's admins).
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "no-podmonitors-" + ns},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"monitoring.coreos.com"}, APIVersions: []string{"*"}, Resources: []string{"podmonitors"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "PodMonitors are not allowed in this namespace"}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        policy.Name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}},
-		},
-	}
-	g.Expect(env.Client.Create(ctx, policy)).To(Succeed())
-	g.Expect(env.Client.Create(ctx, binding)).To(Succeed())
-	removePolicy := func() {
-		_ = env.Client.Delete(ctx, binding)
-		_ = env.Client.Delete(ctx, policy)
-	}
-	t.Cleanup(removePolicy)
+	removePolicy, err := envtest.RefuseInNamespace(t, env.Client, "no-podmonitors", ns, "monitoring.coreos.com", "podmonitors",
+		"false", "PodMonitors are not allowed in this namespace")
+	g.Expect(err).NotTo(HaveOccurred())
 	// The policy is in force once a PodMonitor of the test's own is refused.
 	g.Eventually(func() error {
 		probe := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"selector": map[string]any{}}}}

@@ -9,7 +9,6 @@ import (
 
 	"filippo.io/age"
 	. "github.com/onsi/gomega"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,6 +18,7 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/internal/s3server"
+	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
 
 // backupWorld is the run's offsite side: a real S3 server (versitygw) holding the
@@ -79,32 +79,9 @@ func refusePrivilegedDaemonSets(t *testing.T, g Gomega, ns string) {
 	t.Helper()
 	ctx := context.Background()
 	const message = "privileged containers are not allowed in this namespace"
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "no-privileged-daemonsets-" + ns},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"daemonsets"}},
-				}}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: "object.spec.template.spec.containers.all(c, !has(c.securityContext) || !has(c.securityContext.privileged) || !c.securityContext.privileged)",
-				Message:    message,
-			}},
-		}}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        policy.Name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources: &admissionregistrationv1.MatchResources{
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}},
-		}}
-	g.Expect(env.Client.Create(ctx, policy)).To(Succeed())
-	g.Expect(env.Client.Create(ctx, binding)).To(Succeed())
-	t.Cleanup(func() {
-		_ = env.Client.Delete(ctx, binding)
-		_ = env.Client.Delete(ctx, policy)
-	})
+	_, err := envtest.RefuseInNamespace(t, env.Client, "no-privileged-daemonsets", ns, "apps", "daemonsets",
+		"object.spec.template.spec.containers.all(c, !has(c.securityContext) || !has(c.securityContext.privileged) || !c.securityContext.privileged)", message)
+	g.Expect(err).NotTo(HaveOccurred())
 	// The API server loads policies asynchronously: a privileged DaemonSet, created as a
 	// dry run, is refused once it enforces this one.
 	labels := map[string]string{"app": "policy-probe"}

@@ -13,7 +13,6 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/discovery"
-	"github.com/linstor-operator/linstor-operator/pkg/linstor"
 )
 
 // Wanted is a spec pool with what the controller derived from it in LINSTOR's terms.
@@ -71,7 +70,7 @@ func statusErrors(in []string) []string {
 			out = append(out, fmt.Sprintf("and %d more errors", len(in)-i))
 			break
 		}
-		out = append(out, linstor.BoundMessage(e, MaxErrorLength))
+		out = append(out, linstorv1.BoundMessage(e, MaxErrorLength))
 	}
 	return out
 }

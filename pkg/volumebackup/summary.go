@@ -107,7 +107,7 @@ func Summarize(rows []linstor.ScheduledResource, backups []linstor.ShippedBackup
 		}
 		if failedAt >= 0 {
 			out.Failed++
-			s.LastFailed, s.LastFailure = millisTime(failedAt), linstor.BoundMessage(failure, linstorv1.MaxVolumeFailureMessage)
+			s.LastFailed, s.LastFailure = millisTime(failedAt), linstorv1.BoundMessage(failure, linstorv1.MaxVolumeFailureMessage)
 		}
 		out.Resources = append(out.Resources, s)
 	}

@@ -1,4 +1,4 @@
-package linstor
+package v1
 
 import "unicode/utf8"
 

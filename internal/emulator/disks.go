@@ -398,6 +398,8 @@ type host struct {
 	// logical volume is gone from the machine (BreakStoragePool): the satellite's free
 	// space query fails for every LINSTOR pool backed by one (pools.go).
 	lostThin map[string]bool
+	// thinUsed: data written into each thin pool, in KiB, by "vg/lv" (FillThinPool).
+	thinUsed map[string]int64
 	// rescanDelay: how long after a write through another host or path this host's
 	// udev and kernel see it (0: only RescanNodeDisks).
 	rescanDelay time.Duration
@@ -407,7 +409,7 @@ type host struct {
 }
 
 func newHost(name string, disks []Disk) *host {
-	h := &host{name: name, thin: map[string]bool{}, lostThin: map[string]bool{}}
+	h := &host{name: name, thin: map[string]bool{}, lostThin: map[string]bool{}, thinUsed: map[string]int64{}}
 	h.replace(disks)
 	return h
 }
@@ -543,6 +545,7 @@ func (h *host) reset() {
 	h.markPartitioned()
 	h.thin = map[string]bool{}
 	h.lostThin = map[string]bool{}
+	h.thinUsed = map[string]int64{}
 }
 
 // export lists the host's devices as Disks.

@@ -29,6 +29,8 @@ const restAPIVersion = "1.27.0"
 // Emulator is the emulated controller. All methods are safe for concurrent use.
 type Emulator struct {
 	mu sync.Mutex
+	// freeSpaceQueries counts the satellites' free-space queries (freespace.go).
+	freeSpaceQueries int
 
 	version         string
 	controllerProps map[string]string
@@ -105,6 +107,9 @@ type node struct {
 	offlineSince time.Time
 	pools        map[string]*lapi.StoragePool
 	reconnects   int64 // the controller's connect tries of ended outages (metrics.go)
+	// seenThin: the controller's free space tracker of each thin pool, by lower-case
+	// pool name (freespace.go).
+	seenThin map[string]thinSeen
 }
 
 type resourceDefinition struct {
@@ -520,6 +525,7 @@ func (e *Emulator) setOnline(n *node, online bool) {
 	if online && !n.online {
 		n.onlineSince = e.now()
 		e.countReconnects(n)
+		e.refreshSeen(n) // the full sync carries every pool's space
 	}
 	if !online && n.online {
 		n.offlineSince = e.now()

@@ -136,7 +136,7 @@ func (e *Emulator) placeReplacement(rd *resourceDefinition, rep *replica, from s
 			continue
 		}
 		for _, p := range sortedPools(n) {
-			free := e.poolView(p).FreeCapacity
+			free := e.poolViewFrom(p, true).FreeCapacity // MaximumFreeSpaceStrategy reads the tracker
 			if p.ProviderKind != kind || free < size {
 				continue
 			}

@@ -47,18 +47,20 @@ func (e *Emulator) poolViewFrom(p *lapi.StoragePool, fromCache bool) lapi.Storag
 			Details: "The controller is trying to (re-) establish a connection to the satellite. The controller stored the changes and as soon the satellite is connected, it will receive this update."}}
 	case p.ProviderKind == lapi.DISKLESS:
 		out.FreeCapacity, out.TotalCapacity = math.MaxInt64, math.MaxInt64
-	case e.poolLost(p):
+	case fromCache && e.seen(p).lost, !fromCache && e.poolLost(p):
 		// The failed query answers 0 of 0 (ProtoCtrlStltSerializerBuilder
 		// .buildStorPoolFreeSpace), which the controller also stores in the pool's free
 		// space tracker (FreeCapacityFetcherProto.parseFreeSpacesInTransaction), so the
-		// cached view shows 0 too.
+		// cached view shows 0 too, once a query saw it (freespace.go).
 		out.FreeCapacity, out.TotalCapacity = 0, 0
 		out.Reports = nil
 		if !fromCache {
 			out.Reports = brokenPoolReports(p)
 		}
+	case fromCache:
+		out.FreeCapacity = p.TotalCapacity - e.allocatedKib(p.NodeName, p.StoragePoolName) - e.seen(p).usedKib
 	default:
-		out.FreeCapacity = p.TotalCapacity - e.allocatedKib(p.NodeName, p.StoragePoolName)
+		out.FreeCapacity = p.TotalCapacity - e.allocatedKib(p.NodeName, p.StoragePoolName) - e.thinUsedKib(p)
 	}
 	return out
 }
@@ -166,6 +168,9 @@ func sortedPools(n *node) []*lapi.StoragePool {
 }
 
 func (e *Emulator) listPools(w http.ResponseWriter, r *http.Request, n *node) {
+	if !fromCache(r) {
+		e.queryThinFreeSpace(map[string]bool{strings.ToLower(n.Name): true})
+	}
 	out := []lapi.StoragePool{}
 	for _, p := range sortedPools(n) {
 		out = append(out, e.poolViewFrom(p, fromCache(r)))
@@ -179,6 +184,9 @@ func (e *Emulator) viewPools(w http.ResponseWriter, r *http.Request) {
 	e.advance()
 	nodes := queryList(r, "nodes")
 	pools := queryList(r, "storage_pools")
+	if !fromCache(r) {
+		e.queryThinFreeSpace(nodes)
+	}
 	out := []lapi.StoragePool{}
 	for _, n := range e.sortedNodes() {
 		if len(nodes) > 0 && !nodes[strings.ToLower(n.Name)] {
@@ -203,6 +211,9 @@ func (e *Emulator) getPool(w http.ResponseWriter, r *http.Request, n *node) {
 	if p == nil {
 		notFound(w, lapiconst.FailNotFoundStorPool, "Storage pool '%s' on node '%s' not found.", name, n.Name)
 		return
+	}
+	if !fromCache(r) {
+		e.queryThinFreeSpace(map[string]bool{strings.ToLower(n.Name): true})
 	}
 	writeJSON(w, http.StatusOK, e.poolViewFrom(p, fromCache(r)))
 }

@@ -53,7 +53,7 @@ type countingSource struct {
 	reads atomic.Int32
 }
 
-func (c *countingSource) Read(context.Context, *linstorv1.LinstorCluster) (*observer.Snapshot, error) {
+func (c *countingSource) Read(context.Context, *linstorv1.LinstorCluster, bool) (*observer.Snapshot, error) {
 	c.reads.Add(1)
 	return c.snap, nil
 }

@@ -111,8 +111,9 @@ func observedPools(pools []lapi.StoragePool) []storagepool.Pool {
 	return out
 }
 
-// poolErrors are the messages of a pool's error reports. The observer lists pools with
-// GET /v1/view/storage-pools without cached=true, so LINSTOR asks the satellites and
+// poolErrors are the messages of a pool's error reports. Every PoolQueryInterval the
+// observer lists pools with GET /v1/view/storage-pools without cached=true (the
+// cycles between keep that list's errors), so LINSTOR asks the satellites and
 // reports what failed: LINSTOR 1.33.3's CtrlStorPoolListApiCallHandler.assembleList
 // clears each pool's reports and adds the errors of the satellite's free-space answer
 // (FreeCapacityFetcherProto.parseFreeSpacesInTransaction; for a thin pool whose volume

@@ -1,7 +1,14 @@
 // Package observer reads a LINSTOR cluster's state with a few list calls per cycle and
 // shares it with every reconciler, so the LINSTOR load does not grow with the number of
 // nodes: one cycle is GET /v1/controller/version, /v1/controller/properties,
-// /v1/encryption/passphrase, /v1/nodes and /v1/view/storage-pools, whatever the size.
+// /v1/encryption/passphrase, /v1/nodes and /v1/view/storage-pools, whatever the size
+// (every Interval the replicas' health adds three more: ReadHealth).
+//
+// Storage pools are listed from LINSTOR's cache (cached=true), and only every
+// PoolQueryInterval without it: an uncached list makes LINSTOR ask every satellite
+// with a thin pool for its free space (FreeCapacityFetcherProto.fetchThinFreeSpaceInfo),
+// one request per node per list, and only that list carries the satellites' errors,
+// which the cycles in between keep.
 //
 // A cycle runs every Interval, sooner when a reconciler asks (coalesced: at most one
 // every MinInterval), and when LINSTOR's node event stream reports a change. After each
@@ -23,6 +30,7 @@ import (
 	"sync"
 	"time"
 
+	lapiconst "github.com/LINBIT/golinstor"
 	lapi "github.com/LINBIT/golinstor/client"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
@@ -84,6 +92,18 @@ type Snapshot struct {
 	nodes map[string]lapi.Node          // by lower-case name: LINSTOR ignores case
 	pools map[string][]lapi.StoragePool // by lower-case node name
 	ok    bool                          // at least one cycle succeeded
+	// poolsQueriedAt is when the last cycle that listed pools without LINSTOR's cache
+	// started (their error reports are from then).
+	poolsQueriedAt time.Time
+}
+
+// PoolsQueriedAt is when the satellites were last asked about their pools: the pools'
+// error reports are as of then, their capacity as of then or of a satellite's update.
+func (s *Snapshot) PoolsQueriedAt() time.Time {
+	if s == nil {
+		return time.Time{}
+	}
+	return s.poolsQueriedAt
 }
 
 // Observed reports whether any cycle has succeeded yet.
@@ -163,7 +183,8 @@ type HealthSource interface {
 
 // Source of the cycle's data; the default reads LINSTOR through a Connector.
 type Source interface {
-	Read(ctx context.Context, cluster *linstorv1.LinstorCluster) (*Snapshot, error)
+	// Read reads one cycle; queryPools: list storage pools without LINSTOR's cache.
+	Read(ctx context.Context, cluster *linstorv1.LinstorCluster, queryPools bool) (*Snapshot, error)
 	// Follow blocks following LINSTOR's node event stream, calling changed for each
 	// event, until ctx ends or the stream breaks.
 	Follow(ctx context.Context, cluster *linstorv1.LinstorCluster, changed func(node string)) error
@@ -178,6 +199,10 @@ type Observer struct {
 	// HealthMaxAge: how old the replica health may get (reads failing) before it is
 	// unknown; zero means 2*Interval+MinInterval.
 	HealthMaxAge time.Duration
+	// PoolQueryInterval: how often storage pools are listed without LINSTOR's cache
+	// (their errors and thin pools' space, at the cost of a request to every satellite
+	// with a thin pool); zero means 4*Interval.
+	PoolQueryInterval time.Duration
 	// Notify receives the changes each cycle finds; it may block (the loop waits) until
 	// ctx ends.
 	Notify func(context.Context, Change)
@@ -468,14 +493,17 @@ func (o *Observer) loop(ctx context.Context, key types.NamespacedName, t *tracke
 	for {
 		seq++
 		started := time.Now()
+		o.mu.Lock()
+		prev := t.snap
+		o.mu.Unlock()
+		queryPools := !prev.Observed() || started.Sub(prev.poolsQueriedAt) >= o.poolQueryInterval()-o.MinInterval
 		readCtx, cancel := context.WithTimeout(ctx, o.Interval)
-		next, err := o.Source.Read(readCtx, t.cluster)
+		next, err := o.Source.Read(readCtx, t.cluster, queryPools)
 		cancel()
 		if ctx.Err() != nil {
 			return
 		}
 		o.mu.Lock()
-		prev := t.snap
 		if err != nil {
 			failures++
 			next = failed(prev, err, started)
@@ -483,6 +511,11 @@ func (o *Observer) loop(ctx context.Context, key types.NamespacedName, t *tracke
 		} else {
 			failures = 0
 			next.ok = true
+			if queryPools {
+				next.poolsQueriedAt = started
+			} else {
+				carryPoolErrors(prev, next)
+			}
 		}
 		readHealth := t.healthDue || prev == nil || started.Sub(prev.healthAt) >= o.Interval-o.MinInterval
 		var healthLater time.Duration
@@ -611,6 +644,52 @@ func (o *Observer) follow(ctx context.Context, key types.NamespacedName, t *trac
 		// Events sent while no stream was open are lost: one cycle covers the gap.
 		o.RefreshWithin(key, o.MinInterval)
 	}
+}
+
+func (o *Observer) poolQueryInterval() time.Duration {
+	if o.PoolQueryInterval > 0 {
+		return o.PoolQueryInterval
+	}
+	return 4 * o.Interval
+}
+
+// carryPoolErrors gives the pools of a cycle that read LINSTOR's cache the error
+// reports the last uncached list gave them: LINSTOR clears a pool's reports on every
+// list and adds errors back only from the satellites' answers
+// (CtrlStorPoolListApiCallHandler.assembleList), so the cache never has one. A pool
+// whose satellite is not connected has its warning instead, as the uncached list would.
+func carryPoolErrors(prev, next *Snapshot) {
+	next.poolsQueriedAt = prev.poolsQueriedAt
+	for key, pools := range next.pools {
+		var carried []lapi.StoragePool
+		for i, p := range pools {
+			if len(p.Reports) > 0 {
+				continue
+			}
+			for _, q := range prev.pools[key] {
+				if q.StoragePoolName == p.StoragePoolName && q.Uuid == p.Uuid && len(q.Reports) > 0 && !notConnected(q.Reports) {
+					if carried == nil {
+						carried = slices.Clone(pools)
+					}
+					carried[i].Reports = q.Reports
+				}
+			}
+		}
+		if carried != nil {
+			next.pools[key] = carried
+		}
+	}
+}
+
+// notConnected: the reports are LINSTOR's not-connected warning, which says nothing of
+// the pool.
+func notConnected(reports []lapi.ApiCallRc) bool {
+	for _, rc := range reports {
+		if uint64(rc.RetCode)&lapiconst.MaskError == lapiconst.MaskError {
+			return false
+		}
+	}
+	return true
 }
 
 // lostNodeSpacing is the least time between two reads of the resource view that

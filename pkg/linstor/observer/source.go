@@ -18,8 +18,9 @@ type ConnectorSource struct {
 }
 
 // Read runs one cycle: five list requests whatever the number of nodes (ReadHealth
-// adds three every Interval).
-func (s ConnectorSource) Read(ctx context.Context, cluster *linstorv1.LinstorCluster) (*Snapshot, error) {
+// adds three every Interval). Storage pools are read from LINSTOR's cache unless
+// queryPools: only then does LINSTOR ask every satellite with a thin pool.
+func (s ConnectorSource) Read(ctx context.Context, cluster *linstorv1.LinstorCluster, queryPools bool) (*Snapshot, error) {
 	conn, err := s.Connector.Connect(ctx, cluster)
 	if err != nil {
 		return nil, err
@@ -43,7 +44,8 @@ func (s ConnectorSource) Read(ctx context.Context, cluster *linstorv1.LinstorClu
 	for _, n := range nodes {
 		snap.nodes[strings.ToLower(n.Name)] = n
 	}
-	pools, err := conn.Nodes.GetStoragePoolView(ctx)
+	cached := !queryPools
+	pools, err := conn.Nodes.GetStoragePoolView(ctx, &lapi.ListOpts{Cached: &cached})
 	if err != nil {
 		return nil, fmt.Errorf("listing LINSTOR storage pools: %w", err)
 	}

@@ -1,0 +1,88 @@
+package observer_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/linstor-operator/linstor-operator/pkg/linstor/observer"
+)
+
+// poolErrors are the error reports the snapshot holds for n000's pool thin.
+func poolErrors(snap *observer.Snapshot) int {
+	for _, p := range snap.Pools("n000") {
+		if p.StoragePoolName == "thin" {
+			return len(p.Reports)
+		}
+	}
+	return -1
+}
+
+// Cycles list pools from LINSTOR's cache; only every PoolQueryInterval does LINSTOR ask
+// its satellites (one request per node with a thin pool). A pool's error, which only
+// the uncached list carries, shows after the next query and stays through the cached
+// cycles after it without a change reported for it, until a query no longer finds it.
+func TestPoolsAreQueriedEveryPoolQueryInterval(t *testing.T) {
+	const nodes = 4
+	interval, poolQuery := 100*time.Millisecond, time.Second
+	w := start(t, nodes, interval, func(o *observer.Observer) { o.PoolQueryInterval = poolQuery })
+	w.next(t)
+
+	queries, views := w.emu.FreeSpaceQueries(), reads(w.emu)["GET /v1/view/storage-pools"]
+	began := time.Now()
+	time.Sleep(3 * time.Second)
+	elapsed := time.Since(began)
+	asked := w.emu.FreeSpaceQueries() - queries
+	cycles := reads(w.emu)["GET /v1/view/storage-pools"] - views
+	t.Logf("%s: %d cycles, %d satellite free-space queries (%d nodes with a thin pool)", elapsed.Round(time.Millisecond), cycles, asked, nodes)
+	if most := (int(elapsed/poolQuery) + 1) * nodes; asked > most || asked < nodes {
+		t.Errorf("%d satellite queries in %s, want between %d and %d (every %s, not every cycle)", asked, elapsed, nodes, most, poolQuery)
+	}
+	if cycles < 10 {
+		t.Errorf("%d cycles in %s at an interval of %s", cycles, elapsed, interval)
+	}
+
+	if err := w.emu.BreakStoragePool("n000", "thin"); err != nil {
+		t.Fatal(err)
+	}
+	broken := time.Now()
+	var seenAt time.Time
+	var seq uint64
+	for deadline := time.Now().Add(poolQuery + 2*time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		snap := w.obs.Snapshot(key)
+		if poolErrors(snap) > 0 {
+			seenAt, seq = time.Now(), snap.Seq
+			break
+		}
+	}
+	if seenAt.IsZero() {
+		t.Fatalf("the broken pool's error was not seen within %s", poolQuery+2*time.Second)
+	}
+	t.Logf("error seen %s after the pool broke", seenAt.Sub(broken).Round(time.Millisecond))
+	// Drain the change that reported it; the cycles after it, cached ones included, keep
+	// the error and report no change of n000.
+	for len(w.changes) > 0 {
+		<-w.changes
+	}
+	for deadline := time.Now().Add(poolQuery / 2); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if snap := w.obs.Snapshot(key); poolErrors(snap) != 1 {
+			t.Fatalf("cycle %d (after %d, which saw the error) has %d error reports", snap.Seq, seq, poolErrors(snap))
+		}
+	}
+	if snap := w.obs.Snapshot(key); snap.Seq < seq+3 {
+		t.Errorf("only %d cycles after the error was seen", snap.Seq-seq)
+	}
+	for len(w.changes) > 0 {
+		if c := <-w.changes; len(c.Nodes) > 0 {
+			t.Errorf("a change of %v while nothing changed", c.Nodes)
+		}
+	}
+
+	if err := w.emu.RepairStoragePool("n000", "thin"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(poolQuery + 2*time.Second); poolErrors(w.obs.Snapshot(key)) != 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the repaired pool's error stayed")
+		}
+	}
+}

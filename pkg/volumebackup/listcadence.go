@@ -131,20 +131,61 @@ func BucketListDue(last ListRead, now time.Time, view ViewFingerprint) ListDue {
 }
 
 // KeepListed keeps of a remote's backup list what Summarize reads for rows (the
-// backups of the scheduled resources; the bucket may hold every resource's of several
-// clusters), and says whether one of them ships. A resource scheduled later moves the
-// view's fingerprint and so reads the list again.
+// bucket may hold every resource's backups of several clusters, and of years), and
+// says whether one of them ships. Of each scheduled resource it keeps at most: its
+// backups shipping, its newest successful and newest failed backup, and the first
+// whose start is the view's last start; the rest cannot change the summary of the
+// same rows, and a resource scheduled later, or a new start, moves the view's
+// fingerprint and so reads the list again. The kept ones stay in the list's order.
 func KeepListed(rows []linstor.ScheduledResource, backups []linstor.ShippedBackup) (kept []linstor.ShippedBackup, shipping bool) {
-	scheduled := map[string]bool{}
+	lastStart := map[string]int64{}
 	for _, r := range rows {
 		if r.Reason == "" {
-			scheduled[strings.ToLower(r.Resource)] = true
+			lastStart[strings.ToLower(r.Resource)] = r.LastSnapTime
 		}
 	}
-	for _, b := range backups {
-		if scheduled[strings.ToLower(b.Resource)] {
+	type picks struct{ ok, failed, started int }
+	chosen := map[string]*picks{}
+	keep := make([]bool, len(backups))
+	for i, b := range backups {
+		res := strings.ToLower(b.Resource)
+		last, scheduled := lastStart[res]
+		if !scheduled {
+			continue
+		}
+		p := chosen[res]
+		if p == nil {
+			p = &picks{ok: -1, failed: -1, started: -1}
+			chosen[res] = p
+		}
+		start := startOf(b)
+		// As Summarize chooses: the first of the newest wins.
+		switch {
+		case isTrue(b.Shipping):
+			keep[i], shipping = true, true
+		case isTrue(b.Success):
+			if p.ok < 0 || start > startOf(backups[p.ok]) {
+				p.ok = i
+			}
+		case b.Success != nil && b.Shipping != nil:
+			if p.failed < 0 || start > startOf(backups[p.failed]) {
+				p.failed = i
+			}
+		}
+		if p.started < 0 && last >= 0 && start >= 0 && abs(start-last) <= sameStart.Milliseconds() {
+			p.started = i
+		}
+	}
+	for _, p := range chosen {
+		for _, i := range []int{p.ok, p.failed, p.started} {
+			if i >= 0 {
+				keep[i] = true
+			}
+		}
+	}
+	for i, b := range backups {
+		if keep[i] {
 			kept = append(kept, b)
-			shipping = shipping || isTrue(b.Shipping)
 		}
 	}
 	return kept, shipping

@@ -1,6 +1,8 @@
 package volumebackup
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
@@ -123,4 +125,89 @@ func TestKeepListed(t *testing.T) {
 	if _, shipping := KeepListed(rows, []linstor.ShippedBackup{a, running}); !shipping {
 		t.Error("pvc-a's backup in progress is not seen shipping")
 	}
+}
+
+// Whatever the list, the kept part summarizes as the whole does, and a long history
+// keeps at most four backups of a resource (its shipping ones aside).
+func TestKeepListedSummarizesAsTheWholeList(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 35))
+	for round := range 2000 {
+		var rows []linstor.ScheduledResource
+		for r := range 1 + rng.IntN(4) {
+			row := linstor.ScheduledResource{Resource: fmt.Sprintf("pvc-%d", r), LastSnapTime: int64(rng.IntN(40)) * 20_000, NextExecTime: int64(rng.IntN(3)) * 60_000}
+			switch rng.IntN(6) {
+			case 0:
+				row.Reason = "none set"
+			case 1:
+				row.LastSnapTime = -1
+			case 2:
+				row.NextExecTime = -1
+			}
+			rows = append(rows, row)
+		}
+		var backups []linstor.ShippedBackup
+		for i := range rng.IntN(60) {
+			b := linstor.ShippedBackup{ID: fmt.Sprintf("b%d", i), Resource: fmt.Sprintf("PVC-%d", rng.IntN(5))}
+			if rng.IntN(8) > 0 {
+				b.StartTimestamp = ptr.To(int64(rng.IntN(40)) * 20_000) // equal starts happen
+			}
+			switch rng.IntN(5) {
+			case 0:
+				b.Shipping, b.Success = ptr.To(true), ptr.To(false)
+			case 1, 2:
+				b.Shipping, b.Success = ptr.To(false), ptr.To(true)
+			case 3:
+				b.Shipping, b.Success = ptr.To(false), ptr.To(false)
+				b.FailMessages = fmt.Sprintf("failure %d", i)
+			}
+			if rng.IntN(3) == 0 {
+				b.BasedOn = "b0"
+			}
+			backups = append(backups, b)
+		}
+		kept, shipping := KeepListed(rows, backups)
+		if want, got := Summarize(rows, backups), Summarize(rows, kept); !reflect.DeepEqual(want, got) {
+			t.Fatalf("round %d: rows %+v\nbackups %+v\nkept %+v\nsummary of the kept list %+v\nwant %+v", round, rows, backups, kept, got, want)
+		}
+		_, wholeShipping := KeepListed(rows, backups)
+		if shipping != wholeShipping {
+			t.Fatal("shipping differs")
+		}
+	}
+
+	// Ten thousand backups of one resource over the years: four at most are kept.
+	rows := []linstor.ScheduledResource{{Resource: "pvc-a", LastSnapTime: 5_000_000, NextExecTime: 1}}
+	var backups []linstor.ShippedBackup
+	for i := range 10_000 {
+		backups = append(backups, linstor.ShippedBackup{ID: fmt.Sprint(i), Resource: "pvc-a", StartTimestamp: ptr.To(int64(i) * 1000),
+			Success: ptr.To(i%7 != 0), Shipping: ptr.To(false)})
+	}
+	kept, _ := KeepListed(rows, backups)
+	if len(kept) > 4 {
+		t.Errorf("%d of 10000 backups kept, want at most 4", len(kept))
+	}
+	if !reflect.DeepEqual(Summarize(rows, kept), Summarize(rows, backups)) {
+		t.Error("the kept backups summarize differently")
+	}
+}
+
+// A bucket of 100,000 backups of 1,000 scheduled resources (100 each, a daily schedule
+// over three months): what stays in memory between reads.
+func BenchmarkKeepListed(b *testing.B) {
+	var rows []linstor.ScheduledResource
+	var backups []linstor.ShippedBackup
+	for r := range 1000 {
+		name := fmt.Sprintf("pvc-%04d", r)
+		rows = append(rows, linstor.ScheduledResource{Resource: name, LastSnapTime: 99 * 86_400_000, NextExecTime: 100 * 86_400_000})
+		for d := range 100 {
+			backups = append(backups, linstor.ShippedBackup{ID: fmt.Sprintf("%s_back_%d", name, d), Resource: name,
+				StartTimestamp: ptr.To(int64(d) * 86_400_000), Success: ptr.To(d%10 != 3), Shipping: ptr.To(false)})
+		}
+	}
+	var kept []linstor.ShippedBackup
+	for b.Loop() {
+		kept, _ = KeepListed(rows, backups)
+	}
+	b.ReportMetric(float64(len(backups)), "listed")
+	b.ReportMetric(float64(len(kept)), "kept")
 }

@@ -36,6 +36,8 @@ var (
 	// linstorDown makes the LINSTOR controller unreachable: every connection to it,
 	// the API's and the scrapes of /metrics, is closed unanswered.
 	linstorDown atomic.Bool
+	// linstorMetricsDown closes only the scrapes of LINSTOR's /metrics: its API answers.
+	linstorMetricsDown atomic.Bool
 )
 
 func TestMain(m *testing.M) {
@@ -60,7 +62,7 @@ func TestMain(m *testing.M) {
 
 func unreachableWhenDown(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !linstorDown.Load() {
+		if !linstorDown.Load() && !(linstorMetricsDown.Load() && r.URL.Path == "/metrics") {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -490,6 +490,9 @@ func (e *Emulator) RestartController() {
 	e.scrapeRequests = 0
 	for _, n := range e.nodes {
 		n.reconnects = 0
+		// Its trackers start empty and fill from each satellite's full sync on
+		// reconnect (IntFullSyncResponse.updateCapacities), before it is ONLINE.
+		e.refreshSeen(n)
 	}
 }
 

@@ -40,6 +40,9 @@ func (e *Emulator) evacuateNode(w http.ResponseWriter, r *http.Request, n *node)
 		writeRC(w, http.StatusOK, rc(lapiconst.FailInvldConf, "Must not use --target and --do-not-target in the same request"))
 		return
 	}
+	// Every satellite's thin pools are asked first; the placement reads the tracker
+	// that updates (CtrlNodeApiCallHandler.evacuateNode: fetchThinFreeCapacities).
+	e.queryThinFreeSpace(nil)
 	n.Flags = appendFlag(n.Flags, lapiconst.FlagEvacuate)
 	var answer []apiCallRc
 	for _, rd := range e.sortedRDs() {
@@ -136,7 +139,7 @@ func (e *Emulator) placeReplacement(rd *resourceDefinition, rep *replica, from s
 			continue
 		}
 		for _, p := range sortedPools(n) {
-			free := e.poolViewFrom(p, true).FreeCapacity // MaximumFreeSpaceStrategy reads the tracker
+			free := e.poolViewFrom(p, true).FreeCapacity // MaximumFreeSpaceStrategy reads the tracker, just refreshed
 			if p.ProviderKind != kind || free < size {
 				continue
 			}

@@ -23,7 +23,12 @@ import (
 // The emulator pushes placement changes at once (allocatedKib is live in both views);
 // what no satellite pushes is data written into a thin pool (FillThinPool) and a thin
 // pool gone from its machine (BreakStoragePool): the cached view shows them only after
-// an uncached list asked that node, or the satellite reconnected.
+// an uncached list asked that node (an evacuation or eviction asks every node), the
+// satellite reconnected, or the controller restarted. Not modelled: LINSTOR's tracker
+// is empty (null capacity) between a controller's start and a satellite's full sync,
+// which the node is not ONLINE for; and a satellite's update after it applied a
+// resource change carries written data too (handleStorPoolApplied), which here waits
+// for the next query.
 
 // thinSeen is a thin pool as the controller's tracker last had it.
 type thinSeen struct {
@@ -90,11 +95,21 @@ func (e *Emulator) queryThinFreeSpace(nodes map[string]bool) {
 // query's answer, or a full sync). The caller holds e.mu.
 func (e *Emulator) refreshSeen(n *node) {
 	n.seenThin = map[string]thinSeen{}
-	for key, p := range n.pools {
-		if thinKind(p.ProviderKind) {
-			n.seenThin[key] = thinSeen{usedKib: e.thinUsedKib(p), lost: e.poolLost(p)}
-		}
+	for _, p := range n.pools {
+		e.seeThin(n, p)
 	}
+}
+
+// seeThin sets the tracker of one pool of n from the machine, if it is thin. The
+// caller holds e.mu.
+func (e *Emulator) seeThin(n *node, p *lapi.StoragePool) {
+	if !thinKind(p.ProviderKind) {
+		return
+	}
+	if n.seenThin == nil {
+		n.seenThin = map[string]thinSeen{}
+	}
+	n.seenThin[strings.ToLower(p.StoragePoolName)] = thinSeen{usedKib: e.thinUsedKib(p), lost: e.poolLost(p)}
 }
 
 // thinUsedKib is the data FillThinPool wrote into p's thin pool. The caller holds e.mu.

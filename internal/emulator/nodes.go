@@ -574,6 +574,7 @@ func (e *Emulator) evictNode(w http.ResponseWriter, r *http.Request, n *node) {
 	}
 	var answer []apiCallRc
 	if !hasFlag(n.Flags, lapiconst.FlagEvicted) {
+		e.queryThinFreeSpace(nil) // CtrlNodeApiCallHandler.declareEvicted: fetchThinFreeCapacities first
 		n.Flags = appendFlag(n.Flags, lapiconst.FlagEvicted)
 		for _, rd := range e.sortedRDs() {
 			rep := rd.resources[n.Name]

@@ -337,6 +337,9 @@ func (e *Emulator) addPool(n *node, name string, kind lapi.ProviderKind, request
 		SupportsSnapshots: supportsSnapshots(kind), StaticTraits: staticTraits(kind),
 	}
 	n.pools[strings.ToLower(name)] = p
+	// A new pool's tracker is filled from the satellite's answer to the create
+	// (CtrlStorPoolCrtApiCallHandler → handleStorPoolApplied → updateRealFreeSpace).
+	e.seeThin(n, p)
 	var answer []apiCallRc
 	if len(set) > 0 {
 		answer = append(answer, rc(lapiconst.MaskStorPool|lapiconst.MaskCrt|lapiconst.Created, "Successfully set property key(s): %s", strings.Join(set, ",")).withRefs(refs...))
@@ -420,6 +423,7 @@ func (e *Emulator) deletePool(w http.ResponseWriter, r *http.Request, n *node) {
 		return
 	}
 	delete(n.pools, strings.ToLower(name))
+	delete(n.seenThin, strings.ToLower(name)) // the tracker goes with the pool
 	answer := []apiCallRc{rc(lapiconst.Deleted|delPool, "Node: %s, Storage pool name: %s deleted.", n.Name, p.StoragePoolName).
 		withDetails("Storage pool '%s' on node '%s' UUID was: %s", p.StoragePoolName, n.Name, p.Uuid).withRefs(refs...)}
 	if !e.online(n.Name) {

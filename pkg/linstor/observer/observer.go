@@ -233,7 +233,11 @@ type tracked struct {
 	// healthDue: a write that changes replicas asked for the next cycle to read the
 	// resource view too.
 	healthDue bool
-	written   map[string]time.Time
+	// poolsDue: a node came ONLINE, and the cached pool list has no errors of its
+	// pools (a satellite's full sync does not bring them): the next cycle at least
+	// Interval after the last uncached list lists them uncached.
+	poolsDue bool
+	written  map[string]time.Time
 	cancel    context.CancelFunc
 }
 
@@ -495,8 +499,12 @@ func (o *Observer) loop(ctx context.Context, key types.NamespacedName, t *tracke
 		started := time.Now()
 		o.mu.Lock()
 		prev := t.snap
+		sinceQuery := time.Duration(0)
+		if prev.Observed() {
+			sinceQuery = started.Sub(prev.poolsQueriedAt)
+		}
+		queryPools := !prev.Observed() || sinceQuery >= o.poolQueryInterval()-o.MinInterval || t.poolsDue && sinceQuery >= o.Interval-o.MinInterval
 		o.mu.Unlock()
-		queryPools := !prev.Observed() || started.Sub(prev.poolsQueriedAt) >= o.poolQueryInterval()-o.MinInterval
 		readCtx, cancel := context.WithTimeout(ctx, o.Interval)
 		next, err := o.Source.Read(readCtx, t.cluster, queryPools)
 		cancel()
@@ -512,10 +520,11 @@ func (o *Observer) loop(ctx context.Context, key types.NamespacedName, t *tracke
 			failures = 0
 			next.ok = true
 			if queryPools {
-				next.poolsQueriedAt = started
+				next.poolsQueriedAt, t.poolsDue = started, false
 			} else {
-				carryPoolErrors(prev, next)
+				carryPools(prev, next)
 			}
+			t.poolsDue = t.poolsDue || enteredOnline(prev, next)
 		}
 		readHealth := t.healthDue || prev == nil || started.Sub(prev.healthAt) >= o.Interval-o.MinInterval
 		var healthLater time.Duration
@@ -653,12 +662,18 @@ func (o *Observer) poolQueryInterval() time.Duration {
 	return 4 * o.Interval
 }
 
-// carryPoolErrors gives the pools of a cycle that read LINSTOR's cache the error
-// reports the last uncached list gave them: LINSTOR clears a pool's reports on every
-// list and adds errors back only from the satellites' answers
-// (CtrlStorPoolListApiCallHandler.assembleList), so the cache never has one. A pool
-// whose satellite is not connected has its warning instead, as the uncached list would.
-func carryPoolErrors(prev, next *Snapshot) {
+// carryPools gives the pools of a cycle that read LINSTOR's cache what only the
+// uncached list had:
+//   - the error reports: LINSTOR clears a pool's reports on every list and adds errors
+//     back only from the satellites' answers (CtrlStorPoolListApiCallHandler
+//     .assembleList), so the cache never has one. A pool whose satellite is not
+//     connected has its warning instead, as the uncached list would;
+//   - the capacity, where the cache has none (0 of 0 without a report): LINSTOR's
+//     free space tracker starts empty (FreeSpaceMgr) until the satellite's answer to
+//     the pool's creation, or a full sync whose update failed, fills it.
+//
+// A pool is the same only with the same uuid: one deleted and made again is new.
+func carryPools(prev, next *Snapshot) {
 	next.poolsQueriedAt = prev.poolsQueriedAt
 	for key, pools := range next.pools {
 		var carried []lapi.StoragePool
@@ -667,11 +682,19 @@ func carryPoolErrors(prev, next *Snapshot) {
 				continue
 			}
 			for _, q := range prev.pools[key] {
-				if q.StoragePoolName == p.StoragePoolName && q.Uuid == p.Uuid && len(q.Reports) > 0 && !notConnected(q.Reports) {
-					if carried == nil {
-						carried = slices.Clone(pools)
-					}
-					carried[i].Reports = q.Reports
+				if q.StoragePoolName != p.StoragePoolName || q.Uuid != p.Uuid || notConnected(q.Reports) && len(q.Reports) > 0 {
+					continue
+				}
+				noCapacity := p.TotalCapacity == 0 && p.FreeCapacity == 0 && q.TotalCapacity != 0
+				if len(q.Reports) == 0 && !noCapacity {
+					continue
+				}
+				if carried == nil {
+					carried = slices.Clone(pools)
+				}
+				carried[i].Reports = q.Reports
+				if noCapacity {
+					carried[i].TotalCapacity, carried[i].FreeCapacity = q.TotalCapacity, q.FreeCapacity
 				}
 			}
 		}
@@ -679,6 +702,22 @@ func carryPoolErrors(prev, next *Snapshot) {
 			next.pools[key] = carried
 		}
 	}
+}
+
+// enteredOnline: a node next reports ONLINE was not ONLINE (or not there) in prev.
+func enteredOnline(prev, next *Snapshot) bool {
+	if prev == nil || next == nil {
+		return false
+	}
+	for key, n := range next.nodes {
+		if n.ConnectionStatus != "ONLINE" {
+			continue
+		}
+		if m, ok := prev.nodes[key]; !ok || m.ConnectionStatus != "ONLINE" {
+			return true
+		}
+	}
+	return false
 }
 
 // notConnected: the reports are LINSTOR's not-connected warning, which says nothing of

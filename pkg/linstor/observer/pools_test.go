@@ -86,3 +86,55 @@ func TestPoolsAreQueriedEveryPoolQueryInterval(t *testing.T) {
 		}
 	}
 }
+
+// A satellite that reconnects gets its pools' errors back within an Interval, not at
+// the next PoolQueryInterval: while it was away only the not-connected warning was
+// listed, and the cached list after it has no errors.
+func TestReconnectedNodeHasItsPoolErrorsQueried(t *testing.T) {
+	w := start(t, 2, 300*time.Millisecond, func(o *observer.Observer) { o.PoolQueryInterval = time.Hour })
+	w.next(t)
+	if err := w.emu.BreakStoragePool("n000", "thin"); err != nil {
+		t.Fatal(err)
+	}
+	bounce := func() {
+		t.Helper()
+		if err := w.emu.SetNodeOnline("n000", false); err != nil {
+			t.Fatal(err)
+		}
+		w.waitFor(t, "n000 seen offline", func(s *observer.Snapshot) bool { n, _ := s.Node("n000"); return n.ConnectionStatus != "ONLINE" })
+		if err := w.emu.SetNodeOnline("n000", true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// No query since the first cycle (PoolQueryInterval is an hour): the reconnect
+	// asks for one.
+	bounce()
+	w.waitFor(t, "the error after a reconnect", func(s *observer.Snapshot) bool { return poolErrors(s) == 1 })
+	queries := w.emu.FreeSpaceQueries()
+	bounce()
+	back := time.Now()
+	w.waitFor(t, "the error after the second reconnect", func(s *observer.Snapshot) bool {
+		n, _ := s.Node("n000")
+		return n.ConnectionStatus == "ONLINE" && poolErrors(s) == 1
+	})
+	asked := w.emu.FreeSpaceQueries() - queries
+	t.Logf("error back %s after the reconnect; %d satellite queries", time.Since(back).Round(time.Millisecond), asked)
+	if asked > 2 {
+		t.Errorf("%d satellite queries for one reconnect, want one uncached list (2 nodes)", asked)
+	}
+}
+
+// waitFor polls the snapshot until ok, for at most 10 s.
+func (w *world) waitFor(t *testing.T, what string, ok func(*observer.Snapshot) bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if s := w.obs.Snapshot(key); s != nil && ok(s) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10 s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

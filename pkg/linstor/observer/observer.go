@@ -238,7 +238,7 @@ type tracked struct {
 	// Interval after the last uncached list lists them uncached.
 	poolsDue bool
 	written  map[string]time.Time
-	cancel    context.CancelFunc
+	cancel   context.CancelFunc
 }
 
 // New returns an observer reading through source.

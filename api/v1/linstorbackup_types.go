@@ -160,6 +160,13 @@ type StoredCopy struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Cluster UID",xDescriptors={"urn:alm:descriptor:text"}
 	ClusterUID string `json:"clusterUID,omitempty"`
+	// deletePending: the backup failed after this copy was sent, so it was never
+	// published, and the operator deletes it from the bucket, retrying until it is gone
+	// (also after a restart); false again once it is, or when the target was edited to
+	// point elsewhere (the message then says where to delete it).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Deletion Pending",xDescriptors={"urn:alm:descriptor:text"}
+	DeletePending bool `json:"deletePending,omitempty"`
 }
 
 // LinstorBackup is a copy of a LinstorCluster's LINSTOR database (k8s backend), taken

@@ -215,7 +215,7 @@ func (r *Reconciler) reconcileVerifying(ctx context.Context, s *scope) (ctrl.Res
 	}
 	switch {
 	case err != nil && bucketFailure(err):
-		return s.end(ctrl.Result{}, r.failUnpublished(ctx, b, "the copy in the bucket did not read back as written: "+targetError(b, err)))
+		return s.end(r.failUnpublished(ctx, b, "the copy in the bucket did not read back as written: "+targetError(b, err)))
 	case err != nil:
 		return s.end(ctrl.Result{RequeueAfter: retryBucket}, r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
 			st.Message = "Reading the copy back failed, retrying: " + err.Error()
@@ -235,34 +235,98 @@ func (r *Reconciler) reconcileVerifying(ctx context.Context, s *scope) (ctrl.Res
 // failUnpublished fails a backup whose copy was sent but did not become Completed
 // (it did not read back, or the deadline passed while Verifying), and deletes that
 // copy: never published, it restores nothing, yet holds the encrypted database and
-// costs storage, and no retention sees it. Failed is saved first, under the optimistic
-// lock: a pass on a stale copy of the backup (the cache lagging a Completed write, an
-// old leader) conflicts there and deletes nothing. The copy is deleted only where it
-// was written, with the key it was written with: a target edited since points
-// elsewhere, and its bucket's answer says nothing about the copy.
-func (r *Reconciler) failUnpublished(ctx context.Context, b *linstorv1.LinstorBackup, msg string) error {
+// costs storage, and no retention sees it. Failed is saved first, with the copy marked
+// deletePending, under the optimistic lock: a pass on a stale copy of the backup (the
+// cache lagging a Completed write, an old leader) conflicts there and deletes nothing.
+// The deletion follows (deleteUnpublished), and every later pass of the Failed backup
+// retries it while the mark stands, so neither a bucket that refuses nor an operator
+// that stops between the two writes leaves the copy behind.
+func (r *Reconciler) failUnpublished(ctx context.Context, b *linstorv1.LinstorBackup, msg string) (ctrl.Result, error) {
+	if b.Status.Phase != linstorv1.BackupVerifying || b.Spec.ImportFrom != "" || b.Status.Stored == nil {
+		return ctrl.Result{}, r.fail(ctx, b, msg)
+	}
+	r.Recorder.Event(b, corev1.EventTypeWarning, "BackupFailed", msg)
+	if err := r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
+		st.Phase, st.Message = linstorv1.BackupFailed, msg+copyBeingDeleted
+		st.Stored.DeletePending = true
+	}); err != nil {
+		return ctrl.Result{}, err
+	}
+	return r.deleteUnpublished(ctx, b)
+}
+
+// copyBeingDeleted ends the message of a Failed backup whose copy deleteUnpublished
+// deletes; copyDeleted replaces it once the copy is gone.
+const (
+	copyBeingDeleted = "; its copy, never published, is being deleted from the bucket"
+	copyDeleted      = "; its copy, never published, was deleted from the bucket"
+)
+
+// deleteUnpublished deletes the copy of a Failed backup marked deletePending, only
+// where it was written and with the key it was written with: a target edited since
+// points elsewhere, and its bucket's answer says nothing about the copy; a target or
+// Secret gone, or a bucket that refuses for good (access denied, no such bucket),
+// leaves it there too, saying so. A copy whose manifest is in the bucket was
+// published after all (the pass that published it could not save Completed before
+// the deadline failed the backup): it is listed, may have been imported elsewhere, and
+// is kept. A bucket that fails for a while is tried again, every retryBucket at first
+// and at most every 10 minutes later, and not while the target's own check finds it
+// unreachable or hanging (each try would hold the worker new backups need).
+func (r *Reconciler) deleteUnpublished(ctx context.Context, b *linstorv1.LinstorBackup) (ctrl.Result, error) {
 	stored := b.Status.Stored
-	if b.Status.Phase != linstorv1.BackupVerifying || b.Spec.ImportFrom != "" || stored == nil {
-		return r.fail(ctx, b, msg)
+	base := strings.TrimSuffix(strings.SplitN(b.Status.Message, copyBeingDeleted, 2)[0], copyDeleted)
+	where := or(stored.Location, "the target's bucket")
+	leave := func(why string) (ctrl.Result, error) {
+		left := fmt.Sprintf("; its copy %s, never published, is left at %s: %s; delete it there", stored.ID, where, why)
+		r.Recorder.Event(b, corev1.EventTypeWarning, "CopyNotDeleted", strings.TrimPrefix(left, "; "))
+		return ctrl.Result{}, r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
+			st.Message, st.Stored.DeletePending = base+left, false
+		})
+	}
+	retry := min(max(retryBucket, time.Since(b.CreationTimestamp.Time)/10), 10*time.Minute)
+	if t := (&linstorv1.LinstorBackupTarget{}); b.Spec.TargetRef != nil && r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.TargetRef.Name}, t) == nil {
+		if c := meta.FindStatusCondition(t.Status.Conditions, linstorv1.ConditionAvailable); c != nil && c.Status == metav1.ConditionFalse &&
+			(c.Reason == string(offsite.ReasonUnreachable) || c.Reason == string(offsite.ReasonSlow)) {
+			return ctrl.Result{RequeueAfter: retry}, nil
+		}
 	}
 	store, err := r.openTarget(ctx, b)
-	if err != nil || stored.Location != "" && stored.Location != location(store) || stored.KeyFingerprint != "" && stored.KeyFingerprint != store.Key().Fingerprint() {
-		return r.fail(ctx, b, fmt.Sprintf("%s; its copy %s, never published, is left at %s: delete it there", msg, stored.ID, or(stored.Location, "the target's bucket")))
+	var missing *backuptarget.MissingError
+	switch {
+	case errors.As(err, &missing):
+		return leave(targetError(b, err))
+	case err == nil && (stored.Location != "" && stored.Location != location(store) || stored.KeyFingerprint != "" && stored.KeyFingerprint != store.Key().Fingerprint()):
+		return leave("the target points elsewhere now")
 	}
-	// Saved Failed first (a stale pass must not delete a copy another pass published);
-	// the deletion follows, so the message says it is under way, and a failed one
-	// replaces it below.
-	if err := r.fail(ctx, b, msg+"; its copy, never published, is being deleted from the bucket"); err != nil {
-		return err
+	if err == nil {
+		bucketCtx, cancel := context.WithTimeout(ctx, recheckTimeout)
+		_, err = store.Get(bucketCtx, stored.ID)
+		switch {
+		case err == nil:
+			cancel()
+			kept := fmt.Sprintf("; its copy %s was published before the failure was saved: it reads back with the target's key and is listed, so it stays in the bucket (an import restores it)", stored.ID)
+			r.Recorder.Event(b, corev1.EventTypeWarning, "CopyKept", strings.TrimPrefix(kept, "; "))
+			return ctrl.Result{}, r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
+				st.Message, st.Stored.DeletePending = base+kept, false
+			})
+		case offsite.ReasonOf(err) == offsite.ReasonNotFound:
+			err = store.Delete(bucketCtx, stored.ID)
+		}
+		cancel()
 	}
-	delCtx, cancel := context.WithTimeout(ctx, recheckTimeout)
-	defer cancel()
-	if err := store.Delete(delCtx, stored.ID); err != nil {
-		left := fmt.Sprintf("its copy %s, never published, could not be deleted from %s (%v): delete it there", stored.ID, stored.Location, err)
-		r.Recorder.Event(b, corev1.EventTypeWarning, "CopyNotDeleted", left)
-		return r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) { st.Message = msg + "; " + left })
+	if err != nil && bucketFailure(err) {
+		return leave(err.Error())
 	}
-	return nil
+	if err != nil {
+		why := fmt.Sprintf("its copy %s, never published, could not be deleted from %s yet (%v); retrying", stored.ID, where, err)
+		r.Recorder.Event(b, corev1.EventTypeWarning, "CopyNotDeleted", why)
+		return ctrl.Result{RequeueAfter: retry}, r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
+			st.Message = base + copyBeingDeleted + "; " + why
+		})
+	}
+	return ctrl.Result{}, r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
+		st.Message, st.Stored.DeletePending = base+copyDeleted, false
+	})
 }
 
 // reconcileImport reads a backup another cluster (or this one) left in the bucket: it

@@ -36,7 +36,8 @@ func (s *scope) end(res ctrl.Result, err error) (ctrl.Result, error) {
 	return res, err
 }
 
-// reconcileEnded: a completed backup only prunes the old ones; a failed one is done.
+// reconcileEnded: a completed backup only prunes the old ones; a failed one is done,
+// once the copy it never published is deleted.
 func (r *Reconciler) reconcileEnded(ctx context.Context, s *scope) (ctrl.Result, error) {
 	switch s.backup.Status.Phase {
 	case linstorv1.BackupCompleted:
@@ -45,6 +46,9 @@ func (r *Reconciler) reconcileEnded(ctx context.Context, s *scope) (ctrl.Result,
 		}
 		return s.end(r.recheckStored(ctx, s.backup))
 	case linstorv1.BackupFailed:
+		if st := s.backup.Status.Stored; st != nil && st.DeletePending {
+			return s.end(r.deleteUnpublished(ctx, s.backup))
+		}
 		return s.end(ctrl.Result{}, nil)
 	}
 	return ctrl.Result{}, nil
@@ -67,7 +71,7 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, s *scope) (ctrl.Resul
 	if deadline := b.CreationTimestamp.Add(timeout(b)); time.Now().After(deadline) {
 		// A backup keeps LINSTOR's controller stopped: it must end, in failure if need be.
 		msg := fmt.Sprintf("not completed within %s (%s); the LINSTOR controller starts again", timeout(b), or(b.Status.Message, string(b.Status.Phase)))
-		return s.end(ctrl.Result{}, r.failUnpublished(ctx, b, msg))
+		return s.end(r.failUnpublished(ctx, b, msg))
 	}
 	s.cluster = cluster
 	return ctrl.Result{}, nil

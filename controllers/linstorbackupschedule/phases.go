@@ -92,7 +92,8 @@ func (r *Reconciler) reconcileDecision(_ context.Context, s *scope) (ctrl.Result
 		in.LastScheduleTime = &v
 	}
 	for _, b := range s.backups {
-		x := backupschedule.Backup{Name: b.Name, Phase: b.Status.Phase, Created: b.CreationTimestamp.Time}
+		x := backupschedule.Backup{Name: b.Name, Phase: b.Status.Phase, Created: b.CreationTimestamp.Time,
+			CopyDeletePending: b.Status.Stored != nil && b.Status.Stored.DeletePending}
 		if b.Status.CompletedAt != nil {
 			x.Completed = b.Status.CompletedAt.Time
 		}

@@ -37,6 +37,9 @@ type Backup struct {
 	Phase linstorv1.BackupPhase
 	// Created is when it was asked for; Completed when it completed (zero if not).
 	Created, Completed time.Time
+	// CopyDeletePending: a Failed backup still deletes the copy it never published
+	// (status.stored.deletePending); deleting the backup would leave the copy.
+	CopyDeletePending bool
 }
 
 // Stored is a database backup found in a bucket, as the bucket's manifest says.
@@ -218,7 +221,8 @@ func summarize(backups []Backup) (active string, lastSuccessful *time.Time) {
 
 // Retain lists the backups the retention deletes: Completed ones beyond keepLast or
 // older than maxAge, never the newest Completed one; Failed ones beyond the newest
-// FailedKept. Backups under way are never deleted.
+// FailedKept. Backups under way are never deleted, nor Failed ones still deleting the
+// copy they never published.
 func Retain(r *linstorv1.BackupRetention, backups []Backup, now time.Time) []string {
 	var completed, failed []Backup
 	for _, b := range backups {
@@ -256,7 +260,7 @@ func Retain(r *linstorv1.BackupRetention, backups []Backup, now time.Time) []str
 		}
 	}
 	for i, b := range failed {
-		if i >= FailedKept {
+		if i >= FailedKept && !b.CopyDeletePending {
 			out = append(out, b.Name)
 		}
 	}

@@ -146,6 +146,8 @@ func TestRetain(t *testing.T) {
 		{"the only Completed backup is older than maxAge: kept", month, []Backup{completed("old", 90), failed("f", 1)}, nil},
 		{"all too old: the newest stays", month, []Backup{completed("a", 90), completed("b", 60), completed("c", 45)}, []string{"a", "b"}},
 		{"keepLast 1 keeps the newest", &linstorv1.BackupRetention{KeepLast: ptr.To[int32](1)}, []Backup{completed("a", 3), completed("b", 2)}, []string{"a"}},
+		{"a failed one still deleting its unpublished copy stays", nil, append(slices.Clone(backups),
+			Backup{Name: "f6", Phase: linstorv1.BackupFailed, Created: day(6), CopyDeletePending: true}), []string{"f4", "f5"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Retain(tc.r, tc.backups, now)

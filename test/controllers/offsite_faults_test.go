@@ -17,6 +17,7 @@ import (
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/internal/s3server"
+	"github.com/linstor-operator/linstor-operator/test/envtest"
 )
 
 // The fault table of offsite backups, on a real S3 server behind a fault proxy: each
@@ -117,11 +118,13 @@ func TestOffsiteBackupFaultTable(t *testing.T) {
 		g.Expect(get(g, ns, "good", &linstorv1.LinstorBackupTarget{}).Status.Count).To(BeZero(), "a failed backup is listed in the bucket")
 	}, "3s", tick).Should(Succeed())
 
-	// The server fails every read of a copy once it is sent: the backup cannot read it
-	// back, fails at its deadline, and its copy, never published, is deleted from the
-	// bucket rather than left there unlisted.
+	// The server fails every read and deletion of a copy once it is sent: the backup
+	// cannot read it back, fails at its deadline, and its copy, never published, is
+	// marked for deletion; the deletion is retried until the bucket takes it, rather
+	// than the copy left there unlisted (as it was when the operator stopped between
+	// the saved Failed and the deletion, or the bucket refused that one try).
 	g.Expect(proxy.FailNext(1000000, http.StatusServiceUnavailable, "SlowDown", func(r *http.Request) bool {
-		return r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/databases/")
+		return (r.Method == http.MethodGet || r.Method == http.MethodDelete) && strings.Contains(r.URL.Path, "/databases/")
 	})).To(Succeed())
 	backup("unreadable", "good", 25*time.Second)
 	g.Eventually(func(g Gomega) {
@@ -134,9 +137,11 @@ func TestOffsiteBackupFaultTable(t *testing.T) {
 		g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupFailed))
 		g.Expect(b.Status.Message).To(ContainSubstring("not completed within"))
 		g.Expect(b.Status.Message).To(ContainSubstring("its copy, never published, is being deleted from the bucket"))
+		g.Expect(b.Status.Message).To(ContainSubstring("could not be deleted from"))
+		g.Expect(b.Status.Stored.DeletePending).To(BeTrue())
 	}, 2*timeout, tick).Should(Succeed())
 	g.Expect(proxy.PassThrough()).To(Succeed())
-	// The deletion follows the saved Failed: the copy goes, and the message stays.
+	// A later try deletes it: the copy goes, and the status says so.
 	g.Eventually(func(g Gomega) {
 		// Names only, and a file gone mid-walk is gone: the deletion runs meanwhile.
 		g.Expect(filepath.WalkDir(srv.Dir, func(p string, _ fs.DirEntry, err error) error {
@@ -147,7 +152,42 @@ func TestOffsiteBackupFaultTable(t *testing.T) {
 			return err
 		})).To(Succeed())
 	}, timeout, tick).Should(Succeed())
-	g.Expect(get(g, ns, "unreadable", &linstorv1.LinstorBackup{}).Status.Message).To(ContainSubstring("is being deleted"), "the deletion failed")
+	g.Eventually(func(g Gomega) {
+		b := get(g, ns, "unreadable", &linstorv1.LinstorBackup{})
+		g.Expect(b.Status.Stored.DeletePending).To(BeFalse())
+		g.Expect(b.Status.Message).To(HaveSuffix("its copy, never published, was deleted from the bucket"))
+		g.Expect(b.Status.Message).To(ContainSubstring("not completed within"))
+	}, timeout, tick).Should(Succeed())
+
+	// A copy published whose Completed could not be saved (a policy refuses it here;
+	// a conflict or an API server blip on a real cluster): the deadline fails the
+	// backup, and the copy, listed and importable, is kept, not deleted as unpublished.
+	refuse, err := envtest.RefuseInNamespace(t, env.Client, "no-completed", ns, linstorv1.GroupVersion.Group, "linstorbackups/status",
+		"!has(object.status) || !has(object.status.phase) || object.status.phase != 'Completed'", "Completed is refused in this test")
+	g.Expect(err).NotTo(HaveOccurred())
+	backup("probe", "missing-target", time.Minute)
+	g.Eventually(func(g Gomega) {
+		b := get(g, ns, "probe", &linstorv1.LinstorBackup{})
+		b.Status.Phase = linstorv1.BackupCompleted
+		g.Expect(env.Client.Status().Update(ctx, b)).To(MatchError(ContainSubstring("Completed is refused in this test")))
+	}, timeout, tick).Should(Succeed())
+	backup("published-late", "good", 25*time.Second)
+	g.Eventually(func(g Gomega) {
+		b := get(g, ns, "published-late", &linstorv1.LinstorBackup{})
+		g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupFailed))
+		g.Expect(b.Status.Message).To(ContainSubstring("was published before the failure was saved"))
+		g.Expect(b.Status.Stored.DeletePending).To(BeFalse())
+	}, 3*timeout, tick).Should(Succeed())
+	refuse()
+	kept := map[string]bool{}
+	g.Expect(filepath.WalkDir(srv.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.Contains(p, "-published-late/") {
+			kept[filepath.Base(p)] = true
+		}
+		return err
+	})).To(Succeed())
+	g.Expect(kept).To(HaveKey("manifest.json"), "the published copy's manifest was deleted")
+	g.Expect(kept).To(HaveKey("database.json.gz.age"), "the published copy's data was deleted")
 
 	// A backup that completes, then an import of it with another key: WrongKey.
 	backup("good-1", "good", time.Minute)

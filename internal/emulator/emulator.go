@@ -110,6 +110,9 @@ type node struct {
 	// seenThin: the controller's free space tracker of each thin pool, by lower-case
 	// pool name (freespace.go).
 	seenThin map[string]thinSeen
+	// freeSpaceHangs: the satellite's free-space query does not answer
+	// (HangFreeSpaceQuery).
+	freeSpaceHangs bool
 }
 
 type resourceDefinition struct {

@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 
 	lapi "github.com/LINBIT/golinstor/client"
@@ -129,4 +130,46 @@ func (e *Emulator) seen(p *lapi.StoragePool) thinSeen {
 		return thinSeen{}
 	}
 	return n.seenThin[strings.ToLower(p.StoragePoolName)]
+}
+
+// HangFreeSpaceQuery makes a node's satellite stop answering free-space queries, as
+// when lvs blocks on a dead disk: LINSTOR sets no timeout on them
+// (FreeCapacityFetcherProto.prepareFreeSpaceApiCall, peer.apiCall), so every uncached
+// storage pool list that asks the node hangs until its client gives up. The cached
+// lists answer. false answers again.
+func (e *Emulator) HangFreeSpaceQuery(nodeName string, hang bool) error {
+	return e.withNode(nodeName, func(n *node) { n.freeSpaceHangs = hang })
+}
+
+// hangingQuery holds an uncached storage pool list that asks a node whose free-space
+// query hangs until the client goes away.
+func (e *Emulator) hangingQuery(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !fromCache(r) && e.asksHungNode(r) {
+			<-r.Context().Done()
+			return
+		}
+		next(w, r)
+	}
+}
+
+// asksHungNode: the uncached list r asks a node with a thin pool whose query hangs.
+func (e *Emulator) asksHungNode(r *http.Request) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	filter := queryList(r, "nodes")
+	if node := r.PathValue("node"); node != "" {
+		filter = map[string]bool{strings.ToLower(node): true}
+	}
+	for _, n := range e.nodes {
+		if !n.freeSpaceHangs || len(filter) > 0 && !filter[strings.ToLower(n.Name)] || !e.online(n.Name) {
+			continue
+		}
+		for _, p := range n.pools {
+			if thinKind(p.ProviderKind) {
+				return true
+			}
+		}
+	}
+	return false
 }

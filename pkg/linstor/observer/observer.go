@@ -93,12 +93,16 @@ type Snapshot struct {
 	pools map[string][]lapi.StoragePool // by lower-case node name
 	ok    bool                          // at least one cycle succeeded
 	// poolsQueriedAt is when the last cycle that listed pools without LINSTOR's cache
-	// started (their error reports are from then).
+	// started (their error reports are from then, unless PoolsQueryErr).
 	poolsQueriedAt time.Time
+	// PoolsQueryErr: that cycle's uncached list failed (a satellite that does not
+	// answer hangs it), and its pools are the cache's, with the errors before.
+	PoolsQueryErr error
 }
 
 // PoolsQueriedAt is when the satellites were last asked about their pools: the pools'
-// error reports are as of then, their capacity as of then or of a satellite's update.
+// error reports are as of then (or before, if PoolsQueryErr), their capacity as of
+// then or of a satellite's update.
 func (s *Snapshot) PoolsQueriedAt() time.Time {
 	if s == nil {
 		return time.Time{}
@@ -519,10 +523,21 @@ func (o *Observer) loop(ctx context.Context, key types.NamespacedName, t *tracke
 		} else {
 			failures = 0
 			next.ok = true
-			if queryPools {
+			switch {
+			case queryPools && next.PoolsQueryErr != nil:
+				// Tried: not again before the interval (each try waits out half a cycle).
+				if prev != nil {
+					carryPools(prev, next)
+				}
 				next.poolsQueriedAt, t.poolsDue = started, false
-			} else {
+				log.Info("LINSTOR's uncached storage pool list failed; pools read from its cache", "error", next.PoolsQueryErr.Error())
+			case queryPools:
+				next.poolsQueriedAt, t.poolsDue = started, false
+			default:
 				carryPools(prev, next)
+				if prev.ok {
+					next.PoolsQueryErr = prev.PoolsQueryErr
+				}
 			}
 			t.poolsDue = t.poolsDue || enteredOnline(prev, next)
 		}

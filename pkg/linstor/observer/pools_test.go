@@ -138,3 +138,37 @@ func (w *world) waitFor(t *testing.T, what string, ok func(*observer.Snapshot) b
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A satellite whose free-space query hangs (LINSTOR sets no timeout on it) does not
+// make LINSTOR look unreachable: the uncached list gives up after half a cycle, the
+// cached one answers the cycle, the failure is reported, and the next try waits for
+// PoolQueryInterval.
+func TestHungFreeSpaceQueryFallsBackToTheCache(t *testing.T) {
+	interval, poolQuery := 400*time.Millisecond, 2*time.Second
+	w := start(t, 3, interval, func(o *observer.Observer) { o.PoolQueryInterval = poolQuery })
+	w.next(t)
+	if err := w.emu.HangFreeSpaceQuery("n001", true); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	w.waitFor(t, "the failed query reported", func(s *observer.Snapshot) bool { return s.PoolsQueryErr != nil })
+	views := reads(w.emu)["GET /v1/view/storage-pools"]
+	time.Sleep(2 * poolQuery)
+	snap := w.obs.Snapshot(key)
+	if snap.Err != nil {
+		t.Fatalf("a hung free-space query failed the cycle: %v", snap.Err)
+	}
+	if snap.PoolsQueryErr == nil || len(snap.Pools("n001")) == 0 {
+		t.Errorf("snapshot after the hang: query error %v, n001's pools %v", snap.PoolsQueryErr, snap.Pools("n001"))
+	}
+	cycles := reads(w.emu)["GET /v1/view/storage-pools"] - views
+	t.Logf("last try %s after the hang began; %d pool lists in %s", snap.PoolsQueriedAt().Sub(began).Round(time.Millisecond), cycles, 2*poolQuery)
+	// Each cycle lists once; a try lists twice (the uncached list, then the cache).
+	if most := int(2*poolQuery/interval) + int(2*poolQuery/poolQuery) + 2; cycles > most {
+		t.Errorf("%d pool lists in %s, want at most %d: the uncached list is not retried every cycle", cycles, 2*poolQuery, most)
+	}
+	if err := w.emu.HangFreeSpaceQuery("n001", false); err != nil {
+		t.Fatal(err)
+	}
+	w.waitFor(t, "the query answering again", func(s *observer.Snapshot) bool { return s.PoolsQueryErr == nil })
+}

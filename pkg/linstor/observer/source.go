@@ -2,8 +2,10 @@ package observer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	lapi "github.com/LINBIT/golinstor/client"
 
@@ -44,16 +46,61 @@ func (s ConnectorSource) Read(ctx context.Context, cluster *linstorv1.LinstorClu
 	for _, n := range nodes {
 		snap.nodes[strings.ToLower(n.Name)] = n
 	}
-	cached := !queryPools
-	pools, err := conn.Nodes.GetStoragePoolView(ctx, &lapi.ListOpts{Cached: &cached})
+	pools, err := readPools(ctx, conn, queryPools)
 	if err != nil {
-		return nil, fmt.Errorf("listing LINSTOR storage pools: %w", err)
+		var qerr *poolQueryError
+		if !errors.As(err, &qerr) {
+			return nil, err
+		}
+		snap.PoolsQueryErr = qerr.err
+		pools = qerr.cached
 	}
 	for _, p := range pools {
 		key := strings.ToLower(p.NodeName)
 		snap.pools[key] = append(snap.pools[key], p)
 	}
 	return snap, nil
+}
+
+// poolQueryError: the uncached pool list failed, the cached one did not.
+type poolQueryError struct {
+	err    error
+	cached []lapi.StoragePool
+}
+
+func (e *poolQueryError) Error() string { return e.err.Error() }
+
+// readPools lists the storage pools, uncached when query. LINSTOR puts no timeout on
+// the satellites' free-space answers (FreeCapacityFetcherProto, one apiCall per node):
+// one satellite whose lvs hangs hangs the uncached list. It gets half the cycle's time;
+// when it fails, the cached list answers the cycle and the failure is returned as a
+// poolQueryError, so a hung satellite does not make LINSTOR look unreachable.
+func readPools(ctx context.Context, conn *linstor.Connection, query bool) ([]lapi.StoragePool, error) {
+	yes := true
+	if query {
+		qctx, cancel := ctx, context.CancelFunc(func() {})
+		if deadline, ok := ctx.Deadline(); ok {
+			qctx, cancel = context.WithTimeout(ctx, time.Until(deadline)/2)
+		}
+		pools, err := conn.Nodes.GetStoragePoolView(qctx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			if err != nil {
+				return nil, fmt.Errorf("listing LINSTOR storage pools: %w", err)
+			}
+			return pools, nil
+		}
+		cached, cerr := conn.Nodes.GetStoragePoolView(ctx, &lapi.ListOpts{Cached: &yes})
+		if cerr != nil {
+			return nil, fmt.Errorf("listing LINSTOR storage pools: %w (and from its cache: %v)", err, cerr)
+		}
+		return nil, &poolQueryError{err: fmt.Errorf("asking the satellites about their storage pools: %w", err), cached: cached}
+	}
+	pools, err := conn.Nodes.GetStoragePoolView(ctx, &lapi.ListOpts{Cached: &yes})
+	if err != nil {
+		return nil, fmt.Errorf("listing LINSTOR storage pools: %w", err)
+	}
+	return pools, nil
 }
 
 // ReadHealth reads what classifying every resource needs: the resource groups (place

@@ -48,22 +48,13 @@ func thinKind(k lapi.ProviderKind) bool {
 // the uncached lists at once, and in the cached view (and /metrics) only after the
 // next uncached list asked the node.
 func (e *Emulator) FillThinPool(nodeName, pool string, kib int64) error {
-	var err error
-	werr := e.withNode(nodeName, func(n *node) {
-		p := n.pools[strings.ToLower(pool)]
-		switch {
-		case p == nil:
-			err = fmt.Errorf("storage pool %q on node %q not found", pool, nodeName)
-		case !thinKind(p.ProviderKind):
-			err = fmt.Errorf("storage pool %q on node %q is %s: only thin pools fill with data", pool, nodeName, p.ProviderKind)
-		default:
-			e.machine(n.Name).thinUsed[p.Props[poolNameKey]] = kib
+	return e.withMachinePool(nodeName, pool, func(h *host, p *lapi.StoragePool) error {
+		if !thinKind(p.ProviderKind) {
+			return fmt.Errorf("storage pool %q on node %q is %s: only thin pools fill with data", pool, nodeName, p.ProviderKind)
 		}
+		h.thinUsed[p.Props[poolNameKey]] = kib
+		return nil
 	})
-	if werr != nil {
-		return werr
-	}
-	return err
 }
 
 // FreeSpaceQueries counts the free-space requests LINSTOR sent its satellites for

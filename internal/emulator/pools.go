@@ -118,24 +118,32 @@ func (e *Emulator) RepairStoragePool(nodeName, pool string) error {
 }
 
 func (e *Emulator) setPoolLost(nodeName, pool string, lost bool) error {
+	return e.withMachinePool(nodeName, pool, func(h *host, p *lapi.StoragePool) error {
+		switch {
+		case p.ProviderKind != lapi.LVM_THIN:
+			return fmt.Errorf("storage pool %q on node %q is %s: only LVM_THIN pools can be broken", pool, nodeName, p.ProviderKind)
+		case p.Props[poolNameKey] == "":
+			return fmt.Errorf("storage pool %q on node %q has no %s", pool, nodeName, poolNameKey)
+		case lost:
+			h.lostThin[p.Props[poolNameKey]] = true
+		default:
+			delete(h.lostThin, p.Props[poolNameKey])
+		}
+		return nil
+	})
+}
+
+// withMachinePool runs f on a node's pool and the machine behind the node, with e.mu
+// held.
+func (e *Emulator) withMachinePool(nodeName, pool string, f func(*host, *lapi.StoragePool) error) error {
 	var err error
 	werr := e.withNode(nodeName, func(n *node) {
 		p := n.pools[strings.ToLower(pool)]
-		switch {
-		case p == nil:
+		if p == nil {
 			err = fmt.Errorf("storage pool %q on node %q not found", pool, nodeName)
-		case p.ProviderKind != lapi.LVM_THIN:
-			err = fmt.Errorf("storage pool %q on node %q is %s: only LVM_THIN pools can be broken", pool, nodeName, p.ProviderKind)
-		case p.Props[poolNameKey] == "":
-			err = fmt.Errorf("storage pool %q on node %q has no %s", pool, nodeName, poolNameKey)
-		default:
-			h := e.machine(n.Name)
-			if lost {
-				h.lostThin[p.Props[poolNameKey]] = true
-			} else {
-				delete(h.lostThin, p.Props[poolNameKey])
-			}
+			return
 		}
+		err = f(e.machine(n.Name), p)
 	})
 	if werr != nil {
 		return werr

@@ -720,20 +720,7 @@ func carryPools(prev, next *Snapshot) {
 }
 
 // enteredOnline: a node next reports ONLINE was not ONLINE (or not there) in prev.
-func enteredOnline(prev, next *Snapshot) bool {
-	if prev == nil || next == nil {
-		return false
-	}
-	for key, n := range next.nodes {
-		if n.ConnectionStatus != "ONLINE" {
-			continue
-		}
-		if m, ok := prev.nodes[key]; !ok || m.ConnectionStatus != "ONLINE" {
-			return true
-		}
-	}
-	return false
-}
+func enteredOnline(prev, next *Snapshot) bool { return leftOnline(next, prev) }
 
 // notConnected: the reports are LINSTOR's not-connected warning, which says nothing of
 // the pool.

@@ -33,6 +33,9 @@ type Reconciler struct {
 	// RecheckInterval overrides how often a Completed backup's bucket copy is looked at
 	// (tests).
 	RecheckInterval time.Duration
+
+	// unpublished: the deletions of never-published copies under way (deleteUnpublished).
+	unpublished unpublishedTries
 }
 
 // +kubebuilder:rbac:groups=linstor.io,resources=linstorbackups,verbs=get;list;watch;update;patch;delete

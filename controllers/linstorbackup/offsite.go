@@ -7,18 +7,21 @@ import (
 	"io"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
 	"github.com/linstor-operator/linstor-operator/pkg/backuptarget"
 	"github.com/linstor-operator/linstor-operator/pkg/dbbackup"
+	"github.com/linstor-operator/linstor-operator/pkg/lifecycle"
 	"github.com/linstor-operator/linstor-operator/pkg/names"
 	"github.com/linstor-operator/linstor-operator/pkg/offsite"
 )
@@ -262,71 +265,193 @@ const (
 	copyDeleted      = "; its copy, never published, was deleted from the bucket"
 )
 
-// deleteUnpublished deletes the copy of a Failed backup marked deletePending, only
-// where it was written and with the key it was written with: a target edited since
-// points elsewhere, and its bucket's answer says nothing about the copy; a target or
-// Secret gone, or a bucket that refuses for good (access denied, no such bucket),
-// leaves it there too, saying so. A copy whose manifest is in the bucket was
-// published after all (the pass that published it could not save Completed before
-// the deadline failed the backup): it is listed, may have been imported elsewhere, and
-// is kept. A bucket that fails for a while is tried again, every retryBucket at first
-// and at most every 10 minutes later, and not while the target's own check finds it
-// unreachable or hanging (each try would hold the worker new backups need).
+// deleteUnpublished carries out lifecycle.DecideUnpublished for the copy of a Failed
+// backup marked deletePending: it observes (LINSTOR's controller stopped for a backup of
+// the cluster, the target's own check, the target, the manifest, the data), decides,
+// and acts. Tries are spaced every retryBucket at first and at most every 10 minutes
+// later, and a status write happens only when the message changes.
 func (r *Reconciler) deleteUnpublished(ctx context.Context, b *linstorv1.LinstorBackup) (ctrl.Result, error) {
 	stored := b.Status.Stored
 	base := strings.TrimSuffix(strings.SplitN(b.Status.Message, copyBeingDeleted, 2)[0], copyDeleted)
 	where := or(stored.Location, "the target's bucket")
-	leave := func(why string) (ctrl.Result, error) {
-		left := fmt.Sprintf("; its copy %s, never published, is left at %s: %s; delete it there", stored.ID, where, why)
-		r.Recorder.Event(b, corev1.EventTypeWarning, "CopyNotDeleted", strings.TrimPrefix(left, "; "))
+	retry := min(max(retryBucket, time.Since(b.CreationTimestamp.Time)/10), 10*time.Minute)
+	confirm := r.confirmAbsent()
+	if wait := r.unpublished.wait(b.UID, min(retry, confirm)); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	o := lifecycle.UnpublishedObservation{Now: time.Now(), FailedAt: b.CreationTimestamp.Time, AbsentSince: r.unpublished.absentSince(b.UID)}
+	bucketCtx, cancel := context.WithTimeout(ctx, recheckTimeout)
+	defer cancel()
+	store, err := r.observeUnpublished(bucketCtx, b, &o)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	d := lifecycle.DecideUnpublished(o, confirm)
+	if d.Action == lifecycle.UnpublishedDelete {
+		if err := store.Delete(bucketCtx, stored.ID); err != nil {
+			d = lifecycle.UnpublishedDecision{Action: lifecycle.UnpublishedRetry, Why: "deleting it: " + string(offsite.ReasonOf(err))}
+		}
+	}
+	end := func(msg string) (ctrl.Result, error) {
+		r.unpublished.forget(b.UID)
 		return ctrl.Result{}, r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
-			st.Message, st.Stored.DeletePending = base+left, false
+			st.Message, st.Stored.DeletePending = base+msg, false
 		})
 	}
-	retry := min(max(retryBucket, time.Since(b.CreationTimestamp.Time)/10), 10*time.Minute)
+	switch d.Action {
+	case lifecycle.UnpublishedDelete:
+		return end(copyDeleted)
+	case lifecycle.UnpublishedKeep:
+		r.Recorder.Event(b, corev1.EventTypeWarning, "CopyKept", fmt.Sprintf("its copy %s is kept in the bucket: %s", stored.ID, d.Why))
+		return end(fmt.Sprintf("; its copy %s is kept in the bucket: %s", stored.ID, d.Why))
+	case lifecycle.UnpublishedLeave:
+		left := fmt.Sprintf("; its copy %s, never published, is left at %s: %s; delete it there", stored.ID, where, d.Why)
+		r.Recorder.Event(b, corev1.EventTypeWarning, "CopyNotDeleted", strings.TrimPrefix(left, "; "))
+		return end(left)
+	case lifecycle.UnpublishedConfirm:
+		r.unpublished.tried(b.UID, o.Manifest == lifecycle.ManifestAbsent)
+		return ctrl.Result{RequeueAfter: confirm}, nil
+	}
+	r.unpublished.tried(b.UID, false)
+	// The reason, not the whole error: a message that changes with every try (a port
+	// number) would wake the next pass at once through the status write.
+	msg := base + copyBeingDeleted + "; not yet: " + d.Why
+	if msg == b.Status.Message {
+		return ctrl.Result{RequeueAfter: retry}, nil
+	}
+	r.Recorder.Event(b, corev1.EventTypeWarning, "CopyNotDeleted", fmt.Sprintf("its copy %s, never published, is not deleted yet: %s; retrying", stored.ID, d.Why))
+	return ctrl.Result{RequeueAfter: retry}, r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) { st.Message = msg })
+}
+
+// observeUnpublished fills o, looking only as far as the decision needs, and returns
+// the opened target.
+func (r *Reconciler) observeUnpublished(ctx context.Context, b *linstorv1.LinstorBackup, o *lifecycle.UnpublishedObservation) (*offsite.Store, error) {
+	busy, err := r.controllerStoppedForBackup(ctx, b)
+	if err != nil || busy {
+		o.ControllerStopped = busy
+		return nil, err
+	}
 	if t := (&linstorv1.LinstorBackupTarget{}); b.Spec.TargetRef != nil && r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.TargetRef.Name}, t) == nil {
 		if c := meta.FindStatusCondition(t.Status.Conditions, linstorv1.ConditionAvailable); c != nil && c.Status == metav1.ConditionFalse &&
 			(c.Reason == string(offsite.ReasonUnreachable) || c.Reason == string(offsite.ReasonSlow)) {
-			return ctrl.Result{RequeueAfter: retry}, nil
+			o.BucketDown = strings.ToLower(c.Reason)
+			return nil, nil
 		}
 	}
 	store, err := r.openTarget(ctx, b)
 	var missing *backuptarget.MissingError
 	switch {
 	case errors.As(err, &missing):
-		return leave(targetError(b, err))
-	case err == nil && (stored.Location != "" && stored.Location != location(store) || stored.KeyFingerprint != "" && stored.KeyFingerprint != store.Key().Fingerprint()):
-		return leave("the target points elsewhere now")
+		o.TargetUnusable = targetError(b, err)
+		return nil, nil
+	case err != nil:
+		o.TargetUnusable = "opening the target: " + string(offsite.ReasonOf(err))
+		return nil, nil
 	}
-	if err == nil {
-		bucketCtx, cancel := context.WithTimeout(ctx, recheckTimeout)
-		_, err = store.Get(bucketCtx, stored.ID)
-		switch {
-		case err == nil:
-			cancel()
-			kept := fmt.Sprintf("; its copy %s was published before the failure was saved: it reads back with the target's key and is listed, so it stays in the bucket (an import restores it)", stored.ID)
-			r.Recorder.Event(b, corev1.EventTypeWarning, "CopyKept", strings.TrimPrefix(kept, "; "))
-			return ctrl.Result{}, r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
-				st.Message, st.Stored.DeletePending = base+kept, false
-			})
-		case offsite.ReasonOf(err) == offsite.ReasonNotFound:
-			err = store.Delete(bucketCtx, stored.ID)
+	stored := b.Status.Stored
+	if stored.Location != "" && stored.Location != location(store) || stored.KeyFingerprint != "" && stored.KeyFingerprint != store.Key().Fingerprint() {
+		o.Moved = true
+		return store, nil
+	}
+	m, err := store.Get(ctx, stored.ID)
+	switch reason := offsite.ReasonOf(err); {
+	case err == nil:
+		o.Manifest = lifecycle.ManifestFound
+		if serr := store.Stat(ctx, m); serr != nil {
+			o.DataProblem = serr.Error()
 		}
-		cancel()
+	case reason == offsite.ReasonNotFound:
+		o.Manifest = lifecycle.ManifestAbsent
+	case reason == offsite.ReasonCorrupt || reason == offsite.ReasonWrongKey || reason == offsite.ReasonInvalid:
+		o.Manifest, o.ManifestProblem = lifecycle.ManifestUnreadable, err.Error()
+	default:
+		o.Manifest, o.ManifestProblem = lifecycle.ManifestUnknown, "reading its manifest: "+string(reason)
 	}
-	if err != nil && bucketFailure(err) {
-		return leave(err.Error())
+	return store, nil
+}
+
+// unpublishedConfirm is how long after a first "no manifest" a second must come before
+// a copy is deleted.
+const unpublishedConfirm = time.Minute
+
+// confirmAbsent is unpublishedConfirm, or RecheckInterval where tests shorten it.
+func (r *Reconciler) confirmAbsent() time.Duration {
+	if r.RecheckInterval > 0 {
+		return r.RecheckInterval
 	}
-	if err != nil {
-		why := fmt.Sprintf("its copy %s, never published, could not be deleted from %s yet (%v); retrying", stored.ID, where, err)
-		r.Recorder.Event(b, corev1.EventTypeWarning, "CopyNotDeleted", why)
-		return ctrl.Result{RequeueAfter: retry}, r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
-			st.Message = base + copyBeingDeleted + "; " + why
-		})
+	return unpublishedConfirm
+}
+
+// controllerStoppedForBackup: a backup of b's cluster is Pending or Running, so
+// LINSTOR's controller is (about to be) stopped for it.
+func (r *Reconciler) controllerStoppedForBackup(ctx context.Context, b *linstorv1.LinstorBackup) (bool, error) {
+	var list linstorv1.LinstorBackupList
+	if err := r.Client.List(ctx, &list, client.InNamespace(b.Namespace)); err != nil {
+		return false, err
 	}
-	return ctrl.Result{}, r.setStatus(ctx, b, func(st *linstorv1.LinstorBackupStatus) {
-		st.Message, st.Stored.DeletePending = base+copyDeleted, false
-	})
+	for _, x := range list.Items {
+		if x.Spec.ClusterRef.Name == b.Spec.ClusterRef.Name && (x.Status.Phase == linstorv1.BackupPending || x.Status.Phase == linstorv1.BackupRunning) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// unpublishedTries remembers, per backup, when its copy's deletion was last tried and
+// when its manifest was first found absent. In memory: a restarted operator only starts
+// the two-look wait again.
+type unpublishedTries struct {
+	mu    sync.Mutex
+	tries map[types.UID]*unpublishedTry
+}
+
+type unpublishedTry struct{ last, absent time.Time }
+
+func (u *unpublishedTries) get(uid types.UID) *unpublishedTry {
+	if u.tries == nil {
+		u.tries = map[types.UID]*unpublishedTry{}
+	}
+	if u.tries[uid] == nil {
+		u.tries[uid] = &unpublishedTry{}
+	}
+	return u.tries[uid]
+}
+
+// wait is how long until the next try is due, every spacing (0: now).
+func (u *unpublishedTries) wait(uid types.UID, spacing time.Duration) time.Duration {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if t := u.get(uid); !t.last.IsZero() {
+		return time.Until(t.last.Add(spacing))
+	}
+	return 0
+}
+
+// tried records a try; absent: it found no manifest (the first such stays recorded),
+// otherwise an earlier absence no longer counts.
+func (u *unpublishedTries) tried(uid types.UID, absent bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	t := u.get(uid)
+	t.last = time.Now()
+	switch {
+	case !absent:
+		t.absent = time.Time{}
+	case t.absent.IsZero():
+		t.absent = t.last
+	}
+}
+
+func (u *unpublishedTries) absentSince(uid types.UID) time.Time {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.get(uid).absent
+}
+
+func (u *unpublishedTries) forget(uid types.UID) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delete(u.tries, uid)
 }
 
 // reconcileImport reads a backup another cluster (or this one) left in the bucket: it

@@ -137,7 +137,7 @@ func TestOffsiteBackupFaultTable(t *testing.T) {
 		g.Expect(b.Status.Phase).To(Equal(linstorv1.BackupFailed))
 		g.Expect(b.Status.Message).To(ContainSubstring("not completed within"))
 		g.Expect(b.Status.Message).To(ContainSubstring("its copy, never published, is being deleted from the bucket"))
-		g.Expect(b.Status.Message).To(ContainSubstring("could not be deleted from"))
+		g.Expect(b.Status.Message).To(ContainSubstring("is being deleted from the bucket; not yet: "))
 		g.Expect(b.Status.Stored.DeletePending).To(BeTrue())
 	}, 2*timeout, tick).Should(Succeed())
 	g.Expect(proxy.PassThrough()).To(Succeed())

@@ -31,6 +31,13 @@ var (
 		Name: "linstor_operator_storage_pool_errors",
 		Help: "Error reports of a storage pool in LINSTOR's storage-pool list (its State column shows Error), as the LinstorSatellite's status.storagePools[].errors; 0 when there are none.",
 	}, []string{"namespace", "node", "pool"})
+	// poolQueryFailing: LINSTOR's uncached storage pool list (the only one carrying the
+	// pools' errors and the thin pools' live space) fails while its cache answers: a
+	// satellite whose free-space query hangs hangs that list (observer.readPools).
+	poolQueryFailing = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "linstor_operator_storage_pool_query_failing",
+		Help: "1 while LINSTOR's uncached storage pool list fails (a satellite does not answer its free-space query), so pool errors and thin pools' free space are as of the last list that worked; 0 otherwise.",
+	}, []string{"namespace", "cluster"})
 	resourcesGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "linstor_operator_resources",
 		Help: "LINSTOR resources of a LinstorCluster by replica health (Healthy, Syncing, Degraded, Outdated, UnintentionallyDiskless, QuorumLost, SplitBrain, Unknown).",
@@ -58,7 +65,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(satellitesGauge, poolCapacity, poolErrors, resourcesGauge,
+	metrics.Registry.MustRegister(satellitesGauge, poolCapacity, poolErrors, poolQueryFailing, resourcesGauge,
 		conditionGauge, certificateExpiry, backupCompleted, upgradePhaseStarted, upgradePhaseTimeout)
 }
 
@@ -123,6 +130,15 @@ func (e *poolErrorSeries) set(namespace string, counts map[[2]string]float64) {
 		return
 	}
 	e.last[namespace] = now
+}
+
+// recordPoolQuery exports whether the cluster's last uncached pool list failed.
+func recordPoolQuery(c *linstorv1.LinstorCluster, failing bool) {
+	v := 0.0
+	if failing {
+		v = 1
+	}
+	poolQueryFailing.WithLabelValues(c.Namespace, c.Name).Set(v)
 }
 
 // recordReplicaMetrics exports the count of resources in every state, zeros included:
@@ -214,6 +230,7 @@ func forgetMetrics(c *linstorv1.LinstorCluster) {
 		exported.set(vec, key, nil)
 	}
 	resourcesGauge.DeletePartialMatch(prometheus.Labels{"namespace": c.Namespace, "cluster": c.Name})
+	poolQueryFailing.DeleteLabelValues(c.Namespace, c.Name)
 	exportedPoolErrors.set(c.Namespace, nil)
 }
 

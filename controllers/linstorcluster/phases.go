@@ -483,6 +483,9 @@ func (r *Reconciler) observeSatellites(ctx context.Context, s *scope) (ctrl.Resu
 		}
 	}
 	recordMetrics(s.cluster, live)
+	if s.snap.Observed() {
+		recordPoolQuery(s.cluster, s.snap.PoolsQueryErr != nil)
+	}
 	return ctrl.Result{}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	lapi "github.com/LINBIT/golinstor/client"
 )
@@ -133,12 +134,16 @@ func (e *Emulator) HangFreeSpaceQuery(nodeName string, hang bool) error {
 }
 
 // hangingQuery holds an uncached storage pool list that asks a node whose free-space
-// query hangs until the client goes away.
+// query hangs until the client goes away, or the node answers again or is no longer
+// connected (LINSTOR ends the wait for a peer that disconnects), then answers it.
 func (e *Emulator) hangingQuery(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !fromCache(r) && e.asksHungNode(r) {
-			<-r.Context().Done()
-			return
+		for !fromCache(r) && e.asksHungNode(r) {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
 		}
 		next(w, r)
 	}

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	linstorv1 "github.com/linstor-operator/linstor-operator/api/v1"
+	"github.com/linstor-operator/linstor-operator/internal/emulator"
 	"github.com/linstor-operator/linstor-operator/internal/promserver"
 	"github.com/linstor-operator/linstor-operator/pkg/certs"
 	"github.com/linstor-operator/linstor-operator/pkg/linstor"
@@ -324,11 +325,17 @@ func TestAlertsFireInPrometheus(t *testing.T) {
 	}, timeout, tick).Should(Succeed())
 	go emu.RunScheduler(ctx, time.Second)
 
-	// drbd-reactor of mon-1, played by a page without DRBD resources, until it stops.
-	reactor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	}))
-	defer reactor.Close()
+	// drbd-reactor in the satellite pods of the nodes the DRBD faults touch: the page
+	// drbd-reactor serves, from the emulator's DRBD on that machine. pvc-q suspends its
+	// I/O when it loses quorum (on-no-quorum suspend-io, as a StorageClass sets it).
+	reactors := map[string]*httptest.Server{}
+	var reactorTargets []any
+	for _, n := range []string{"mon-1", "mon-2", "mon-4", "mon-6"} {
+		reactors[n] = httptest.NewServer(emu.ReactorHandler(n))
+		defer reactors[n].Close()
+		reactorTargets = append(reactorTargets, map[string]any{"targets": []string{hostPort(reactors[n].URL)}, "labels": map[string]string{"namespace": ns, "node": n}})
+	}
+	g.Expect(emu.SetResourceDefinitionProp("pvc-q", "DrbdOptions/Resource/on-no-quorum", "suspend-io")).To(Succeed())
 
 	dir := t.TempDir()
 	rules, alertNames, forOf := scaledRules(t, dir)
@@ -336,7 +343,8 @@ func TestAlertsFireInPrometheus(t *testing.T) {
 		{Name: "linstor-operator", Targets: []string{hostPort(operatorMetrics)}},
 		// As the ServiceMonitor and PodMonitor of the cluster's namespace label them.
 		{Name: ns + "/linstor-controller", Targets: []string{hostPort(linstorURL)}, Labels: map[string]string{"namespace": ns}},
-		{Name: ns + "/linstor-satellite", Targets: []string{hostPort(reactor.URL)}, Labels: map[string]string{"namespace": ns, "node": "mon-1"}},
+		// One target per satellite pod, each with its node (the PodMonitor's relabeling).
+		{Name: ns + "/linstor-satellite", Settings: map[string]any{"static_configs": reactorTargets}},
 	}})
 	g.Expect(err).NotTo(HaveOccurred())
 	defer srv.Stop()
@@ -348,7 +356,7 @@ func TestAlertsFireInPrometheus(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		targets, err := srv.Targets(ctx)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(targets).To(HaveLen(3))
+		g.Expect(targets).To(HaveLen(2 + len(reactors)))
 		for _, tg := range targets {
 			g.Expect(tg.Health).To(Equal(promv1.HealthGood), "%s: %s", tg.ScrapeURL, tg.LastError)
 		}
@@ -375,19 +383,24 @@ func TestAlertsFireInPrometheus(t *testing.T) {
 		return out
 	}
 	clusterLabels := of("cluster", "linstor")
-	offline := &fault{what: "satellite mon-2 offline", alerts: map[string]map[string]string{
+	offline := &fault{what: "satellite mon-2 offline while pvc-deg is written on mon-1", alerts: map[string]map[string]string{
 		"LinstorSatelliteOffline":   of("node", "mon-2"),
 		"LinstorSatelliteNotOnline": of("cluster", "linstor", "state", "OFFLINE"),
 		"LinstorResourceDegraded":   clusterLabels,
+		"DrbdMetricsDown":           of("node", "mon-2"),
 	}}
 	offline.at = time.Now()
+	g.Expect(emu.SetInUse("pvc-deg", "mon-1", true)).To(Succeed())
 	g.Expect(emu.SetNodeOnline("mon-2", false)).To(Succeed())
 
 	disk := &fault{what: "the disk of pvc-disk on mon-3 failed", alerts: map[string]map[string]string{"LinstorResourceUnintentionallyDiskless": clusterLabels}}
 	disk.at = time.Now()
 	g.Expect(emu.FailDisk("pvc-disk", "mon-3")).To(Succeed())
 
-	splitBrain := &fault{what: "pvc-sb written on both sides of a cut link, then healed", alerts: map[string]map[string]string{"LinstorResourceSplitBrain": clusterLabels}}
+	splitBrain := &fault{what: "pvc-sb written on both sides of a cut link, then healed", alerts: map[string]map[string]string{
+		"LinstorResourceSplitBrain":  clusterLabels,
+		"DrbdConnectionNotConnected": of("node", "mon-4", "name", "pvc-sb", "conn_name", "mon-5", "drbd_connection_state", "StandAlone"),
+	}}
 	splitBrain.at = time.Now()
 	g.Expect(emu.PartitionLink("mon-4", "mon-5")).To(Succeed())
 	for _, n := range []string{"mon-4", "mon-5"} {
@@ -396,7 +409,10 @@ func TestAlertsFireInPrometheus(t *testing.T) {
 	}
 	g.Expect(emu.HealLink("mon-4", "mon-5")).To(Succeed())
 
-	quorum := &fault{what: "every link between pvc-q's three replicas cut", alerts: map[string]map[string]string{"LinstorResourceQuorumLost": clusterLabels}}
+	quorum := &fault{what: "every link between pvc-q's three replicas cut", alerts: map[string]map[string]string{
+		"LinstorResourceQuorumLost": clusterLabels,
+		"DrbdResourceSuspended":     of("node", "mon-6", "name", "pvc-q"),
+	}}
 	quorum.at = time.Now()
 	for _, cut := range [][2]string{{"mon-6", "mon-7"}, {"mon-6", "mon-8"}, {"mon-7", "mon-8"}} {
 		g.Expect(emu.PartitionLink(cut[0], cut[1])).To(Succeed())
@@ -423,8 +439,8 @@ func TestAlertsFireInPrometheus(t *testing.T) {
 
 	reactorDown := &fault{what: "drbd-reactor of mon-1 stops answering", alerts: map[string]map[string]string{"DrbdMetricsDown": of("node", "mon-1")}}
 	reactorDown.at = time.Now()
-	reactor.CloseClientConnections()
-	reactor.Close()
+	reactors["mon-1"].CloseClientConnections()
+	reactors["mon-1"].Close()
 
 	// LINSTOR 1.33.3 offered under the Manual policy while the database was never backed
 	// up: the operator exports when the wait began as the AwaitingApproval phase's start.
@@ -470,9 +486,18 @@ func TestAlertsFireInPrometheus(t *testing.T) {
 	g.Expect(string(vec[0].Metric["phase"])).To(Equal(string(linstorv1.UpgradeAwaitingApproval)))
 	g.Expect(int64(vec[0].Value)).To(Equal(waitingSince.Unix()))
 
-	// The satellite back: its alert ends.
+	// The satellite back: its alert ends, and its replica of pvc-deg, which missed
+	// mon-1's writes, resyncs (Inconsistent for 20 s here).
+	resync := &fault{what: "mon-2 back: its replica of pvc-deg resyncs the writes it missed",
+		alerts: map[string]map[string]string{"DrbdDeviceNotUpToDate": of("node", "mon-2", "name", "pvc-deg", "drbd_device_state", "Inconsistent")}}
+	emu.SetTiming(emulator.Timing{SatelliteConnect: emulator.DefaultTiming.SatelliteConnect, Resync: 20 * time.Second})
+	t.Cleanup(func() { emu.SetTiming(emulator.DefaultTiming) })
+	resync.at = time.Now()
 	g.Expect(emu.SetNodeOnline("mon-2", true)).To(Succeed())
 	g.Eventually(func() promv1.AlertState { return log.state("LinstorSatelliteOffline") }, timeout, tick).Should(BeEmpty())
+	expectFiring(t, log, forOf, srv, timeout, resync)
+	emu.SetTiming(emulator.DefaultTiming)
+	g.Expect(emu.SetInUse("pvc-deg", "mon-1", false)).To(Succeed())
 
 	// LINSTOR's page stops reaching Prometheus while its API answers (as when a
 	// ServiceMonitor lacks the /metrics/linstor endpoint): every alert on LINSTOR's own
@@ -482,7 +507,15 @@ func TestAlertsFireInPrometheus(t *testing.T) {
 	metricsGone.at = time.Now()
 	linstorMetricsDown.Store(true)
 	t.Cleanup(func() { linstorMetricsDown.Store(false) })
-	expectFiring(t, log, forOf, srv, timeout, metricsGone)
+	// Meanwhile mon-3's satellite stops answering free-space queries (lvs hanging on a
+	// dead disk): every uncached pool list hangs, and the operator reads the cache.
+	hung := &fault{what: "mon-3's satellite does not answer free-space queries", alerts: map[string]map[string]string{"LinstorStoragePoolQueryFailing": clusterLabels}}
+	hung.at = time.Now()
+	g.Expect(emu.HangFreeSpaceQuery("mon-3", true)).To(Succeed())
+	t.Cleanup(func() { _ = emu.HangFreeSpaceQuery("mon-3", false) })
+	expectFiring(t, log, forOf, srv, timeout, metricsGone, hung)
+	g.Expect(emu.HangFreeSpaceQuery("mon-3", false)).To(Succeed())
+	g.Expect(getCluster(g, cluster).Status.Conditions).NotTo(ContainElement(HaveField("Reason", linstorv1.ReasonLinstorUnreachable)), "a hung satellite made LINSTOR look unreachable")
 	linstorMetricsDown.Store(false)
 	g.Eventually(func() promv1.AlertState { return log.state("LinstorControllerMetricsAbsent") }, timeout, tick).Should(BeEmpty())
 
@@ -573,7 +606,7 @@ func TestAlertsFireInPrometheus(t *testing.T) {
 	for _, name := range alertNames {
 		fired := log.fired(name)
 		if doc, ok := documented[name]; !ok || doc != fired {
-			t.Errorf("docs/alerts.md: %s is marked seen firing %q (%v), but it fired here: %v", name, map[bool]string{true: "yes", false: "no"}[doc], ok, fired)
+			t.Errorf("docs/alerts.md: %s is marked seen firing %q (%v), but it fired here: %v %v", name, map[bool]string{true: "yes", false: "no"}[doc], ok, fired, log.labelsOf(name))
 		}
 	}
 }

@@ -22,7 +22,7 @@ func TestCarryPools(t *testing.T) {
 		{"a re-created pool is new", pool("u", 0, 0, broken), pool("v", 5, 10, nil), pool("v", 5, 10, nil)},
 		{"the not-connected warning is not carried", pool("u", 0, 0, notConnected), pool("u", 5, 10, nil), pool("u", 5, 10, nil)},
 		{"an offline node shows its warning, not old errors", pool("u", 0, 0, broken), pool("u", 0, 0, notConnected), pool("u", 0, 0, notConnected)},
-		{"an empty tracker keeps the last capacity", pool("u", 5, 10, nil), pool("u", 0, 0, nil), pool("u", 5, 10, nil)},
+		{"0 of 0 in the cache is shown: a lost pool's answer reads the same as an empty tracker", pool("u", 5, 10, nil), pool("u", 0, 0, nil), pool("u", 0, 0, nil)},
 		{"a known capacity replaces the last", pool("u", 5, 10, nil), pool("u", 4, 10, nil), pool("u", 4, 10, nil)},
 	} {
 		t.Run(row.name, func(t *testing.T) {

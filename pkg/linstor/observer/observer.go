@@ -172,7 +172,8 @@ type Change struct {
 	Cluster types.NamespacedName
 	// Nodes whose node or pools differ, or that appeared or disappeared (LINSTOR names).
 	Nodes []string
-	// Controller: version, properties, passphrase or the cycle's success changed.
+	// Controller: version, properties, passphrase, the cycle's success or the uncached
+	// pool list's changed.
 	Controller bool
 	// Health: a resource changed state, or the health became known or unknown.
 	Health bool
@@ -677,17 +678,14 @@ func (o *Observer) poolQueryInterval() time.Duration {
 	return 4 * o.Interval
 }
 
-// carryPools gives the pools of a cycle that read LINSTOR's cache what only the
-// uncached list had:
-//   - the error reports: LINSTOR clears a pool's reports on every list and adds errors
-//     back only from the satellites' answers (CtrlStorPoolListApiCallHandler
-//     .assembleList), so the cache never has one. A pool whose satellite is not
-//     connected has its warning instead, as the uncached list would;
-//   - the capacity, where the cache has none (0 of 0 without a report): LINSTOR's
-//     free space tracker starts empty (FreeSpaceMgr) until the satellite's answer to
-//     the pool's creation, or a full sync whose update failed, fills it.
-//
-// A pool is the same only with the same uuid: one deleted and made again is new.
+// carryPools gives the pools of a cycle that read LINSTOR's cache the error reports
+// only the uncached list had: LINSTOR clears a pool's reports on every list and adds
+// errors back only from the satellites' answers (CtrlStorPoolListApiCallHandler
+// .assembleList), so the cache never has one. A pool whose satellite is not connected
+// has its warning instead, as the uncached list would. A pool is the same only with the
+// same uuid: one deleted and made again is new. Capacity is the cache's as it is: an
+// empty tracker (a pool not applied yet) reads 0 of 0 exactly as a lost pool's failed
+// answer does (golinstor drops the null), so an old figure is never kept over it.
 func carryPools(prev, next *Snapshot) {
 	next.poolsQueriedAt = prev.poolsQueriedAt
 	for key, pools := range next.pools {
@@ -697,19 +695,11 @@ func carryPools(prev, next *Snapshot) {
 				continue
 			}
 			for _, q := range prev.pools[key] {
-				if q.StoragePoolName != p.StoragePoolName || q.Uuid != p.Uuid || notConnected(q.Reports) && len(q.Reports) > 0 {
-					continue
-				}
-				noCapacity := p.TotalCapacity == 0 && p.FreeCapacity == 0 && q.TotalCapacity != 0
-				if len(q.Reports) == 0 && !noCapacity {
-					continue
-				}
-				if carried == nil {
-					carried = slices.Clone(pools)
-				}
-				carried[i].Reports = q.Reports
-				if noCapacity {
-					carried[i].TotalCapacity, carried[i].FreeCapacity = q.TotalCapacity, q.FreeCapacity
+				if q.StoragePoolName == p.StoragePoolName && q.Uuid == p.Uuid && len(q.Reports) > 0 && !notConnected(q.Reports) {
+					if carried == nil {
+						carried = slices.Clone(pools)
+					}
+					carried[i].Reports = q.Reports
 				}
 			}
 		}
@@ -796,7 +786,7 @@ func diff(key types.NamespacedName, prev, next *Snapshot) Change {
 	if prev == nil {
 		prev = &Snapshot{}
 	}
-	if (prev.Err == nil) != (next.Err == nil) || prev.ok != next.ok || prev.Version != next.Version ||
+	if (prev.Err == nil) != (next.Err == nil) || prev.ok != next.ok || prev.Version != next.Version || (prev.PoolsQueryErr == nil) != (next.PoolsQueryErr == nil) ||
 		prev.Passphrase != next.Passphrase || !maps.Equal(prev.ControllerProps, next.ControllerProps) {
 		c.Controller = true
 	}

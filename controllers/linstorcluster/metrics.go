@@ -132,8 +132,13 @@ func (e *poolErrorSeries) set(namespace string, counts map[[2]string]float64) {
 	e.last[namespace] = now
 }
 
-// recordPoolQuery exports whether the cluster's last uncached pool list failed.
-func recordPoolQuery(c *linstorv1.LinstorCluster, failing bool) {
+// recordPoolQuery exports whether the cluster's last uncached pool list failed, or no
+// series when LINSTOR's state is not known (known false).
+func recordPoolQuery(c *linstorv1.LinstorCluster, known, failing bool) {
+	if !known {
+		poolQueryFailing.DeleteLabelValues(c.Namespace, c.Name)
+		return
+	}
 	v := 0.0
 	if failing {
 		v = 1

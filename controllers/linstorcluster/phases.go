@@ -483,9 +483,9 @@ func (r *Reconciler) observeSatellites(ctx context.Context, s *scope) (ctrl.Resu
 		}
 	}
 	recordMetrics(s.cluster, live)
-	if s.snap.Observed() {
-		recordPoolQuery(s.cluster, s.snap.PoolsQueryErr != nil)
-	}
+	// Only what a working cycle saw: LINSTOR stopped or unreachable says nothing of its
+	// satellites (the series goes, and with it the alert).
+	recordPoolQuery(s.cluster, s.snap.Observed() && observer.Err(s.snap) == nil, s.snap.Observed() && s.snap.PoolsQueryErr != nil)
 	return ctrl.Result{}, nil
 }
 

@@ -22,8 +22,13 @@ const quorumKey = "DrbdOptions/Resource/quorum"
 
 // freshControllerProps are the controller properties of a new k8s database: its first
 // migration sets AutoEvictAllowEviction (Migration_01_v1_15_0_init, /CTRLCFG).
+//
+// It also sets auto-quorum io-error (Migration_10_v1_19_1_ConsolidatedInit, /CTRLCFG
+// DrbdOptions/auto-quorum), which Migration_26_v1_27_1_AutoQuorumInerhitRework turns
+// into on-no-quorum io-error: without it DRBD would suspend I/O on losing quorum, its
+// default (drbd-headers DRBD_ON_NO_QUORUM_DEF, ONQ_SUSPEND_IO).
 func freshControllerProps() map[string]string {
-	return map[string]string{autoEvictAllowKey: "True"}
+	return map[string]string{autoEvictAllowKey: "True", onNoQuorumKey: "io-error"}
 }
 
 // holdsData: the replica has a disk with data on it (diskful to LINSTOR, and DRBD has

@@ -35,11 +35,12 @@ var (
 //
 // A resource is suspended when it lost quorum and its on-no-quorum is suspend-io
 // (drbd_state.c: susp_quorum = on_no_quorum == ONQ_SUSPEND_IO && !quorum); the option
-// is the definition's, else its group's, else the controller's, and unset counts as
-// io-error (LINSTOR sets only quorum itself, CtrlRscAutoQuorumHelper). Out of sync
-// toward a peer is what a resync still has to copy (the emulator's progress), and at
-// least one 4 KiB block toward a peer that missed this node's writes (the emulator
-// does not count written bytes). I/O counters and the other gauges are left out.
+// is the definition's, else its group's, else the controller's (a new database sets
+// io-error there: freshControllerProps), and unset is DRBD's default, suspend-io. Out of
+// sync toward a peer is one 4 KiB block per peer that missed this node's writes (the
+// emulator does not count written bytes), and during a resync what is left of it, or of
+// the whole volume for a new replica's first sync. I/O counters and the other gauges
+// are left out.
 func (e *Emulator) ReactorHandler(nodeName string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		e.mu.Lock()
@@ -88,7 +89,7 @@ func (e *Emulator) reactorPage(nodeName string) string {
 			add("drbd_resource_role", fmt.Sprintf("%s,drbd_resource_role=%q", res, r), boolean(r == role))
 		}
 		quorum := e.hasQuorum(rd, here)
-		add("drbd_resource_suspended", res, boolean(!quorum && strings.EqualFold(e.onNoQuorum(rd), "suspend-io")))
+		add("drbd_resource_suspended", res, boolean(!quorum && !strings.EqualFold(e.onNoQuorum(rd), "io-error")))
 		add("drbd_resource_maypromote", res, boolean(e.mayPromote(rd, here)))
 
 		peers := slices.Sorted(func(yield func(string) bool) {
@@ -150,24 +151,32 @@ func (e *Emulator) kernelDiskState(rep *replica) string {
 }
 
 // outOfSyncBytes is what DRBD on node has out of sync toward peer for a volume of
-// size bytes: the rest of a resync between the two (either way), else one block if
-// the peer missed node's writes.
+// size bytes: during a resync between the two (either way), what is left of the blocks
+// to copy, the missed writes' block or, for a new replica's first sync, the whole
+// volume; else one block if the peer missed node's writes.
 func (e *Emulator) outOfSyncBytes(rd *resourceDefinition, node, peer string, size int64) int64 {
 	rep, p := rd.resources[node], rd.resources[peer]
 	for _, pair := range [][2]string{{peer, node}, {node, peer}} {
 		target := rd.resources[pair[0]]
 		if e.syncing(target) && strings.EqualFold(e.syncSource(rd, pair[0], target), pair[1]) {
-			return int64(float64(size) * (1 - e.donePercentage(target)/100))
+			toCopy := int64(missedBlock)
+			if target.syncFrom == "" {
+				toCopy = size
+			}
+			return int64(float64(toCopy) * (1 - e.donePercentage(target)/100))
 		}
 	}
 	if rep != nil && p != nil && p.behind[strings.ToLower(node)] {
-		return 4096
+		return missedBlock
 	}
 	return 0
 }
 
+// missedBlock is what the emulator counts out of sync for a peer's missed writes.
+const missedBlock = 4096
+
 // onNoQuorum is the definition's on-no-quorum option, else its group's, else the
-// controller's ("" when unset).
+// controller's ("" when unset: DRBD's default, suspend-io).
 func (e *Emulator) onNoQuorum(rd *resourceDefinition) string {
 	if v := rd.Props[onNoQuorumKey]; v != "" {
 		return v

@@ -141,7 +141,9 @@ func watchAlerts(ctx context.Context, srv *promserver.Server) *alertLog {
 				if a.State == promv1.AlertStateFiring || l.now[name] == "" {
 					l.now[name] = a.State
 				}
-				if a.State == promv1.AlertStateFiring && !slices.ContainsFunc(l.instances[name], func(i *alertInstance) bool { return i.labels.Equal(a.Labels) }) {
+				// Each firing counts once: the same labels firing again later (a fault
+				// after a blip) are a new instance.
+				if a.State == promv1.AlertStateFiring && !slices.ContainsFunc(l.instances[name], func(i *alertInstance) bool { return i.labels.Equal(a.Labels) && i.activeAt.Equal(a.ActiveAt) }) {
 					l.instances[name] = append(l.instances[name], &alertInstance{labels: a.Labels, firing: seen, activeAt: a.ActiveAt})
 				}
 			}

@@ -55,6 +55,9 @@ const (
 	streamLifetime = 10 * time.Minute
 	// maxBackoff bounds the wait between failed cycles (LINSTOR down).
 	maxBackoff = 30 * time.Second
+	// minReadTimeout: a cycle's reads get at least this long, however short the
+	// interval (an uncached pool list gets half of it: observer.readPools).
+	minReadTimeout = 10 * time.Second
 )
 
 // Snapshot is LINSTOR's state as one cycle saw it. It is never modified after it is
@@ -510,7 +513,7 @@ func (o *Observer) loop(ctx context.Context, key types.NamespacedName, t *tracke
 		}
 		queryPools := !prev.Observed() || sinceQuery >= o.poolQueryInterval()-o.MinInterval || t.poolsDue && sinceQuery >= o.Interval-o.MinInterval
 		o.mu.Unlock()
-		readCtx, cancel := context.WithTimeout(ctx, o.Interval)
+		readCtx, cancel := context.WithTimeout(ctx, max(o.Interval, minReadTimeout))
 		next, err := o.Source.Read(readCtx, t.cluster, queryPools)
 		cancel()
 		if ctx.Err() != nil {

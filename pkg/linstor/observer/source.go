@@ -62,6 +62,10 @@ func (s ConnectorSource) Read(ctx context.Context, cluster *linstorv1.LinstorClu
 	return snap, nil
 }
 
+// maxPoolQuery bounds the uncached pool list: while it waits, the cycle (node states
+// included) waits with it.
+const maxPoolQuery = 10 * time.Second
+
 // poolQueryError: the uncached pool list failed, the cached one did not.
 type poolQueryError struct {
 	err    error
@@ -72,15 +76,16 @@ func (e *poolQueryError) Error() string { return e.err.Error() }
 
 // readPools lists the storage pools, uncached when query. LINSTOR puts no timeout on
 // the satellites' free-space answers (FreeCapacityFetcherProto, one apiCall per node):
-// one satellite whose lvs hangs hangs the uncached list. It gets half the cycle's time;
-// when it fails, the cached list answers the cycle and the failure is returned as a
-// poolQueryError, so a hung satellite does not make LINSTOR look unreachable.
+// one satellite whose lvs hangs hangs the uncached list. It gets half the cycle's time
+// (at most maxPoolQuery); when it fails, the cached list answers the cycle and the
+// failure is returned as a poolQueryError, so a hung satellite does not make LINSTOR
+// look unreachable.
 func readPools(ctx context.Context, conn *linstor.Connection, query bool) ([]lapi.StoragePool, error) {
 	yes := true
 	if query {
 		qctx, cancel := ctx, context.CancelFunc(func() {})
 		if deadline, ok := ctx.Deadline(); ok {
-			qctx, cancel = context.WithTimeout(ctx, time.Until(deadline)/2)
+			qctx, cancel = context.WithTimeout(ctx, min(time.Until(deadline)/2, maxPoolQuery))
 		}
 		pools, err := conn.Nodes.GetStoragePoolView(qctx)
 		cancel()

@@ -135,15 +135,14 @@ func (e *poolErrorSeries) set(namespace string, counts map[[2]string]float64) {
 // recordPoolQuery exports whether the cluster's last uncached pool list failed, or no
 // series when LINSTOR's state is not known (known false).
 func recordPoolQuery(c *linstorv1.LinstorCluster, known, failing bool) {
-	if !known {
-		poolQueryFailing.DeleteLabelValues(c.Namespace, c.Name)
-		return
+	var want []series
+	switch {
+	case known && failing:
+		want = []series{{value: 1}}
+	case known:
+		want = []series{{value: 0}}
 	}
-	v := 0.0
-	if failing {
-		v = 1
-	}
-	poolQueryFailing.WithLabelValues(c.Namespace, c.Name).Set(v)
+	exported.set(poolQueryFailing, types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, want)
 }
 
 // recordReplicaMetrics exports the count of resources in every state, zeros included:
@@ -231,11 +230,10 @@ func recordBackupMetric(c *linstorv1.LinstorCluster, backups []linstorv1.Linstor
 // forgetMetrics removes every series of a deleted cluster.
 func forgetMetrics(c *linstorv1.LinstorCluster) {
 	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
-	for _, vec := range []*prometheus.GaugeVec{satellitesGauge, conditionGauge, certificateExpiry, backupCompleted, upgradePhaseStarted, upgradePhaseTimeout} {
+	for _, vec := range []*prometheus.GaugeVec{satellitesGauge, conditionGauge, certificateExpiry, backupCompleted, upgradePhaseStarted, upgradePhaseTimeout, poolQueryFailing} {
 		exported.set(vec, key, nil)
 	}
 	resourcesGauge.DeletePartialMatch(prometheus.Labels{"namespace": c.Namespace, "cluster": c.Name})
-	poolQueryFailing.DeleteLabelValues(c.Namespace, c.Name)
 	exportedPoolErrors.set(c.Namespace, nil)
 }
 

@@ -2,7 +2,6 @@ package observer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -46,15 +45,11 @@ func (s ConnectorSource) Read(ctx context.Context, cluster *linstorv1.LinstorClu
 	for _, n := range nodes {
 		snap.nodes[strings.ToLower(n.Name)] = n
 	}
-	pools, err := readPools(ctx, conn, queryPools)
+	pools, queryErr, err := readPools(ctx, conn, queryPools)
 	if err != nil {
-		var qerr *poolQueryError
-		if !errors.As(err, &qerr) {
-			return nil, err
-		}
-		snap.PoolsQueryErr = qerr.err
-		pools = qerr.cached
+		return nil, err
 	}
+	snap.PoolsQueryErr = queryErr
 	for _, p := range pools {
 		key := strings.ToLower(p.NodeName)
 		snap.pools[key] = append(snap.pools[key], p)
@@ -66,46 +61,36 @@ func (s ConnectorSource) Read(ctx context.Context, cluster *linstorv1.LinstorClu
 // included) waits with it.
 const maxPoolQuery = 10 * time.Second
 
-// poolQueryError: the uncached pool list failed, the cached one did not.
-type poolQueryError struct {
-	err    error
-	cached []lapi.StoragePool
-}
-
-func (e *poolQueryError) Error() string { return e.err.Error() }
-
 // readPools lists the storage pools, uncached when query. LINSTOR puts no timeout on
 // the satellites' free-space answers (FreeCapacityFetcherProto, one apiCall per node):
 // one satellite whose lvs hangs hangs the uncached list. It gets half the cycle's time
-// (at most maxPoolQuery); when it fails, the cached list answers the cycle and the
-// failure is returned as a poolQueryError, so a hung satellite does not make LINSTOR
-// look unreachable.
-func readPools(ctx context.Context, conn *linstor.Connection, query bool) ([]lapi.StoragePool, error) {
-	yes := true
+// (at most maxPoolQuery); when it fails, the cached list answers the cycle and queryErr
+// says why, so a hung satellite does not make LINSTOR look unreachable.
+func readPools(ctx context.Context, conn *linstor.Connection, query bool) (pools []lapi.StoragePool, queryErr, err error) {
 	if query {
 		qctx, cancel := ctx, context.CancelFunc(func() {})
 		if deadline, ok := ctx.Deadline(); ok {
 			qctx, cancel = context.WithTimeout(ctx, min(time.Until(deadline)/2, maxPoolQuery))
 		}
-		pools, err := conn.Nodes.GetStoragePoolView(qctx)
+		pools, queryErr = conn.Nodes.GetStoragePoolView(qctx)
 		cancel()
-		if err == nil || ctx.Err() != nil {
-			if err != nil {
-				return nil, fmt.Errorf("listing LINSTOR storage pools: %w", err)
-			}
-			return pools, nil
+		switch {
+		case queryErr == nil:
+			return pools, nil, nil
+		case ctx.Err() != nil:
+			return nil, nil, fmt.Errorf("listing LINSTOR storage pools: %w", queryErr)
 		}
-		cached, cerr := conn.Nodes.GetStoragePoolView(ctx, &lapi.ListOpts{Cached: &yes})
-		if cerr != nil {
-			return nil, fmt.Errorf("listing LINSTOR storage pools: %w (and from its cache: %v)", err, cerr)
-		}
-		return nil, &poolQueryError{err: fmt.Errorf("asking the satellites about their storage pools: %w", err), cached: cached}
+		queryErr = fmt.Errorf("asking the satellites about their storage pools: %w", queryErr)
 	}
-	pools, err := conn.Nodes.GetStoragePoolView(ctx, &lapi.ListOpts{Cached: &yes})
+	yes := true
+	pools, err = conn.Nodes.GetStoragePoolView(ctx, &lapi.ListOpts{Cached: &yes})
 	if err != nil {
-		return nil, fmt.Errorf("listing LINSTOR storage pools: %w", err)
+		if queryErr != nil {
+			return nil, nil, fmt.Errorf("listing LINSTOR storage pools: %w (and uncached: %v)", err, queryErr)
+		}
+		return nil, nil, fmt.Errorf("listing LINSTOR storage pools: %w", err)
 	}
-	return pools, nil
+	return pools, queryErr, nil
 }
 
 // ReadHealth reads what classifying every resource needs: the resource groups (place
